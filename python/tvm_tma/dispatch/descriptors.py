@@ -1,0 +1,66 @@
+"""Host side: one ``tvm_tma.encode_tiled`` call per distinct tensor map per kernel.
+
+The encode runs in the kernel's host function (``sctx.add_init_stmt(..., host=True)``) into
+a stack slot that becomes a ``const __grid_constant__ CUtensorMap`` kernel parameter. Two
+copies that need the same map over the same buffer share one descriptor: the cache key is
+the encode arguments, and the buffer's data variable is compared by identity.
+"""
+
+from __future__ import annotations
+
+from tvm.script import tirx as T
+
+from ..planner.plan_types import TensorMapSpec
+
+ENCODE_FUNCTION = "tvm_tma.encode_tiled"
+
+
+def encode_arguments(spec: TensorMapSpec, base) -> list:
+    """The flat packed-call arguments after the map itself (driver order throughout)."""
+    return [
+        spec.dtype,
+        spec.rank,
+        base,
+        *spec.global_dims,
+        *spec.global_strides,
+        *spec.box_dims,
+        *spec.element_strides,
+        spec.interleave,
+        spec.swizzle,
+        spec.l2_promotion,
+        spec.oob_fill,
+    ]
+
+
+def _cache_key(spec: TensorMapSpec, buffer_name: str, slot: int) -> str:
+    fields = (spec.dtype, spec.global_dims, spec.global_strides, spec.box_dims,
+              spec.element_strides, spec.interleave, spec.swizzle, spec.l2_promotion,
+              spec.oob_fill)
+    return "tvm_tma.tensormap:" + buffer_name + ":" + ":".join(map(str, fields)) + f"#{slot}"
+
+
+def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx):
+    """The kernel-parameter variable holding ``spec`` over ``global_buffer`` (encoded once)."""
+    base = global_buffer.data
+    slot = 0
+    while True:
+        key = _cache_key(spec, global_buffer.name, slot)
+        cached = sctx.cache_get(key)
+        if cached is None:
+            break
+        cached_base, cached_map = cached[0], cached[1]
+        if cached_base.same_as(base):
+            return cached_map
+        slot += 1
+    tensor_map = T.Var(f"{global_buffer.name}_tensormap", ty=T.handle("tensormap").ty)
+    arguments = encode_arguments(spec, base)
+
+    @T.prim_func(check_well_formed=False)
+    def encode():
+        T.Bind(T.tvm_stack_alloca("tensormap", 1), var=tensor_map)
+        T.evaluate(T.call_packed(ENCODE_FUNCTION, tensor_map, *arguments))
+        T.tvm_kernel_replace_point()
+
+    sctx.add_init_stmt(encode.body, host=True)
+    sctx.cache_set(key, [base, tensor_map])
+    return tensor_map

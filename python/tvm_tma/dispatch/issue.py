@@ -1,0 +1,70 @@
+"""Device side: the unrolled issue loop, one ``cp.async.bulk.tensor`` per step.
+
+The dispatch emits no completion: a g2s copy completes on the caller's mbarrier
+(``arrive.expect_tx`` + wait), an s2g copy through the caller's commit_group / wait_group.
+"""
+
+from __future__ import annotations
+
+import tvm
+from tvm.script import tirx as T
+
+from .. import intrin
+from ..planner.plan_types import TmaPlan
+
+#: Issue loops up to this many steps are fully unrolled; longer ones stay a serial loop.
+UNROLL_LIMIT = 64
+
+
+def _shared_pointer(shared_buffer, element_offset):
+    """Address of ``element_offset`` elements past the shared buffer's data pointer.
+
+    The offset goes into the pointer index of a flat view (elem_offset 0) rather than into
+    the view's definition, so loop-local coordinates never leak above their binding.
+    """
+    flat = T.decl_buffer((1,), shared_buffer.dtype, shared_buffer.data, elem_offset=0,
+                         scope=shared_buffer.scope())
+    return flat.ptr_to([element_offset])
+
+
+def _issue(plan: TmaPlan, tensor_map, shared_buffer, mbar, arch: str, offset, coords):
+    address = T.address_of(tensor_map)
+    if plan.direction == "g2s":
+        return intrin.load(_shared_pointer(shared_buffer, offset), address, coords, mbar,
+                           arch=arch)
+    return intrin.store(address, coords, _shared_pointer(shared_buffer, offset))
+
+
+def _decompose(plan: TmaPlan, flat_index):
+    """Per-axis step of a flat issue index (outermost axis slowest), as expressions."""
+    steps = []
+    remaining = plan.num_issues
+    for axis in plan.issue_axes:
+        remaining //= axis.extent
+        steps.append(tvm.tirx.floormod(tvm.tirx.floordiv(flat_index, remaining), axis.extent))
+    return tuple(steps)
+
+
+def emit_issues(plan: TmaPlan, tensor_map, shared_buffer, mbar, arch: str, prover):
+    """A parameterless PrimFunc whose body replaces the copy_async call."""
+    if not plan.issue_axes:
+
+        @T.prim_func(check_well_formed=False)
+        def single():
+            T.evaluate(_issue(plan, tensor_map, shared_buffer, mbar, arch,
+                              plan.smem_offset, plan.coordinates))
+
+        return single
+
+    count = plan.num_issues
+    loop = T.unroll if count <= UNROLL_LIMIT else T.serial
+
+    @T.prim_func(check_well_formed=False)
+    def looped():
+        for index in loop(count):
+            issue = T.meta_var(plan.issue_at(_decompose(plan, index)))
+            T.evaluate(_issue(plan, tensor_map, shared_buffer, mbar, arch,
+                              prover.simplify(issue.smem_offset),
+                              [prover.simplify(c) for c in issue.coordinates]))
+
+    return looped

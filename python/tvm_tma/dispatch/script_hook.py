@@ -1,0 +1,29 @@
+"""Parse-time acceptance of ``dispatch="tma"`` copies in TVMScript.
+
+TVM 0.27's builder checks ``copy_async`` operands with ``_check_copy_regions_match``, which
+relaxes "same region shape" to "same payload bytes" only for its own TMA variant names. A
+TMA copy is byte-oriented, so "tma" must be judged the same way. The builder looks the check
+up as a module global on every call, so wrapping that global is the one extension point that
+leaves every other dispatch untouched.
+"""
+
+from __future__ import annotations
+
+import tvm.tirx.script.builder.tirx as _builder
+
+#: The upstream variant whose parse-time rule "tma" shares (equal payload bytes).
+_BYTE_CHECKED_VARIANT = "tma_auto"
+
+
+def install() -> None:
+    original = _builder._check_copy_regions_match
+    if getattr(original, "_tvm_tma_wrapped", False):
+        return
+
+    def check_copy_regions_match(dst, src, config, name, dispatch=None):
+        if dispatch == "tma":
+            dispatch = _BYTE_CHECKED_VARIANT
+        return original(dst, src, config, name, dispatch)
+
+    check_copy_regions_match._tvm_tma_wrapped = True  # type: ignore[attr-defined]
+    _builder._check_copy_regions_match = check_copy_regions_match

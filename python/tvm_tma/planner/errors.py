@@ -1,0 +1,52 @@
+"""Why a copy cannot become a TMA plan.
+
+Every refusal names one rule from :data:`RULES`, so a kernel author (and a test) can tell
+*which* hardware or safety constraint was violated without parsing prose.
+"""
+
+from __future__ import annotations
+
+RULES: dict[str, str] = {
+    "direction": "TMA copies global<->shared; other scope pairs are not TMA copies",
+    "dtype": "both sides of the copy must have the same element type",
+    "extent": "copy extents must be static and equal on both sides once unit dims are dropped",
+    "layout": "both buffers need a memory layout the planner can read",
+    "layout-mismatch": "the shared and global layouts cannot be factored into common axes",
+    "shared-chain": "no shared-memory axis has stride 1, so no dense TMA box can be formed",
+    "shared-injective": "the shared layout maps two elements to one address",
+    "innermost-stride": "the box's innermost axis must be contiguous (stride 1) in global memory",
+    "swizzle-layout": "the shared swizzle must be one of the TMA patterns (16-byte units, 8 rows)",
+    "swizzle-span": "with swizzle, the inner box must fill exactly the 32/64/128-byte span",
+    "inner-box-16B": "the inner box must be a multiple of 16 bytes",
+    "box-dim": "every box dimension must be 1..256 elements",
+    "rank": "a tiled tensor map has at most 5 dimensions",
+    "global-stride": "global strides must be multiples of 16 bytes and below 2^40",
+    "global-dim": "global dimensions must be in (0, 2^32]",
+    "global-address-align": "the global base address must be 16-byte aligned",
+    "global-view-offset": "the global buffer must start at its data pointer (elem_offset 0)",
+    "coordinate": "a split global axis must start on a multiple of its inner extent",
+    "region-bounds": "the copied region must provably lie inside the global tensor",
+    "smem-align-128": "every issue's shared address must be provably 128-byte aligned",
+    "swizzle-base-period": "a swizzled shared buffer must start on the swizzle pattern period",
+    "config": "an option of the copy is missing, misplaced or unsupported",
+    "scope": "TMA is issued by a single thread",
+}
+
+
+class PlanError(ValueError):
+    """A copy that TMA cannot (or cannot provably safely) perform.
+
+    ``rule`` is a key of :data:`RULES`; the message repeats it and names the offending value.
+    """
+
+    def __init__(self, rule: str, detail: str) -> None:
+        if rule not in RULES:
+            raise KeyError(f"unknown planner rule {rule!r}")
+        self.rule = rule
+        self.detail = detail
+        super().__init__(f"[{rule}] {detail}")
+
+
+def refuse(rule: str, detail: str) -> PlanError:
+    """Build the error for ``rule`` (callers ``raise refuse(...)`` so tracebacks stay short)."""
+    return PlanError(rule, detail)

@@ -1,0 +1,132 @@
+"""The planner's result: a tensor map in driver order plus the issue loop that walks it.
+
+Everything is frozen: a plan is a value that the dispatch turns into one host encode and an
+unrolled list of ``cp.async.bulk.tensor`` issues, and that tests compare field by field.
+Dimension tuples are in the CUDA driver's order, innermost dimension first.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+from .proofs import Expr
+
+#: Bytes of one element of each descriptor element type the planner emits.
+DESCRIPTOR_DTYPE_BYTES: dict[str, int] = {
+    "uint8": 1,
+    "uint16": 2,
+    "float16": 2,
+    "bfloat16": 2,
+    "uint32": 4,
+    "int32": 4,
+    "float32": 4,
+    "uint64": 8,
+    "int64": 8,
+    "float64": 8,
+}
+
+#: Swizzle mode (the driver enum value) -> (span bytes, pattern period bytes).
+SWIZZLE_GEOMETRY: dict[int, tuple[int, int]] = {1: (32, 256), 2: (64, 512), 3: (128, 1024)}
+
+
+@dataclass(frozen=True)
+class TensorMapSpec:
+    """The arguments of one ``cuTensorMapEncodeTiled`` call (except the base pointer).
+
+    ``global_strides`` are byte strides of dimensions 1..rank-1 (dimension 0 is contiguous).
+    """
+
+    dtype: str
+    global_dims: tuple[Expr, ...]
+    global_strides: tuple[Expr, ...]
+    box_dims: tuple[int, ...]
+    element_strides: tuple[int, ...]
+    swizzle: int = 0
+    interleave: int = 0
+    l2_promotion: int = 2
+    oob_fill: int = 0
+
+    @property
+    def rank(self) -> int:
+        return len(self.box_dims)
+
+    @property
+    def element_bytes(self) -> int:
+        return DESCRIPTOR_DTYPE_BYTES[self.dtype]
+
+    @property
+    def box_bytes(self) -> int:
+        """Bytes one issue moves."""
+        total = self.element_bytes
+        for extent in self.box_dims:
+            total *= extent
+        return total
+
+
+@dataclass(frozen=True)
+class IssueAxis:
+    """One axis of the issue loop: each step moves the shared address and one coordinate.
+
+    ``smem_stride`` is in elements of the shared buffer; ``coord_dim``/``coord_step`` name the
+    tensor-map dimension whose coordinate advances by ``coord_step`` per step.
+    """
+
+    extent: int
+    smem_stride: int
+    coord_dim: int
+    coord_step: int
+
+
+@dataclass(frozen=True)
+class Issue:
+    """One concrete instruction of the loop (for static inspection and tests)."""
+
+    smem_offset: Expr
+    coordinates: tuple[Expr, ...]
+
+
+@dataclass(frozen=True)
+class TmaPlan:
+    """A copy between a shared region and a global region as TMA issues over one tensor map.
+
+    ``smem_offset`` is the element offset of the first issue's shared address from the start
+    of the shared buffer's data (its ``elem_offset`` included). ``coordinates`` are the first
+    issue's tensor coordinates, in driver order.
+    """
+
+    direction: str
+    tensor_map: TensorMapSpec
+    coordinates: tuple[Expr, ...]
+    smem_offset: Expr
+    issue_axes: tuple[IssueAxis, ...] = field(default=())
+    notes: tuple[str, ...] = field(default=())
+
+    @property
+    def rank(self) -> int:
+        return self.tensor_map.rank
+
+    @property
+    def num_issues(self) -> int:
+        count = 1
+        for axis in self.issue_axes:
+            count *= axis.extent
+        return count
+
+    @property
+    def bytes_per_issue(self) -> int:
+        return self.tensor_map.box_bytes
+
+    def issue_at(self, steps: tuple[int, ...]) -> Issue:
+        """The issue at one point of the issue loop (``steps[i]`` indexes ``issue_axes[i]``)."""
+        offset = self.smem_offset
+        coords = list(self.coordinates)
+        for axis, step in zip(self.issue_axes, steps):
+            offset = offset + step * axis.smem_stride
+            coords[axis.coord_dim] = coords[axis.coord_dim] + step * axis.coord_step
+        return Issue(offset, tuple(coords))
+
+    def issues(self) -> list[Issue]:
+        """Every issue, outermost issue axis slowest."""
+        ranges = [range(axis.extent) for axis in self.issue_axes]
+        return [self.issue_at(steps) for steps in itertools.product(*ranges)]

@@ -1,0 +1,126 @@
+"""L3 validation: every hardware and safety rule a finished plan must satisfy.
+
+The planner builds plans that should satisfy these by construction; this module is the
+independent check (and the place a reader finds the rules). Constant facts are decided
+here; facts that depend on run-time values (a dynamic stride, the base pointer) are proven
+when possible, refused when provably wrong, and otherwise left to the C++ encoder, which
+re-checks every rule on the actual values before calling the driver.
+"""
+
+from __future__ import annotations
+
+import tvm
+
+from .descriptor import MAX_BOX, MAX_RANK, Context
+from .errors import refuse
+from .plan_types import SWIZZLE_GEOMETRY, TmaPlan
+from .proofs import Prover, as_int
+
+#: Shared-memory instructions need 128-byte aligned addresses.
+SMEM_ALIGN = 128
+#: Dynamic shared memory starts 1024-byte aligned (CUTLASS relies on the same).
+DYNAMIC_SMEM_BASE_ALIGN = 1024
+
+
+def check_plan(plan: TmaPlan, ctx: Context) -> None:
+    spec = plan.tensor_map
+    _check_shape(spec)
+    _check_global(plan, ctx)
+    _check_bounds(ctx)
+    _check_shared(plan, ctx)
+
+
+def _check_shape(spec) -> None:
+    if not 1 <= spec.rank <= MAX_RANK:
+        raise refuse("rank", f"tensor map of rank {spec.rank} (must be 1..5)")
+    for index, box in enumerate(spec.box_dims):
+        if not 1 <= box <= MAX_BOX:
+            raise refuse("box-dim", f"box dimension {index} is {box} elements (must be 1..256)")
+    inner_bytes = spec.box_dims[0] * spec.element_bytes
+    if spec.swizzle:
+        span = SWIZZLE_GEOMETRY[spec.swizzle][0]
+        if inner_bytes != span:
+            raise refuse(
+                "swizzle-span",
+                f"inner box is {inner_bytes} bytes but the swizzle span is {span} bytes",
+            )
+    elif inner_bytes % 16:
+        raise refuse("inner-box-16B", f"inner box is {inner_bytes} bytes, not a multiple of 16")
+
+
+def _check_global(plan: TmaPlan, ctx: Context) -> None:
+    prover = ctx.prover
+    spec = plan.tensor_map
+    for index, stride in enumerate(spec.global_strides, start=1):
+        _prove_or_defer(
+            prover,
+            tvm.tirx.floormod(stride, 16) == 0,
+            "global-stride",
+            f"global stride of dimension {index} is {stride} bytes, not a multiple of 16",
+        )
+        _prove_or_defer(
+            prover, stride < (1 << 40), "global-stride",
+            f"global stride of dimension {index} is {stride} bytes (must be < 2^40)",
+        )
+    for index, size in enumerate(spec.global_dims):
+        _prove_or_defer(
+            prover, tvm.tirx.all(size > 0, size <= (1 << 32)), "global-dim",
+            f"global dimension {index} has size {size} (must be in (0, 2^32])",
+        )
+
+
+def _check_bounds(ctx: Context) -> None:
+    prover = ctx.prover
+    for index, dim in enumerate(ctx.global_view.dims):
+        inside = tvm.tirx.all(dim.start >= 0, dim.start + dim.extent <= dim.size)
+        if not prover.prove(inside):
+            raise refuse(
+                "region-bounds",
+                f"global dimension {index}: region [{dim.start}, {dim.start} + {dim.extent}) is "
+                f"not provably inside [0, {dim.size})",
+            )
+
+
+def _check_shared(plan: TmaPlan, ctx: Context) -> None:
+    prover = ctx.prover
+    shared = ctx.shared
+    width = shared.element_bytes
+    base_align = _allocation_alignment(ctx)
+    first = prover.simplify(plan.smem_offset * width)
+    if base_align < SMEM_ALIGN or not prover.divisible(first, SMEM_ALIGN):
+        raise refuse(
+            "smem-align-128",
+            f"shared address offset {first} bytes (allocation aligned to {base_align}) is not "
+            "provably a multiple of 128",
+        )
+    for axis in plan.issue_axes:
+        if (axis.smem_stride * width) % SMEM_ALIGN:
+            raise refuse(
+                "smem-align-128",
+                f"issue loop steps the shared address by {axis.smem_stride * width} bytes, "
+                "not a multiple of 128",
+            )
+    if shared.swizzle:
+        period = SWIZZLE_GEOMETRY[shared.swizzle][1]
+        base = prover.simplify(shared.buffer_offset * width)
+        if base_align < period or not prover.divisible(base, period):
+            raise refuse(
+                "swizzle-base-period",
+                f"swizzled shared buffer starts {base} bytes into its allocation, not provably "
+                f"on the {period}-byte pattern period",
+            )
+
+
+def _allocation_alignment(ctx: Context) -> int:
+    """Bytes the shared allocation is known to be aligned to."""
+    scope = ctx.shared.scope
+    return DYNAMIC_SMEM_BASE_ALIGN if scope == "shared.dyn" else 16
+
+
+def _prove_or_defer(prover: Prover, condition, rule: str, detail: str) -> None:
+    """Refuse what is provably false; leave run-time-only facts to the C++ encoder."""
+    if prover.prove(condition):
+        return
+    folded = prover.simplify(condition)
+    if as_int(folded) is not None or prover.refutable(condition):
+        raise refuse(rule, detail)

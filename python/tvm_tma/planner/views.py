@@ -1,0 +1,196 @@
+"""L1, part one: read each side of a copy into plain numbers the planner can reason about.
+
+A shared region becomes a list of (extent, stride) iterators over the region's row-major
+index space plus its swizzle; a global region becomes one (size, stride, start, extent)
+record per buffer dimension. Layouts come from TVM's layout classes (``TileLayout`` and the
+swizzling ``ComposeLayout``), exactly as kernel authors declare them.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import tvm
+from tvm.tirx.layout import ComposeLayout, S, TileLayout
+
+from .errors import refuse
+from .plan_types import SWIZZLE_GEOMETRY
+from .proofs import Expr, Prover, as_int
+
+
+@dataclass(frozen=True)
+class SharedView:
+    """The shared side: dense iterators of the region, in the region's row-major order."""
+
+    dtype: str
+    element_bytes: int
+    swizzle: int
+    iters: tuple[tuple[int, int], ...]  # (extent, stride in elements), unit extents dropped
+    region_offset: Expr  # element offset of the region start from the buffer's data pointer
+    buffer_offset: Expr  # the buffer's own elem_offset from its data pointer
+    scope: str  # "shared.dyn" (1024-byte aligned arena) or "shared"
+
+
+@dataclass(frozen=True)
+class GlobalDim:
+    """One dimension of the global buffer and the part of it the copy touches."""
+
+    size: Expr
+    stride: Expr  # elements
+    start: Expr
+    extent: int
+
+
+@dataclass(frozen=True)
+class GlobalView:
+    dtype: str
+    element_bytes: int
+    dims: tuple[GlobalDim, ...]
+
+
+def region_bounds(region) -> tuple[list[Expr], list[Expr]]:
+    """(starts, extents) of a BufferRegion's ranges."""
+    return [r.min for r in region.region], [r.extent for r in region.region]
+
+
+def _static_extents(extents: list[Expr], side: str) -> list[int]:
+    values = [as_int(e) for e in extents]
+    if any(v is None for v in values):
+        raise refuse("extent", f"{side} region extents {[str(e) for e in extents]} are not static")
+    return values  # type: ignore[return-value]
+
+
+def swizzle_mode(layout, dtype: str) -> int:
+    """The TMA swizzle mode (0..3) a shared layout implies, or a refusal naming why not.
+
+    TMA swizzles 16-byte units within rows of 2^atom bytes, XOR-ing the row index into the
+    unit index: a ComposeLayout matches only with 16-byte units (per_element), atom_len 3 and
+    the ``swizzle_inner`` direction; anything else would land data permuted.
+    """
+    if isinstance(layout, TileLayout):
+        return 0
+    if not isinstance(layout, ComposeLayout):
+        raise refuse("layout", f"shared layout {layout} is neither a TileLayout nor a swizzle")
+    length = int(layout.swizzle_len)
+    if length == 0:
+        return 0
+    element_bytes = tvm.DataType(dtype).bits // 8
+    expected_per_element = int(math.log2(16 // element_bytes)) if element_bytes <= 16 else -1
+    problems = []
+    if int(layout.per_element) != expected_per_element:
+        problems.append(
+            f"per_element={int(layout.per_element)} (16-byte units of {dtype} need "
+            f"{expected_per_element})"
+        )
+    if int(layout.atom_len) != 3:
+        problems.append(f"atom_len={int(layout.atom_len)} (TMA needs 3)")
+    if not bool(layout.swizzle_inner):
+        problems.append("swizzle_inner=False (TMA XORs the row bits into the unit bits)")
+    if length not in SWIZZLE_GEOMETRY:
+        problems.append(f"swizzle_len={length} (TMA has 1, 2, 3)")
+    if problems:
+        raise refuse("swizzle-layout", "shared swizzle is not a TMA pattern: " + "; ".join(problems))
+    return length
+
+
+def _tile_of(layout, shape) -> TileLayout:
+    """The unswizzled address map of a layout over ``shape``."""
+    if isinstance(layout, TileLayout):
+        return layout
+    tile = layout.tile_layout
+    if tile.is_trivial():
+        # A bare swizzle carries only its period; the buffer itself is row-major.
+        static = [as_int(s) for s in shape]
+        if None not in static and int(tile.size()) != math.prod(static):
+            return TileLayout(S[tuple(static)])
+    return tile
+
+
+def _memory_offset(layout: TileLayout) -> Expr:
+    total: Expr = 0
+    for axis, value in layout.offset.items():
+        if not axis.is_memory():
+            raise refuse("layout", f"layout offset on non-memory axis {axis.name}")
+        total = total + value
+    return total
+
+
+def _check_memory_layout(layout: TileLayout, side: str) -> None:
+    if len(layout.replica) > 0:
+        raise refuse("layout", f"{side} layout {layout} replicates data across threads")
+    for iterator in layout.shard:
+        if not iterator.axis.is_memory():
+            raise refuse("layout", f"{side} layout {layout} has non-memory axis {iterator.axis}")
+
+
+def read_shared(region, prover: Prover) -> SharedView:
+    buffer = region.source
+    dtype = str(buffer.dtype)
+    if buffer.layout is None:
+        raise refuse("layout", f"shared buffer {buffer.name} has no layout")
+    swizzle = swizzle_mode(buffer.layout, dtype)
+    starts, extents = region_bounds(region)
+    static_extents = _static_extents(extents, "shared")
+    tile = _tile_of(buffer.layout, buffer.shape)
+    _check_memory_layout(tile, "shared")
+    sliced = tile.slice(list(buffer.shape), [(s, s + e) for s, e in zip(starts, static_extents)])
+    if not isinstance(sliced, TileLayout):
+        raise refuse(
+            "layout",
+            f"shared layout {tile} cannot be sliced to start={[str(s) for s in starts]} "
+            f"extent={static_extents}",
+        )
+    _check_memory_layout(sliced, "shared")
+    iters = []
+    for iterator in sliced.shard:
+        extent, stride = as_int(iterator.extent), as_int(prover.simplify(iterator.stride))
+        if extent is None or stride is None:
+            raise refuse("layout", f"shared iterator {iterator} is not static")
+        if extent != 1:
+            iters.append((extent, stride))
+    return SharedView(
+        dtype=dtype,
+        element_bytes=tvm.DataType(dtype).bits // 8,
+        swizzle=swizzle,
+        iters=tuple(iters),
+        region_offset=prover.simplify(buffer.elem_offset + _memory_offset(sliced)),
+        buffer_offset=prover.simplify(buffer.elem_offset),
+        scope=buffer.scope(),
+    )
+
+
+def read_global(region, prover: Prover) -> GlobalView:
+    buffer = region.source
+    dtype = str(buffer.dtype)
+    layout = buffer.layout
+    if not isinstance(layout, TileLayout):
+        raise refuse("layout", f"global buffer {buffer.name} needs a TileLayout, got {layout}")
+    _check_memory_layout(layout, "global")
+    if not prover.prove(buffer.elem_offset == 0) or not prover.prove(_memory_offset(layout) == 0):
+        raise refuse(
+            "global-view-offset",
+            f"global buffer {buffer.name} starts at elem_offset {buffer.elem_offset} "
+            f"(layout offset {_memory_offset(layout)}); TMA encodes its data pointer as the base",
+        )
+    try:
+        grouped, separators = layout.group(list(buffer.shape))
+    except (TypeError, ValueError, tvm.error.TVMError) as error:
+        raise refuse("layout", f"global layout {layout} does not follow shape {buffer.shape}: "
+                     f"{error}") from None
+    starts, extents = region_bounds(region)
+    static_extents = _static_extents(extents, "global")
+    dims = []
+    for dim, (start, extent) in enumerate(zip(starts, static_extents)):
+        group = [it for it in grouped.shard[separators[dim] : separators[dim + 1]]
+                 if as_int(it.extent) != 1]
+        if len(group) > 1:
+            raise refuse(
+                "layout",
+                f"global dimension {dim} of {buffer.name} is laid out as {len(group)} strided "
+                "pieces; TMA needs one stride per dimension",
+            )
+        stride = prover.simplify(group[0].stride) if group else 0
+        dims.append(GlobalDim(prover.simplify(buffer.shape[dim]), stride,
+                              prover.simplify(start), extent))
+    return GlobalView(dtype, tvm.DataType(dtype).bits // 8, tuple(dims))
