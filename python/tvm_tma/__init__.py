@@ -9,32 +9,41 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-_loaded = False
+_state = {"loaded": False, "loading": False}
 
 
 def _autoload() -> None:
-    """Entry point of the ``tvm.backends`` group: called at the end of ``import tvm``."""
-    global _loaded
-    if _loaded:
-        return
-    from . import dispatch
-    from ._runtime import load_runtime
+    """Entry point of the ``tvm.backends`` group, called at the end of ``import tvm``.
 
-    load_runtime()
-    dispatch.register()
-    _loaded = True
+    Idempotent and re-entrant: ``import tvm_tma`` imports tvm, whose autoload calls back
+    here while this package is still initializing.
+    """
+    if _state["loaded"] or _state["loading"]:
+        return
+    _state["loading"] = True
+    try:
+        from . import dispatch
+        from ._runtime import load_runtime
+
+        load_runtime()
+        dispatch.register()
+        _state["loaded"] = True
+    finally:
+        _state["loading"] = False
 
 
 def is_registered() -> bool:
-    """Whether the "tma" variant is registered in TVM's dispatch table."""
+    """Whether the "tma" variant is in TVM's dispatch table for copy_async on cuda."""
     from tvm.tirx.operator.tile_primitive import list_registered_schedules
 
     variants = list_registered_schedules().get("tirx.tile.copy_async", {}).get("cuda", [])
     return "tma" in variants
 
 
-_autoload()
+import tvm  # noqa: E402,F401  (runs the entry point when tvm is imported here first)
 
-from . import intrin, planner  # noqa: E402  (after registration, like the entry point)
+_autoload()  # for source checkouts where the entry point is not installed
+
+from . import intrin, planner  # noqa: E402
 
 __all__ = ["intrin", "is_registered", "planner"]

@@ -1,0 +1,224 @@
+"""One TMA copy as a test case: its buffers, the kernel that performs it, and its truth.
+
+A :class:`CopyCase` describes a global tensor, a shared buffer (plain, padded, swizzled,
+multi-stage), the two regions and the direction. From it we build
+
+* the BufferRegions the planner sees (:func:`planner_regions`),
+* a TVMScript kernel that performs the copy with ``dispatch="tma"`` and dumps every
+  shared element, so a GPU run checks placement *and* that nothing else was touched
+  (:func:`build_kernel`),
+* the expected bytes, from TVM's own layout semantics (:func:`expected_after`).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+import tvm
+from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import S, TileLayout
+
+from .layout_eval import layout_offsets
+
+THREADS = 128
+POISON_BYTE = 0xA5
+
+
+@dataclass(frozen=True)
+class CopyCase:
+    """``direction`` g2s copies ``global[region] -> shared[region]``; s2g the reverse.
+
+    ``shared_layout`` is ``"row"`` (row-major), ``"padded:<n>"`` (row-major with ``n`` extra
+    elements per row) or ``"swizzle:<mode>"`` (TVM's MMA shared layout, modes 0..3, over the
+    last two dims). ``stages > 0`` makes dim 0 of the shared buffer a stage index that a
+    kernel loop walks: stage ``s`` copies the global region shifted by ``s * extent`` rows.
+    """
+
+    name: str
+    dtype: str
+    direction: str
+    global_shape: tuple[int, ...]
+    global_start: tuple[int, ...]
+    global_extent: tuple[int, ...]
+    shared_shape: tuple[int, ...]
+    shared_layout: str = "row"
+    shared_start: tuple[int, ...] | None = None
+    shared_extent: tuple[int, ...] | None = None
+    smem_elem_offset: int = 0
+    stages: int = 0
+    expect: dict = field(default_factory=dict)  # plan facts the test asserts exactly
+
+    @property
+    def element_bytes(self) -> int:
+        return tvm.DataType(self.dtype).bits // 8
+
+    @property
+    def s_start(self) -> tuple[int, ...]:
+        return self.shared_start or tuple(0 for _ in self.shared_shape)
+
+    @property
+    def s_extent(self) -> tuple[int, ...]:
+        if self.shared_extent is not None:
+            return self.shared_extent
+        if self.stages:
+            return (1, *self.shared_shape[1:])
+        return self.shared_shape
+
+    @property
+    def copy_bytes(self) -> int:
+        return math.prod(self.global_extent) * self.element_bytes
+
+    @property
+    def shared_bytes(self) -> int:
+        return (math.prod(self.shared_shape) + self.smem_elem_offset) * self.element_bytes
+
+    def stage_starts(self, stage) -> tuple[tuple, tuple]:
+        """(shared start, global start) of one stage (stage may be a TIR variable)."""
+        if not self.stages:
+            return self.s_start, self.global_start
+        s_start = (stage, *self.s_start[1:])
+        g_start = (self.global_start[0] + stage * self.global_extent[0], *self.global_start[1:])
+        return s_start, g_start
+
+
+def shared_layout_of(case: CopyCase):
+    kind, _, argument = case.shared_layout.partition(":")
+    shape = case.shared_shape
+    if kind == "row":
+        return TileLayout(S[tuple(shape)])
+    if kind == "padded":
+        pitch = shape[-1] + int(argument)
+        strides, step = [], 1
+        for extent in reversed([*shape[:-1], pitch]):
+            strides.insert(0, step)
+            step *= extent
+        return TileLayout(S[tuple(shape) : tuple(strides)])
+    if kind == "swizzle":
+        from tvm.backend.cuda.tile_primitive.tma_utils import mma_shared_layout
+
+        return mma_shared_layout(case.dtype, int(argument), tuple(shape))
+    raise ValueError(f"unknown shared layout {case.shared_layout!r}")
+
+
+def shared_span(case: CopyCase) -> int:
+    """Elements the shared buffer's layout can address (its allocation size)."""
+    offsets = layout_offsets(shared_layout_of(case), case.shared_shape)
+    return int(offsets.max()) + 1
+
+
+def _ranges(starts, extents):
+    return [tvm.ir.Range.from_min_extent(s, e) for s, e in zip(starts, extents)]
+
+
+def planner_regions(case: CopyCase, stage=0):
+    """(dst, src) BufferRegions as the dispatch would see them, for planner-only tests."""
+    layout = shared_layout_of(case)
+    shared = tvm.tirx.decl_buffer(case.shared_shape, case.dtype, "smem",
+                                  elem_offset=case.smem_elem_offset, layout=layout,
+                                  scope="shared.dyn")
+    glob = tvm.tirx.decl_buffer(case.global_shape, case.dtype, "A",
+                                layout=TileLayout(S[tuple(case.global_shape)]))
+    s_start, g_start = case.stage_starts(stage)
+    s_region = tvm.tirx.BufferRegion(shared, _ranges(s_start, case.s_extent))
+    g_region = tvm.tirx.BufferRegion(glob, _ranges(g_start, case.global_extent))
+    return (s_region, g_region) if case.direction == "g2s" else (g_region, s_region)
+
+
+def _unravel(flat, shape):
+    index, out = flat, []
+    for extent in reversed(shape):
+        out.insert(0, index % extent)
+        index = index // extent
+    return out
+
+
+def _slices(starts, extents):
+    return tuple(slice(s, s + e) for s, e in zip(starts, extents))
+
+
+def build_kernel(case: CopyCase):
+    """A one-CTA kernel ``main(A, D)`` that performs the copy with ``dispatch="tma"``.
+
+    g2s: ``D`` (shared shape) seeds shared memory (poison), the TMA load overwrites the
+    region, and every shared element is written back to ``D``. s2g: ``D`` fills shared
+    memory, the TMA store writes the region of ``A``.
+    """
+    g_shape, s_shape, dtype = case.global_shape, case.shared_shape, case.dtype
+    layout = shared_layout_of(case)
+    span = shared_span(case)
+    total = math.prod(s_shape)
+    arena = (case.smem_elem_offset + span) * case.element_bytes
+    mbar_slot = (arena + 7) // 8
+    stages = max(case.stages, 1)
+    nbytes = case.copy_bytes * stages
+    g2s = case.direction == "g2s"
+
+    def regions(stage, smem, glob):
+        s_start, g_start = case.stage_starts(stage)
+        s_reg = smem[_slices(s_start, case.s_extent)]
+        g_reg = glob[_slices(g_start, case.global_extent)]
+        return (s_reg, g_reg) if g2s else (g_reg, s_reg)
+
+    # fmt: off
+    @T.prim_func
+    def main(A_ptr: T.handle, D_ptr: T.handle):
+        A = T.match_buffer(A_ptr, g_shape, dtype, layout=TileLayout(S[tuple(g_shape)]))
+        D = T.match_buffer(D_ptr, s_shape, dtype, layout=TileLayout(S[tuple(s_shape)]))
+        T.device_entry(); T.cta_id([1]); tid = T.thread_id([THREADS])
+        dyn = T.alloc_buffer((mbar_slot * 8 + 8,), "uint8", scope="shared.dyn")
+        smem = T.decl_buffer(s_shape, dtype, dyn.data, elem_offset=case.smem_elem_offset,
+                             layout=layout)
+        mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=mbar_slot)
+        for flat in T.serial(tid, total, step=THREADS):
+            smem[tuple(_unravel(flat, s_shape))] = D[tuple(_unravel(flat, s_shape))]
+        if tid == 0:
+            T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+        T.ptx.fence.proxy.async_.shared__cta(); T.cuda.cta_sync()
+        if tid == 0:
+            for stage in T.serial(stages):
+                dst, src = T.meta_var(regions(stage, smem, A))
+                if g2s:
+                    Tx.copy_async(dst, src, dispatch="tma", mbar=mbar.ptr_to([0]))
+                else:
+                    Tx.copy_async(dst, src, dispatch="tma")
+            if g2s:
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(nbytes))
+            else:
+                T.ptx.cp.async_.bulk.commit_group(); T.ptx.cp.async_.bulk.wait_group(0)
+        if g2s:
+            T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+            for flat in T.serial(tid, total, step=THREADS):
+                D[tuple(_unravel(flat, s_shape))] = smem[tuple(_unravel(flat, s_shape))]
+    # fmt: on
+    return main
+
+
+def random_array(shape, dtype: str, rng: np.random.Generator) -> np.ndarray:
+    """Random bits of ``dtype`` (every byte pattern, so a misplaced byte cannot hide)."""
+    nbytes = math.prod(shape) * (tvm.DataType(dtype).bits // 8)
+    raw = rng.integers(0, 256, size=nbytes, dtype=np.uint8)
+    return raw.view(numpy_dtype(dtype)).reshape(shape)
+
+
+def numpy_dtype(dtype: str):
+    import ml_dtypes
+
+    special = {"bfloat16": ml_dtypes.bfloat16, "float8_e4m3fn": ml_dtypes.float8_e4m3fn,
+               "float8_e5m2": ml_dtypes.float8_e5m2}
+    return special.get(dtype, np.dtype(dtype))
+
+
+def expected_after(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray):
+    """(global, shared-as-logical-array) after the copy, from the layouts' meaning alone."""
+    glob, shared = global_in.copy(), shared_in.copy()
+    for stage in range(max(case.stages, 1)):
+        s_start, g_start = case.stage_starts(stage)
+        s_sl, g_sl = _slices(s_start, case.s_extent), _slices(g_start, case.global_extent)
+        if case.direction == "g2s":
+            shared[s_sl] = glob[g_sl].reshape(shared[s_sl].shape)
+        else:
+            glob[g_sl] = shared[s_sl].reshape(glob[g_sl].shape)
+    return glob, shared

@@ -1,0 +1,60 @@
+"""Evaluate TVM integer expressions over numpy arrays.
+
+Tests need the address every element of a region has under a TVM layout — TVM's own answer,
+not the planner's reading of it. ``Layout.apply`` with symbolic coordinates gives that as an
+expression; this evaluates it for all coordinates at once.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+
+import numpy as np
+import tvm
+
+#: Expression node class name -> numpy function (TVM 0.27 keeps these in tvm.ir.prim.expr).
+_BINARY = {
+    "Add": np.add,
+    "Sub": np.subtract,
+    "Mul": np.multiply,
+    "FloorDiv": np.floor_divide,
+    "FloorMod": np.mod,
+    "Min": np.minimum,
+    "Max": np.maximum,
+    "BitwiseXor": np.bitwise_xor,
+    "BitwiseAnd": np.bitwise_and,
+    "BitwiseOr": np.bitwise_or,
+    "LShift": np.left_shift,
+    "RShift": np.right_shift,
+}
+
+
+def evaluate(expr, env: Mapping) -> np.ndarray:
+    """Value of ``expr`` with each Var replaced by ``env[var]`` (int64 numpy arrays)."""
+    if isinstance(expr, int):
+        return np.int64(expr)
+    kind = type(expr).__name__
+    if kind == "IntImm":
+        return np.int64(expr.value)
+    if kind == "Var":
+        for var, value in env.items():
+            if var.same_as(expr):
+                return np.asarray(value, dtype=np.int64)
+        raise KeyError(f"unbound variable {expr}")
+    if kind == "Cast":
+        return evaluate(expr.value, env)
+    if kind in _BINARY:
+        return _BINARY[kind](evaluate(expr.a, env), evaluate(expr.b, env))
+    raise NotImplementedError(f"{kind} in layout expression: {expr}")
+
+
+def layout_offsets(layout, shape) -> np.ndarray:
+    """Element offset of every coordinate of ``shape`` under ``layout`` (array of ``shape``)."""
+    coords = [tvm.tirx.Var(f"i{k}", "int64") for k in range(len(shape))]
+    applied = layout.apply(*coords, shape=list(shape))
+    memory = [value for axis, value in applied.items() if str(axis) == "m"]
+    if len(memory) != 1:
+        raise ValueError(f"layout {layout} does not map to one memory offset: {applied}")
+    grids = np.indices(shape, dtype=np.int64)
+    env = dict(zip(coords, grids))
+    return np.broadcast_to(evaluate(memory[0], env), shape).astype(np.int64)

@@ -1,0 +1,134 @@
+"""Compile a copy case, check what was generated, and (on a GPU) run it bit-exactly."""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+
+import numpy as np
+import tvm
+
+from ..planner import TmaPlan, plan
+from .copy_cases import (
+    POISON_BYTE,
+    CopyCase,
+    build_kernel,
+    expected_after,
+    numpy_dtype,
+    planner_regions,
+    random_array,
+    shared_layout_of,
+)
+from .layout_eval import layout_offsets
+from .tma_model import execute_plan
+
+SM90A = {"kind": "cuda", "arch": "sm_90a"}
+_CALL_SITE = re.compile(r"^\s*tvm_builtin_ptx_cp_async_bulk_tensor\w*\(", re.MULTILINE)
+
+
+@dataclass(frozen=True)
+class Built:
+    executable: object
+    cuda_source: str
+    host_source: str
+
+    @property
+    def tma_call_sites(self) -> int:
+        return len(_CALL_SITE.findall(self.cuda_source))
+
+    @property
+    def tma_asm_lines(self) -> list[str]:
+        return re.findall(r'asm volatile\("(cp\.async\.bulk\.tensor[^"]*)"', self.cuda_source)
+
+    @property
+    def tensormap_params(self) -> int:
+        signature = next(line for line in self.cuda_source.splitlines()
+                         if line.startswith('extern "C" __global__'))
+        return signature.count("const __grid_constant__ CUtensorMap")
+
+
+def compile_case(case: CopyCase, arch: str = "sm_90a") -> Built:
+    target = tvm.target.Target({"kind": "cuda", "arch": arch})
+    module = tvm.IRModule({"main": build_kernel(case)})
+    executable = tvm.compile(module, target=target, tir_pipeline="tirx")
+    cuda = executable.mod.imports[0].inspect_source()
+    return Built(executable, cuda, executable.mod.inspect_source())
+
+
+def assemble(cuda_source: str, arch: str = "sm_90a") -> bytes:
+    """ptxas (through nvcc) must accept the kernel for ``arch``."""
+    target = tvm.target.Target({"kind": "cuda", "arch": arch})
+    with target:
+        return tvm.support.nvcc.compile_cuda(cuda_source, target_format="cubin", arch=arch,
+                                             compiler="nvcc")
+
+
+def plans_of(case: CopyCase) -> list[tuple[TmaPlan, dict]]:
+    """The plan of every stage, with the variable binding that selects the stage."""
+    if not case.stages:
+        return [(plan(*planner_regions(case)), {})]
+    stage = tvm.tirx.Var("stage", "int32")
+    ranges = {stage: tvm.ir.Range.from_min_extent(0, case.stages)}
+    staged = plan(*planner_regions(case, stage), var_ranges=ranges)
+    return [(staged, {stage: value}) for value in range(case.stages)]
+
+
+def _arena_offsets(case: CopyCase) -> np.ndarray:
+    """Arena element index of every logical shared element (TVM's layout, swizzle included)."""
+    return case.smem_elem_offset + layout_offsets(shared_layout_of(case), case.shared_shape)
+
+
+def run_model(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray):
+    """Execute the planned issues on the numpy TMA model; returns (global, shared) after."""
+    width = case.element_bytes
+    offsets = _arena_offsets(case)
+    arena = np.full((int(offsets.max()) + 1) * width, POISON_BYTE, dtype=np.uint8)
+    lanes = np.arange(width)
+    byte_index = (offsets.reshape(-1, 1) * width + lanes).ravel()
+    arena[byte_index] = shared_in.reshape(-1).view(np.uint8)
+    global_bytes = global_in.reshape(-1).view(np.uint8).copy()
+    for copy_plan, env in plans_of(case):
+        execute_plan(copy_plan, global_bytes, arena, width, env)
+    shared_out = arena[byte_index].view(shared_in.dtype).reshape(shared_in.shape)
+    return global_bytes.view(global_in.dtype).reshape(global_in.shape), shared_out
+
+
+def inputs(case: CopyCase, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Random global data; shared data random (s2g) or poison (g2s)."""
+    rng = np.random.default_rng(seed)
+    global_in = random_array(case.global_shape, case.dtype, rng)
+    if case.direction == "g2s":
+        count = math.prod(case.shared_shape) * case.element_bytes
+        shared_in = np.full(count, POISON_BYTE, np.uint8).view(numpy_dtype(case.dtype))
+        shared_in = shared_in.reshape(case.shared_shape)
+    else:
+        shared_in = random_array(case.shared_shape, case.dtype, rng)
+    return global_in, shared_in
+
+
+def run_on_gpu(case: CopyCase, built: Built, seed: int = 0) -> tuple[bool, str]:
+    """Run on device 0; compare every byte of both buffers with the expected result."""
+    import torch
+
+    global_in, shared_in = inputs(case, seed)
+    want_global, want_shared = expected_after(case, global_in, shared_in)
+
+    def to_device(array):
+        raw = torch.from_numpy(array.reshape(-1).view(np.uint8).copy())
+        return raw.view(getattr(torch, case.dtype)).reshape(array.shape).cuda()
+
+    glob, shared = to_device(global_in), to_device(shared_in)
+    built.executable["main"](glob, shared)
+    torch.cuda.synchronize()
+
+    def to_bytes(tensor):
+        return tensor.cpu().contiguous().view(torch.uint8).numpy().reshape(-1)
+
+    problems = []
+    for label, got, want in (("global", glob, want_global), ("shared", shared, want_shared)):
+        got_bytes, want_bytes = to_bytes(got), want.reshape(-1).view(np.uint8)
+        wrong = np.flatnonzero(got_bytes != want_bytes)
+        if wrong.size:
+            problems.append(f"{label}: {wrong.size} bytes differ, first at byte {wrong[0]}")
+    return not problems, "; ".join(problems)

@@ -1,0 +1,32 @@
+"""Test configuration: the ``gpu`` marker and its clean skip on machines without a GPU."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+
+def _has_cuda_gpu() -> bool:
+    try:
+        import tvm
+
+        return bool(tvm.cuda(0).exist)
+    except Exception:
+        return False
+
+
+def pytest_configure(config):
+    config.addinivalue_line("markers", "gpu: needs an NVIDIA Hopper GPU (skipped without one)")
+
+
+def pytest_collection_modifyitems(config, items):
+    if _has_cuda_gpu():
+        return
+    skip = pytest.mark.skip(reason="no CUDA GPU on this machine")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)

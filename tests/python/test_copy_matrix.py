@@ -1,0 +1,76 @@
+"""The copy matrix in CI: exact plan facts, the plan's bytes, the generated CUDA, ptxas."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from copy_matrix import CASES
+
+from tvm_tma.intrin import load_mnemonic, store_mnemonic
+from tvm_tma.testing.copy_cases import expected_after
+from tvm_tma.testing.runner import assemble, compile_case, inputs, plans_of, run_model
+
+IDS = [case.name for case in CASES]
+
+
+def _facts(copy_plan):
+    spec = copy_plan.tensor_map
+    return dict(rank=spec.rank, swizzle=spec.swizzle, dtype=spec.dtype,
+                global_dims=tuple(spec.global_dims), global_strides=tuple(spec.global_strides),
+                box_dims=spec.box_dims, coordinates=tuple(copy_plan.coordinates),
+                num_issues=copy_plan.num_issues)
+
+
+def test_matrix_covers_the_acceptance_grid():
+    dtypes = {case.dtype for case in CASES}
+    assert dtypes == {"float16", "bfloat16", "float32", "int8", "uint8", "float8_e4m3fn",
+                      "float8_e5m2"}
+    ranks = {case.expect["rank"] for case in CASES}
+    assert ranks == {1, 2, 3, 4, 5}
+    swizzles = {case.shared_layout for case in CASES}
+    assert {"row", "swizzle:1", "swizzle:2", "swizzle:3"} <= swizzles
+    assert {case.direction for case in CASES} == {"g2s", "s2g"}
+    assert any(case.stages for case in CASES)
+    assert any(case.expect.get("num_issues", 1) > 1 for case in CASES)
+    assert any("dtype" in case.expect and case.expect["dtype"] != case.dtype for case in CASES)
+    assert len(CASES) >= 40
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_plan_fields(case):
+    copy_plan, _ = plans_of(case)[0]
+    facts = _facts(copy_plan)
+    assert {key: facts[key] for key in case.expect} == case.expect
+    spec = copy_plan.tensor_map
+    assert 1 <= spec.rank <= 5 and all(1 <= b <= 256 for b in spec.box_dims)
+    assert spec.element_strides == (1,) * spec.rank
+    assert (spec.interleave, spec.l2_promotion, spec.oob_fill) == (0, 2, 0)
+    assert copy_plan.bytes_per_issue * copy_plan.num_issues == case.copy_bytes
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_plan_moves_exactly_the_region(case):
+    """The planned issues, run on the TMA model, equal the copy TVM's layouts define."""
+    global_in, shared_in = inputs(case, seed=7)
+    want_global, want_shared = expected_after(case, global_in, shared_in)
+    got_global, got_shared = run_model(case, global_in, shared_in)
+    np.testing.assert_array_equal(got_global.view(np.uint8), want_global.view(np.uint8))
+    np.testing.assert_array_equal(got_shared.view(np.uint8), want_shared.view(np.uint8))
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_kernel_ir_and_ptxas(case):
+    copy_plan, _ = plans_of(case)[0]
+    built = compile_case(case)
+    assert built.tma_call_sites == copy_plan.num_issues
+    rank = copy_plan.rank
+    coords = ", ".join(f"%{i}" for i in range(2, 2 + rank))
+    if case.direction == "g2s":
+        line = f"{load_mnemonic(rank)} [%0], [%1, {{{coords}}}], [%{2 + rank}];"
+    else:
+        coords = ", ".join(f"%{i}" for i in range(1, 1 + rank))
+        line = f"{store_mnemonic(rank)} [%0, {{{coords}}}], [%{1 + rank}];"
+    assert built.tma_asm_lines == [line]
+    assert built.tensormap_params == 1
+    assert built.host_source.count('c"tvm_tma.encode_tiled\\00"') == 1
+    assert len(assemble(built.cuda_source)) > 0

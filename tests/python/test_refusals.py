@@ -1,0 +1,225 @@
+"""Every refusal names its rule and the offending value (planner and dispatch level)."""
+
+from __future__ import annotations
+
+import pytest
+import tvm
+from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import ComposeLayout, S, TileLayout
+
+from tvm_tma.planner import PlanError, plan
+from tvm_tma.testing.copy_cases import CopyCase, planner_regions
+
+SM90A = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+
+
+def _ranges(starts, extents):
+    return [tvm.ir.Range.from_min_extent(s, e) for s, e in zip(starts, extents)]
+
+
+def _global(shape, dtype="float16", strides=None):
+    layout = TileLayout(S[tuple(shape)] if strides is None else S[tuple(shape) : tuple(strides)])
+    return tvm.tirx.decl_buffer(shape, dtype, "A", layout=layout)
+
+
+def _shared(shape, dtype="float16", layout=None, elem_offset=0):
+    layout = layout if layout is not None else TileLayout(S[tuple(shape)])
+    return tvm.tirx.decl_buffer(shape, dtype, "smem", elem_offset=elem_offset, layout=layout,
+                                scope="shared.dyn")
+
+
+def _refusal(dst, src, **kwargs) -> PlanError:
+    with pytest.raises(PlanError) as info:
+        plan(dst, src, **kwargs)
+    return info.value
+
+
+def _whole(buffer):
+    return tvm.tirx.BufferRegion(buffer, _ranges([0] * len(buffer.shape), buffer.shape))
+
+
+def test_rank_over_5_after_shrinking():
+    # Six padded (non-contiguous) dims: no dimension can fold into another, even boxed as 1.
+    shape = (2, 2, 2, 2, 8, 64)
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.insert(0, step)
+        step = step * extent + 64
+    error = _refusal(_whole(_shared(shape)), _whole(_global(shape, strides=strides)))
+    assert error.rule == "rank"
+    assert "rank-6" in str(error)
+
+
+def test_shrinking_the_chain_makes_room():
+    # Contiguous 6-D tensor: the full chain needs rank 6; boxing the outermost batch as 1
+    # lets it fold into the next batch dim (rank 5) at the cost of a 2-step issue loop.
+    shape = (3, 3, 3, 3, 32, 64)
+    glob = _global(shape)
+    g = tvm.tirx.BufferRegion(glob, _ranges([0, 0, 0, 0, 0, 0], [2, 2, 2, 2, 8, 64]))
+    copy = plan(_whole(_shared((2, 2, 2, 2, 8, 64))), g)
+    assert copy.rank == 5
+    assert copy.num_issues == 2
+    assert copy.tensor_map.box_dims == (64, 8, 2, 2, 2)
+
+
+def test_global_stride_not_16_bytes():
+    glob = _global((8, 100))  # rows of 200 bytes
+    g = tvm.tirx.BufferRegion(glob, _ranges([0, 0], [8, 64]))
+    error = _refusal(_whole(_shared((8, 64))), g)
+    assert error.rule == "global-stride"
+    assert "200 bytes" in str(error)
+
+
+def test_inner_box_wider_than_swizzle_span():
+    # 96 float16 = 192 bytes per row cannot be cut into whole 128-byte swizzle spans.
+    layout = ComposeLayout(3, 3, 3, TileLayout(S[8, 96]))
+    error = _refusal(_whole(_shared((8, 96), layout=layout)), _whole(_global((8, 96))))
+    assert error.rule == "swizzle-span"
+    assert "192 bytes" in str(error) and "128-byte" in str(error)
+
+
+def test_inner_box_narrower_than_swizzle_span():
+    layout = ComposeLayout(3, 3, 3, TileLayout(S[8, 32]))
+    error = _refusal(_whole(_shared((8, 32), layout=layout)), _whole(_global((8, 32))))
+    assert error.rule == "swizzle-span"
+    assert "64 bytes" in str(error)
+
+
+def test_shared_address_not_128_byte_aligned():
+    error = _refusal(_whole(_shared((8, 64), elem_offset=32)), _whole(_global((8, 64))))
+    assert error.rule == "smem-align-128"
+    assert "64 bytes" in str(error)
+
+
+def test_shared_address_alignment_unprovable_for_a_free_variable():
+    row = tvm.tirx.Var("row", "int32")
+    smem = _shared((64, 32))  # rows of 64 bytes: row * 64 is 128-aligned only for even rows
+    s = tvm.tirx.BufferRegion(smem, _ranges([row, 0], [1, 32]))
+    g = tvm.tirx.BufferRegion(_global((64, 32)), _ranges([0, 0], [1, 32]))
+    error = _refusal(s, g, var_ranges={row: tvm.ir.Range.from_min_extent(0, 64)})
+    assert error.rule == "smem-align-128"
+    assert "row" in str(error)
+
+
+def test_swizzled_base_off_the_pattern_period():
+    from tvm.backend.cuda.tile_primitive.tma_utils import mma_shared_layout
+
+    layout = mma_shared_layout("float16", 3, (8, 64))
+    smem = _shared((8, 64), layout=layout, elem_offset=64)  # 128 B: aligned, off 1024 B
+    error = _refusal(_whole(smem), _whole(_global((8, 64))))
+    assert error.rule == "swizzle-base-period"
+    assert "128 bytes" in str(error) and "1024-byte" in str(error)
+
+
+def test_region_past_the_tensor():
+    g = tvm.tirx.BufferRegion(_global((8, 256)), _ranges([4, 0], [8, 256]))
+    error = _refusal(_whole(_shared((8, 256))), g)
+    assert error.rule == "region-bounds"
+    assert "[4, 4 + 8)" in str(error) and "[0, 8)" in str(error)
+
+
+def test_region_bound_unprovable():
+    block = tvm.tirx.Var("bx", "int32")
+    g = tvm.tirx.BufferRegion(_global((100, 64)), _ranges([block * 8, 0], [8, 64]))
+    error = _refusal(_whole(_shared((8, 64))), g,
+                     var_ranges={block: tvm.ir.Range.from_min_extent(0, 13)})
+    assert error.rule == "region-bounds"
+
+
+def test_region_bound_proven_from_the_launch_range():
+    block = tvm.tirx.Var("bx", "int32")
+    g = tvm.tirx.BufferRegion(_global((104, 64)), _ranges([block * 8, 0], [8, 64]))
+    copy = plan(_whole(_shared((8, 64))), g,
+                var_ranges={block: tvm.ir.Range.from_min_extent(0, 13)})
+    assert copy.rank == 2
+
+
+def test_dtype_mismatch():
+    error = _refusal(_whole(_shared((8, 64), dtype="bfloat16")), _whole(_global((8, 64))))
+    assert error.rule == "dtype"
+    assert "bfloat16" in str(error) and "float16" in str(error)
+
+
+def test_transposed_copy_has_no_contiguous_inner_box():
+    glob = _global((64, 8), strides=(1, 64))  # column-major: rows are contiguous
+    g = tvm.tirx.BufferRegion(glob, _ranges([0, 0], [64, 8]))
+    error = _refusal(_whole(_shared((64, 8))), g)
+    assert error.rule == "innermost-stride"
+
+
+def test_not_global_shared():
+    a = _shared((8, 64))
+    b = _shared((8, 64))
+    error = _refusal(_whole(a), _whole(b))
+    assert error.rule == "direction"
+
+
+def test_matrix_case_helper_agrees_with_direct_regions():
+    case = CopyCase("x", "float16", "g2s", (8, 64), (0, 0), (8, 64), (8, 64))
+    assert plan(*planner_regions(case)).rank == 2
+
+
+# ---- dispatch level: the error surfaces from tvm.compile with the rule name ----------
+
+NB = 8 * 64 * 2
+
+
+def _kernel(options: str, *, in_thread: bool = True, shared_dtype: str = "float16"):
+    """A small kernel with one copy_async written with ``options`` (a Python source suffix)."""
+    scope = "Tx" if in_thread else "Tx.cta"
+    copy_g2s = scope + ".copy_async(S_[:, :], A[:, :], dispatch='tma'" + options + ")"
+    env = {}
+    body = f"""
+@T.prim_func
+def k(A_ptr: T.handle):
+    A = T.match_buffer(A_ptr, (8, 64), "float16", layout=TileLayout(S[8, 64]))
+    T.device_entry(); T.cta_id([1]); tid = T.thread_id([128])
+    dyn = T.alloc_buffer((NB + 64,), "uint8", scope="shared.dyn")
+    S_ = T.decl_buffer((8, 64), "{shared_dtype}", dyn.data, elem_offset=0,
+                       layout=TileLayout(S[8, 64]))
+    mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=NB // 8)
+    if tid == 0:
+        {copy_g2s}
+"""
+    import textwrap
+
+    namespace = dict(T=T, Tx=Tx, TileLayout=TileLayout, S=S, NB=NB)
+    source = textwrap.dedent(body)
+    path = f"/tmp/tvm_tma_refusal_{abs(hash(source))}.py"
+    with open(path, "w") as handle:
+        handle.write("from tvm.script import tirx as T\n" + source)
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("refusal_kernel", path)
+    module = importlib.util.module_from_spec(spec)
+    module.__dict__.update(namespace)
+    spec.loader.exec_module(module)
+    env["k"] = module.k
+    return env["k"]
+
+
+def _compile_error(func) -> str:
+    with pytest.raises(Exception) as info:
+        tvm.compile(tvm.IRModule({"main": func}), target=SM90A, tir_pipeline="tirx")
+    return str(info.value)
+
+
+def test_missing_mbar_on_g2s():
+    message = _compile_error(_kernel(""))
+    assert "[config]" in message and "needs mbar" in message
+
+
+def test_unknown_option():
+    message = _compile_error(_kernel(", mbar=mbar.ptr_to([0]), cache_hint='evict_last'"))
+    assert "[config]" in message and "cache_hint" in message
+
+
+def test_multi_thread_scope():
+    message = _compile_error(_kernel(", mbar=mbar.ptr_to([0])", in_thread=False))
+    assert "single_thread" in message and "[scope]" in message
+
+
+def test_dtype_mismatch_in_dispatch():
+    message = _compile_error(_kernel(", mbar=mbar.ptr_to([0])", shared_dtype="bfloat16"))
+    assert "validate_copy_op" in message and "[dtype]" in message
