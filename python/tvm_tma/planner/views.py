@@ -90,7 +90,8 @@ def swizzle_mode(layout, dtype: str) -> int:
     if length not in SWIZZLE_GEOMETRY:
         problems.append(f"swizzle_len={length} (TMA has 1, 2, 3)")
     if problems:
-        raise refuse("swizzle-layout", "shared swizzle is not a TMA pattern: " + "; ".join(problems))
+        detail = "; ".join(problems)
+        raise refuse("swizzle-layout", f"shared swizzle is not a TMA pattern: {detail}")
     return length
 
 

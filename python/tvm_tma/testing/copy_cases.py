@@ -167,7 +167,9 @@ def build_kernel(case: CopyCase):
     def main(A_ptr: T.handle, D_ptr: T.handle):
         A = T.match_buffer(A_ptr, g_shape, dtype, layout=TileLayout(S[tuple(g_shape)]))
         D = T.match_buffer(D_ptr, s_shape, dtype, layout=TileLayout(S[tuple(s_shape)]))
-        T.device_entry(); T.cta_id([1]); tid = T.thread_id([THREADS])
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([THREADS])
         dyn = T.alloc_buffer((mbar_slot * 8 + 8,), "uint8", scope="shared.dyn")
         smem = T.decl_buffer(s_shape, dtype, dyn.data, elem_offset=case.smem_elem_offset,
                              layout=layout)
@@ -176,7 +178,8 @@ def build_kernel(case: CopyCase):
             smem[tuple(_unravel(flat, s_shape))] = D[tuple(_unravel(flat, s_shape))]
         if tid == 0:
             T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
-        T.ptx.fence.proxy.async_.shared__cta(); T.cuda.cta_sync()
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.cuda.cta_sync()
         if tid == 0:
             for stage in T.serial(stages):
                 dst, src = T.meta_var(regions(stage, smem, A))
@@ -187,7 +190,8 @@ def build_kernel(case: CopyCase):
             if g2s:
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(nbytes))
             else:
-                T.ptx.cp.async_.bulk.commit_group(); T.ptx.cp.async_.bulk.wait_group(0)
+                T.ptx.cp.async_.bulk.commit_group()
+                T.ptx.cp.async_.bulk.wait_group(0)
         if g2s:
             T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
             for flat in T.serial(tid, total, step=THREADS):
