@@ -3,7 +3,8 @@
 The encode runs in the kernel's host function (``sctx.add_init_stmt(..., host=True)``) into
 a stack slot that becomes a ``const __grid_constant__ CUtensorMap`` kernel parameter. Two
 copies that need the same map over the same buffer share one descriptor: the cache key is
-the encode arguments, and the buffer's data variable is compared by identity.
+the encode arguments, and the buffer object is compared by identity (in TVM 0.27
+``buffer.data`` builds a fresh expression on every access, so it cannot serve as identity).
 """
 
 from __future__ import annotations
@@ -41,19 +42,18 @@ def _cache_key(spec: TensorMapSpec, buffer_name: str, slot: int) -> str:
 
 def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx):
     """The kernel-parameter variable holding ``spec`` over ``global_buffer`` (encoded once)."""
-    base = global_buffer.data
     slot = 0
     while True:
         key = _cache_key(spec, global_buffer.name, slot)
         cached = sctx.cache_get(key)
         if cached is None:
             break
-        cached_base, cached_map = cached[0], cached[1]
-        if cached_base.same_as(base):
+        cached_buffer, cached_map = cached[0], cached[1]
+        if cached_buffer.same_as(global_buffer):
             return cached_map
-        slot += 1
+        slot += 1  # another buffer with the same name and map: it needs its own descriptor
     tensor_map = T.Var(f"{global_buffer.name}_tensormap", ty=T.handle("tensormap").ty)
-    arguments = encode_arguments(spec, base)
+    arguments = encode_arguments(spec, global_buffer.data)
 
     @T.prim_func(check_well_formed=False)
     def encode():
@@ -62,5 +62,5 @@ def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx):
         T.tvm_kernel_replace_point()
 
     sctx.add_init_stmt(encode.body, host=True)
-    sctx.cache_set(key, [base, tensor_map])
+    sctx.cache_set(key, [global_buffer, tensor_map])
     return tensor_map

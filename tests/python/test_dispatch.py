@@ -1,0 +1,175 @@
+"""The "tma" variant as TVM sees it: registration, parse-time acceptance, host/device code."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import tvm
+from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import S, TileLayout
+
+import tvm_tma
+from tvm_tma.testing.runner import assemble
+
+
+def test_plain_import_tvm_registers_the_variant():
+    code = (
+        "import sys, warnings\n"
+        "warnings.simplefilter('error')\n"
+        "import tvm\n"
+        "from tvm.tirx.operator.tile_primitive import list_registered_schedules as table\n"
+        "variants = table()['tirx.tile.copy_async']['cuda']\n"
+        "assert 'tma' in variants, variants\n"
+        "assert 'tvm_tma' in sys.modules\n"
+        "import tvm_ffi\n"
+        "assert tvm_ffi.get_global_func('tvm_tma.encode_tiled') is not None\n"
+        "print('ok')\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "ok"
+
+
+def test_variant_priority_and_predicates():
+    from tvm.tirx.operator.tile_primitive.dispatcher import _DISPATCH_TABLE
+
+    cases = [case for (op, target), cases in _DISPATCH_TABLE.items()
+             if op.name == "tirx.tile.copy_async" and target == "cuda" for case in cases
+             if case.variant == "tma"]
+    assert len(cases) == 1
+    assert cases[0].priority == 10
+    assert [p.name for p in cases[0].preds] == ["validate_copy_op", "single_thread"]
+    assert tvm_tma.is_registered()
+
+
+NB = 2 * 8 * 64 * 2
+
+
+def _two_stage_kernel(second_rows: int):
+    """Two g2s copies of one tensor into two stages; the second starts at ``second_rows``."""
+
+    # fmt: off
+    @T.prim_func
+    def k(A_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (64, 64), "float16", layout=TileLayout(S[64, 64]))
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([128])
+        dyn = T.alloc_buffer((NB + 64,), "uint8", scope="shared.dyn")
+        tiles = T.decl_buffer((2, 8, 64), "float16", dyn.data, elem_offset=0,
+                              layout=TileLayout(S[2, 8, 64]))
+        mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=NB // 8)
+        if tid == 0:
+            T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.cuda.cta_sync()
+        if tid == 0:
+            Tx.copy_async(tiles[0, :, :], A[0:8, :], dispatch="tma", mbar=mbar.ptr_to([0]))
+            Tx.copy_async(tiles[1, :, :], A[second_rows:second_rows + 8, :], dispatch="tma",
+                          mbar=mbar.ptr_to([0]))
+            T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(NB))
+        T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+    # fmt: on
+    return k
+
+
+def _compile(func, arch="sm_90a"):
+    target = tvm.target.Target({"kind": "cuda", "arch": arch})
+    executable = tvm.compile(tvm.IRModule({"main": func}), target=target, tir_pipeline="tirx")
+    return executable.mod.imports[0].inspect_source(), executable.mod.inspect_source()
+
+
+def _kernel_signature(cuda: str) -> str:
+    return next(line for line in cuda.splitlines() if line.startswith('extern "C" __global__'))
+
+
+@pytest.mark.parametrize("second_rows", [0, 24])
+def test_identical_tensor_maps_share_one_descriptor(second_rows):
+    # Both copies need the same map (rows of 64 float16, box 64 x 8); only coordinates differ.
+    cuda, host = _compile(_two_stage_kernel(second_rows))
+    assert _encode_calls(host) == 1
+    assert _kernel_signature(cuda).count("CUtensorMap") == 1
+    calls = [line.strip() for line in cuda.splitlines()
+             if line.strip().startswith("tvm_builtin_ptx_cp_async_bulk_tensor")]
+    assert len(calls) == 2
+    # Same map, stage 0 at coordinates (0, 0); stage 1 (8 * 64 elements in) at (0, rows).
+    assert "(((half*)dyn_ptr)[0])" in calls[0] and "(&(A_tensormap)))), 0, 0," in calls[0]
+    assert "(((half*)dyn_ptr)[512])" in calls[1]
+    assert f"(&(A_tensormap)))), 0, {second_rows}," in calls[1]
+
+
+def _encode_calls(host_llvm: str) -> int:
+    """Call sites of the encoder in the host module (each loads the cached function handle)."""
+    return host_llvm.count("load ptr, ptr @.tvm_func.tvm_tma.encode_tiled")
+
+
+def test_distinct_tensor_maps_get_distinct_descriptors():
+    # fmt: off
+    @T.prim_func
+    def k(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (64, 64), "float16", layout=TileLayout(S[64, 64]))
+        B = T.match_buffer(B_ptr, (64, 64), "float16", layout=TileLayout(S[64, 64]))
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([128])
+        dyn = T.alloc_buffer((NB + 64,), "uint8", scope="shared.dyn")
+        tiles = T.decl_buffer((2, 8, 64), "float16", dyn.data, elem_offset=0,
+                              layout=TileLayout(S[2, 8, 64]))
+        mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=NB // 8)
+        if tid == 0:
+            T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+            Tx.copy_async(tiles[0, :, :], A[0:8, :], dispatch="tma", mbar=mbar.ptr_to([0]))
+            Tx.copy_async(tiles[1, :, :], B[0:8, :], dispatch="tma", mbar=mbar.ptr_to([0]))
+    # fmt: on
+    cuda, host = _compile(k)
+    assert _encode_calls(host) == 2
+    assert _kernel_signature(cuda).count("CUtensorMap") == 2
+
+
+def test_blackwell_load_carries_cta_group():
+    from tvm_tma.demo import demo_kernel
+
+    cuda, _ = _compile(demo_kernel(), arch="sm_100a")
+    assert ("cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes"
+            ".cta_group::1 [%0], [%1, {%2, %3, %4}], [%5];") in cuda
+    assert "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" \
+        in cuda
+    assert len(assemble(cuda, arch="sm_100a")) > 0
+
+
+def _reshaping_copy(dispatch: str):
+    """A copy whose regions hold equal bytes in different shapes (8 x 64 vs 512)."""
+
+    # fmt: off
+    @T.prim_func
+    def k(A_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (512,), "float16", layout=TileLayout(S[512]))
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([128])
+        dyn = T.alloc_buffer((2048,), "uint8", scope="shared.dyn")
+        tile = T.decl_buffer((8, 64), "float16", dyn.data, elem_offset=0,
+                             layout=TileLayout(S[8, 64]))
+        mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=1024 // 8)
+        if tid == 0:
+            Tx.copy_async(tile[:, :], A[:], dispatch=dispatch, mbar=mbar.ptr_to([0]))
+    # fmt: on
+    return k
+
+
+def test_parse_time_region_check_matches_upstream_tma_variants():
+    # Upstream's TMA variants accept equal-byte regions at parse time; so must "tma" ...
+    _reshaping_copy("tma_auto")
+    _reshaping_copy("tma")
+    # ... while the elementwise variants keep the strict shape check.
+    with pytest.raises(Exception, match="identical regions"):
+        _reshaping_copy("ldgsts")
+
+
+def test_reshaping_copy_is_declined_by_the_predicate():
+    with pytest.raises(Exception) as info:
+        _compile(_reshaping_copy("tma"))
+    assert "validate_copy_op" in str(info.value) and "[extent]" in str(info.value)
