@@ -173,3 +173,32 @@ def test_reshaping_copy_is_declined_by_the_predicate():
     with pytest.raises(Exception) as info:
         _compile(_reshaping_copy("tma"))
     assert "validate_copy_op" in str(info.value) and "[extent]" in str(info.value)
+
+
+def test_seed_encode_arguments_in_driver_order():
+    from tvm_tma.demo import demo_plan
+    from tvm_tma.dispatch.descriptors import encode_arguments
+
+    spec = demo_plan().tensor_map
+    assert encode_arguments(spec, "A.data") == [
+        "float16", 3, "A.data",
+        64, 8, 4,        # global dims, innermost first
+        512, 128,        # byte strides of dims 1 and 2
+        64, 8, 4,        # box
+        1, 1, 1,         # element strides
+        0, 3, 2, 0,      # interleave none, swizzle 128B, L2 promotion 128B, OOB fill none
+    ]
+
+
+def test_encoder_accepts_the_seed_map_and_names_a_broken_rule():
+    import tvm_ffi
+
+    from tvm_tma.demo import demo_plan
+    from tvm_tma.dispatch.descriptors import encode_arguments
+
+    validate = tvm_ffi.get_global_func("tvm_tma.validate_tiled")
+    arguments = encode_arguments(demo_plan().tensor_map, 0x10000)
+    validate(*arguments)
+    arguments[2] = 0x10008  # 8-byte aligned base
+    with pytest.raises(ValueError, match="global-address-align"):
+        validate(*arguments)
