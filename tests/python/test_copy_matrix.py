@@ -6,7 +6,6 @@ import numpy as np
 import pytest
 from copy_matrix import CASES
 
-from tvm_tma.intrin import load_mnemonic, store_mnemonic
 from tvm_tma.testing.copy_cases import expected_after
 from tvm_tma.testing.runner import assemble, compile_case, inputs, plans_of, run_model
 
@@ -66,10 +65,12 @@ def test_kernel_ir_and_ptxas(case):
     rank = copy_plan.rank
     coords = ", ".join(f"%{i}" for i in range(2, 2 + rank))
     if case.direction == "g2s":
-        line = f"{load_mnemonic(rank)} [%0], [%1, {{{coords}}}], [%{2 + rank}];"
+        line = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global"
+                f".mbarrier::complete_tx::bytes [%0], [%1, {{{coords}}}], [%{2 + rank}];")
     else:
         coords = ", ".join(f"%{i}" for i in range(1, 1 + rank))
-        line = f"{store_mnemonic(rank)} [%0, {{{coords}}}], [%{1 + rank}];"
+        line = (f"cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group "
+                f"[%0, {{{coords}}}], [%{1 + rank}];")
     assert built.tma_asm_lines == [line]
     assert built.tensormap_params == 1
     assert built.host_source.count("load ptr, ptr @.tvm_func.tvm_tma.encode_tiled") == 1

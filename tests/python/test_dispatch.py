@@ -110,12 +110,12 @@ def test_identical_tensor_maps_share_one_descriptor(second_rows):
     assert _encode_calls(host) == 1
     assert _kernel_signature(cuda).count("CUtensorMap") == 1
     calls = [line.strip() for line in cuda.splitlines()
-             if line.strip().startswith("tvm_builtin_ptx_cp_async_bulk_tensor")]
+             if line.strip().startswith("tvm_tma_load_")]
     assert len(calls) == 2
     # Same map, stage 0 at coordinates (0, 0); stage 1 (8 * 64 elements in) at (0, rows).
-    assert "(((half*)dyn_ptr)[0])" in calls[0] and "(&(A_tensormap)))), 0, 0," in calls[0]
+    assert "(((half*)dyn_ptr)[0])" in calls[0] and "(&(A_tensormap))), 0, 0," in calls[0]
     assert "(((half*)dyn_ptr)[512])" in calls[1]
-    assert f"(&(A_tensormap)))), 0, {second_rows}," in calls[1]
+    assert f"(&(A_tensormap))), 0, {second_rows}," in calls[1]
 
 
 def _encode_calls(host_llvm: str) -> int:

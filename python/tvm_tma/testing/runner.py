@@ -24,7 +24,7 @@ from .layout_eval import layout_offsets
 from .tma_model import execute_plan
 
 SM90A = {"kind": "cuda", "arch": "sm_90a"}
-_CALL_SITE = re.compile(r"^\s*tvm_builtin_ptx_cp_async_bulk_tensor\w*\(", re.MULTILINE)
+_CALL_SITE = re.compile(r"^\s+tvm_tma_(?:load|store)_\w+\(", re.MULTILINE)
 
 
 @dataclass(frozen=True)
