@@ -54,3 +54,20 @@ def helper_name(family: str, spec: str) -> str:
     """A stable, unique helper name per (family, spec)."""
     digest = hashlib.sha1(spec.encode()).hexdigest()[:10]
     return f"tvm_tma_{family}_{digest}"
+
+
+def arch_guard(floor: tuple[int, str], what: str) -> str:
+    """Preprocessor lines that stop the CUDA compiler on a target below ``floor``.
+
+    The kernel's target is unknown while TVM renders an intrinsic, so the helper carries its
+    own requirement: ``__CUDA_ARCH__`` for the generation and ``__CUDA_ARCH_SPECIFIC__`` /
+    ``__CUDA_ARCH_FAMILY_SPECIFIC__`` (nvcc 12.9+) for the ``a``/``f`` feature sets.
+    """
+    version, suffix = floor
+    condition = f"__CUDA_ARCH__ >= {version * 10}"
+    if suffix:
+        condition += (" && (defined(__CUDA_ARCH_SPECIFIC__) || "
+                      "defined(__CUDA_ARCH_FAMILY_SPECIFIC__))")
+    return (f"#if defined(__CUDA_ARCH__) && !({condition})\n"
+            f'#error "tvm_tma [arch]: {what} needs sm_{version}{suffix} or newer"\n'
+            "#endif\n")

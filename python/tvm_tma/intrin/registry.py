@@ -15,7 +15,7 @@ import tvm
 from tvm.ir import register_op_attr
 from tvm.tirx import CallEffectKind
 
-from .asm import Instruction, helper_name, helper_source
+from .asm import Instruction, arch_guard, helper_name, helper_source
 from .errors import IntrinError
 from .spec import decode, encode
 from .target import check_arch
@@ -85,8 +85,9 @@ def _register_codegen(family: Family) -> None:
             check_arch(family.arch_floor(spec), str(target.attrs.get("arch", "")), family.name)
         rendered = family.render(spec)
         name = helper_name(family.name, text)
-        source = helper_source(name, list(rendered.instructions), rendered.kinds,
-                               list(rendered.routes))
+        source = arch_guard(family.arch_floor(spec), f"{family.name} ({text})") + \
+            helper_source(name, list(rendered.instructions), rendered.kinds,
+                          list(rendered.routes))
         args = [operands[i] for i in rendered.arguments]
         return cuda_func_call(name, *args, source_code=source)
 
