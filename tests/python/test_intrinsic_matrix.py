@@ -31,7 +31,8 @@ def _kernel(variants):
     def matrix(A_ptr: T.handle):
         A = T.match_buffer(A_ptr, (4096,), "uint8")
         T.device_entry()
-        T.cta_id([1])
+        T.cluster_id([1])
+        T.cta_id_in_cluster([2])  # multicast forms need a cluster launch
         tid = T.thread_id([128])
         dyn = T.alloc_buffer((4096,), "uint8", scope="shared.dyn")
         arena = T.decl_buffer((4096,), "uint8", dyn.data)

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from tvm.script import tirx as T
 
 from .errors import IntrinError
-from .operands import require_space
+from .operands import require_cluster, require_space
 from .registry import Family, Rendered, define, straight
 from .tensor_copy import _check_count, _check_mask, _u16, _u64
 
@@ -25,6 +25,8 @@ def _u32(value):
 # ---- global -> shared ---------------------------------------------------------------
 
 def _bulk_load_check(spec: dict, operands: Sequence) -> None:
+    if spec["multicast"]:
+        require_cluster("a multicast bulk load")
     _check_count("bulk load", operands, [("dst", 1), ("src", 1), ("size", 1), ("mbarrier", 1),
                                          ("multicast mask", int(spec["multicast"])),
                                          ("cache policy", int(spec["cache_hint"]))])

@@ -18,6 +18,7 @@ RULES: dict[str, str] = {
     "scope": "fence and copy scopes are cta, cluster, gpu or sys",
     "wait-group": "wait_group takes a non-negative immediate count",
     "arch": "the instruction needs a newer GPU or PTX ISA than the target",
+    "cluster-launch": "multicast writes other CTAs' shared memory: the kernel must be a cluster",
     "size": "bulk copy sizes are multiples of 16 bytes",
     "cta-group": "cta_group is 1 or 2 and exists from sm_100",
     "spec": "a raw intrinsic spec string must name known fields with legal values",

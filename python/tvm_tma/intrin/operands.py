@@ -33,3 +33,40 @@ def require_space(expr, allowed: tuple[str, ...], what: str) -> None:
             "operand-space",
             f"{what} must be in {' or '.join(allowed)} memory, got a {space} pointer ({expr})",
         )
+
+
+#: ScopeIdDef bindings that make a kernel a cluster launch: kernel->cluster, cluster->cta,
+#: cluster->cta_pair (tvm/tirx/exec_scope.py, _SCOPE_BINDING_TO_PARENT_CUR).
+_CLUSTER_BINDINGS = (0, 2, 9)
+
+
+def kernel_declares_cluster() -> bool | None:
+    """Whether the kernel being parsed declared a cluster scope (None: not parsing one).
+
+    While TVMScript is parsed, the IR builder's open frames hold the statements emitted so
+    far, including the ``T.cluster_id`` / ``T.cta_id_in_cluster`` scope definitions.
+    """
+    from tvm.script.ir_builder import IRBuilder
+
+    if not IRBuilder.is_in_scope():
+        return None
+    frames = list(IRBuilder.current().frames)
+    if not frames or type(frames[0]).__name__ != "PrimFuncFrame":
+        return None
+    for frame in frames:
+        for stmt in getattr(frame, "stmts", ()):
+            if type(stmt).__name__ == "ScopeIdDefStmt":
+                if int(getattr(stmt, "def").scope) in _CLUSTER_BINDINGS:
+                    return True
+    return False
+
+
+def require_cluster(what: str) -> None:
+    from .errors import IntrinError
+
+    if kernel_declares_cluster() is False:
+        raise IntrinError(
+            "cluster-launch",
+            f"{what} multicasts to other CTAs of a cluster, but this kernel declares no "
+            "cluster (add T.cluster_id(...) / T.cta_id_in_cluster(...) before it)",
+        )

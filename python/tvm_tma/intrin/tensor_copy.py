@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from tvm.script import tirx as T
 
 from .errors import IntrinError
-from .operands import require_space
+from .operands import require_cluster, require_space
 from .registry import Family, Rendered, define
 from .target import sm_version
 
@@ -72,6 +72,8 @@ def _load_check(spec: dict, operands: Sequence) -> None:
                           f"{LOAD_DESTINATIONS}")
     if spec["multicast"] and spec["dst"] != "shared::cluster":
         raise IntrinError("multicast", "multicast loads write shared::cluster, not shared::cta")
+    if spec["multicast"]:
+        require_cluster("a multicast tensor load")
     if spec["cta_group"] not in (0, 1, 2):
         raise IntrinError("cta-group", f"cta_group must be 1 or 2, got {spec['cta_group']}")
     offsets = im2col_offset_count(mode, rank)
