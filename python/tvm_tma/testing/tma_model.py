@@ -1,10 +1,12 @@
 """A numpy model of what the TMA engine does with a tile-mode tensor map.
 
-For one issue: box element ``(i0, i1, ...)`` (``i0`` fastest) is global element
-``coords + i``; it lands densely in shared memory at ``smem + esize * linear(i)``, and the
-swizzle then XORs address bits ``[7, 7+m)`` into bits ``[4, 4+m)`` of the *absolute* shared
-address (m = 1, 2, 3 for 32/64/128B). Out-of-bounds elements read as zero and are not
-written by stores. Shared addresses are relative to a 1024-byte-aligned arena.
+For one issue, the box walks ``ceil(box[i] / element_strides[i])`` positions along each
+dimension ``i`` (dimension 0 fastest), at global coordinates ``coords[i] + j *
+element_strides[i]``. The elements land densely in shared memory from the issue's shared
+address; the swizzle then XORs address bits ``[7, 7+m)`` into bits ``[4, 4+m)`` of the
+*absolute* shared address (m = 1, 2, 3 for 32/64/128B). Out-of-bounds elements read as zero
+(or as the float type's NaN with NaN fill) and are never written by stores or reductions.
+Shared addresses are byte offsets into a 1024-byte-aligned arena.
 """
 
 from __future__ import annotations
@@ -16,6 +18,14 @@ import numpy as np
 from ..planner.plan_types import TensorMapSpec, TmaPlan
 from .layout_eval import evaluate
 
+#: The fill pattern of OOB elements under NaN fill, per descriptor element type (bytes LE).
+NAN_FILL: dict[str, bytes] = {
+    "float16": (0x7FFF).to_bytes(2, "little"),
+    "bfloat16": (0x7FFF).to_bytes(2, "little"),
+    "float32": (0x7FFFFFFF).to_bytes(4, "little"),
+    "float64": (0x7FFFFFFFFFFFFFFF).to_bytes(8, "little"),
+}
+
 
 def swizzle_bytes(address: np.ndarray, mode: int) -> np.ndarray:
     """The hardware swizzle of absolute shared byte addresses."""
@@ -25,20 +35,93 @@ def swizzle_bytes(address: np.ndarray, mode: int) -> np.ndarray:
     return address ^ ((address >> 3) & mask)
 
 
-def box_addresses(spec: TensorMapSpec, coords, smem_byte_address: int, global_dims):
-    """(global byte offsets, shared byte addresses, in-bounds mask), one per box element."""
+def traversal_shape(spec: TensorMapSpec) -> tuple[int, ...]:
+    """Elements moved along each dimension (driver order)."""
+    return tuple(-(-b // e) for b, e in zip(spec.box_dims, spec.element_strides))
+
+
+def box_addresses(spec: TensorMapSpec, coords, smem_byte_address: int, global_dims=None):
+    """(global byte offsets, shared byte addresses, in-bounds mask), one per moved element."""
     rank = spec.rank
-    grid = np.indices(tuple(reversed(spec.box_dims)), dtype=np.int64).reshape(rank, -1)[::-1]
+    dims = [int(d) for d in (global_dims if global_dims is not None else spec.global_dims)]
+    shape = traversal_shape(spec)
+    grid = np.indices(tuple(reversed(shape)), dtype=np.int64).reshape(rank, -1)[::-1]
     strides = [spec.element_bytes, *[int(s) for s in spec.global_strides]]
     inside = np.ones(grid.shape[1], dtype=bool)
     global_offset = np.zeros(grid.shape[1], dtype=np.int64)
     for k in range(rank):
-        position = grid[k] + int(coords[k])
-        inside &= (position >= 0) & (position < int(global_dims[k]))
+        position = int(coords[k]) + grid[k] * spec.element_strides[k]
+        inside &= (position >= 0) & (position < dims[k])
         global_offset += position * strides[k]
     linear = np.arange(grid.shape[1], dtype=np.int64) * spec.element_bytes
     shared = swizzle_bytes(smem_byte_address + linear, spec.swizzle)
     return global_offset, shared, inside
+
+
+def _byte_index(offsets: np.ndarray, width: int) -> np.ndarray:
+    return (offsets[:, None] + np.arange(width, dtype=np.int64)).ravel()
+
+
+def load_tile(spec: TensorMapSpec, coords, smem_byte_address: int, global_bytes: np.ndarray,
+              shared_bytes: np.ndarray, global_dims=None) -> None:
+    """``cp.async.bulk.tensor`` global -> shared, in place on ``shared_bytes``."""
+    width = spec.element_bytes
+    g_off, s_addr, inside = box_addresses(spec, coords, smem_byte_address, global_dims)
+    shared_bytes[_byte_index(s_addr[inside], width)] = global_bytes[
+        _byte_index(g_off[inside], width)]
+    outside = _byte_index(s_addr[~inside], width)
+    if spec.oob_fill == 1 and spec.dtype in NAN_FILL:
+        pattern = np.frombuffer(NAN_FILL[spec.dtype], dtype=np.uint8)
+        shared_bytes[outside] = np.tile(pattern, outside.size // width)
+    else:
+        shared_bytes[outside] = 0
+
+
+def store_tile(spec: TensorMapSpec, coords, smem_byte_address: int, global_bytes: np.ndarray,
+               shared_bytes: np.ndarray, global_dims=None) -> None:
+    """``cp.async.bulk.tensor`` shared -> global; out-of-bounds elements are dropped."""
+    width = spec.element_bytes
+    g_off, s_addr, inside = box_addresses(spec, coords, smem_byte_address, global_dims)
+    global_bytes[_byte_index(g_off[inside], width)] = shared_bytes[
+        _byte_index(s_addr[inside], width)]
+
+
+def _reduce_values(op: str, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    if op == "add":
+        return (old + new).astype(old.dtype)
+    if op == "min":
+        return np.minimum(old, new)
+    if op == "max":
+        return np.maximum(old, new)
+    if op == "and":
+        return old & new
+    if op == "or":
+        return old | new
+    if op == "xor":
+        return old ^ new
+    if op == "inc":  # PTX: old >= new ? 0 : old + 1 (unsigned)
+        return np.where(old >= new, 0, old + 1).astype(old.dtype)
+    if op == "dec":  # PTX: (old == 0 || old > new) ? new : old - 1 (unsigned)
+        return np.where((old == 0) | (old > new), new, old - 1).astype(old.dtype)
+    raise ValueError(f"unknown reduction {op!r}")
+
+
+def reduce_tile(op: str, spec: TensorMapSpec, coords, smem_byte_address: int,
+                global_bytes: np.ndarray, shared_bytes: np.ndarray, numpy_dtype,
+                global_dims=None) -> None:
+    """``cp.reduce.async.bulk.tensor``: ``global = op(global, shared)`` for in-bounds elements.
+
+    ``numpy_dtype`` is the element type the reduction computes in (float32 adds round as
+    IEEE single precision, like the hardware's).
+    """
+    width = spec.element_bytes
+    g_off, s_addr, inside = box_addresses(spec, coords, smem_byte_address, global_dims)
+    g_idx = _byte_index(g_off[inside], width)
+    s_idx = _byte_index(s_addr[inside], width)
+    old = global_bytes[g_idx].view(numpy_dtype)
+    new = shared_bytes[s_idx].view(numpy_dtype)
+    with np.errstate(over="ignore", invalid="ignore"):
+        global_bytes[g_idx] = _reduce_values(op, old, new).view(np.uint8)
 
 
 def execute_plan(
@@ -52,17 +135,8 @@ def execute_plan(
     env = env or {}
     spec = plan.tensor_map
     dims = [int(evaluate(d, env)) for d in spec.global_dims]
-    width = spec.element_bytes
-    lanes = np.arange(width, dtype=np.int64)
+    move = load_tile if plan.direction == "g2s" else store_tile
     for issue in plan.issues():
         coords = [int(evaluate(c, env)) for c in issue.coordinates]
         smem = int(evaluate(issue.smem_offset, env)) * element_bytes
-        g_off, s_addr, inside = box_addresses(spec, coords, smem, dims)
-        g_idx = (g_off[inside][:, None] + lanes).ravel()
-        s_idx = (s_addr[inside][:, None] + lanes).ravel()
-        if plan.direction == "g2s":
-            shared_bytes[s_idx] = global_bytes[g_idx]
-            zeros = (s_addr[~inside][:, None] + lanes).ravel()
-            shared_bytes[zeros] = 0
-        else:
-            global_bytes[g_idx] = shared_bytes[s_idx]
+        move(spec, coords, smem, global_bytes, shared_bytes, dims)
