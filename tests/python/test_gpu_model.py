@@ -41,7 +41,7 @@ def _run(direction: str, count: int, seed: int):
     shapes, rng = _cases(count, seed)
     failures, swizzles, off_period, nan_fill, oob = [], set(), 0, 0, 0
     for rank, dtype in shapes:
-        case = hv.random_case(rng, rank, dtype)
+        case = hv.random_case(rng, rank, dtype, direction)
         problems = hv.run_case(_kernel(rank, dtype, direction), case, direction, rng)
         if problems:
             failures.append(f"{case}: {'; '.join(problems)}")

@@ -223,3 +223,27 @@ def test_multi_thread_scope():
 def test_dtype_mismatch_in_dispatch():
     message = _compile_error(_kernel(", mbar=mbar.ptr_to([0])", shared_dtype="bfloat16"))
     assert "validate_copy_op" in message and "[dtype]" in message
+
+
+def test_inner_coordinate_not_16_bytes():
+    # Columns 3..67 of float16 rows: the box would start 6 bytes into a 16-byte unit.
+    g = tvm.tirx.BufferRegion(_global((8, 128)), _ranges([0, 3], [8, 64]))
+    error = _refusal(_whole(_shared((8, 64))), g)
+    assert error.rule == "inner-coordinate-16B"
+    assert "6 bytes" in str(error)
+
+
+def test_inner_coordinate_unprovable_for_a_free_variable():
+    col = tvm.tirx.Var("col", "int32")
+    g = tvm.tirx.BufferRegion(_global((8, 1024)), _ranges([0, col], [8, 64]))
+    error = _refusal(_whole(_shared((8, 64))), g,
+                     var_ranges={col: tvm.ir.Range.from_min_extent(0, 960)})
+    assert error.rule == "inner-coordinate-16B"
+
+
+def test_inner_coordinate_proven_for_aligned_steps():
+    col = tvm.tirx.Var("col", "int32")
+    g = tvm.tirx.BufferRegion(_global((8, 1024)), _ranges([0, col * 8], [8, 64]))
+    copy = plan(_whole(_shared((8, 64))), g,
+                var_ranges={col: tvm.ir.Range.from_min_extent(0, 120)})
+    assert copy.coordinates[0].same_as(col * 8) or str(copy.coordinates[0]) == "col * 8"

@@ -26,6 +26,8 @@ RULES: dict[str, str] = {
     "global-view-offset": "the global buffer must start at its data pointer (elem_offset 0)",
     "coordinate": "a split global axis must start on a multiple of its inner extent",
     "region-bounds": "the copied region must provably lie inside the global tensor",
+    "inner-coordinate-16B": "each box must start on a 16-byte boundary along dimension 0 "
+    "(the H100 faults with an illegal instruction otherwise)",
     "smem-align-128": "every issue's shared address must be provably 128-byte aligned",
     "swizzle-base-period": "a swizzled shared buffer must start on the swizzle pattern period",
     "config": "an option of the copy is missing, misplaced or unsupported",
