@@ -56,18 +56,22 @@ def helper_name(family: str, spec: str) -> str:
     return f"tvm_tma_{family}_{digest}"
 
 
-def arch_guard(floor: tuple[int, str], what: str) -> str:
+def arch_guard(floor: tuple, what: str) -> str:
     """Preprocessor lines that stop the CUDA compiler on a target below ``floor``.
 
     The kernel's target is unknown while TVM renders an intrinsic, so the helper carries its
     own requirement: ``__CUDA_ARCH__`` for the generation and ``__CUDA_ARCH_SPECIFIC__`` /
     ``__CUDA_ARCH_FAMILY_SPECIFIC__`` (nvcc 12.9+) for the ``a``/``f`` feature sets.
     """
-    version, suffix = floor
+    from .target import describe_floor
+
+    version, suffix, *below = floor
     condition = f"__CUDA_ARCH__ >= {version * 10}"
+    if below:
+        condition += f" && __CUDA_ARCH__ < {below[0] * 10}"
     if suffix:
         condition += (" && (defined(__CUDA_ARCH_SPECIFIC__) || "
                       "defined(__CUDA_ARCH_FAMILY_SPECIFIC__))")
     return (f"#if defined(__CUDA_ARCH__) && !({condition})\n"
-            f'#error "tvm_tma [arch]: {what} needs sm_{version}{suffix} or newer"\n'
+            f'#error "tvm_tma [arch]: {what} needs {describe_floor(floor)}"\n'
             "#endif\n")

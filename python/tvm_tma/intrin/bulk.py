@@ -122,6 +122,11 @@ def bulk_copy_cluster(dst_cluster_addr, src_smem, size, mbar_cluster_addr, *,
                       arch: str | None = None):
     """shared::cta -> a (peer) CTA's shared memory; ``dst``/``mbar`` are cluster addresses."""
     _check_size(size)
+    for name, value in (("dst", dst_cluster_addr), ("mbar", mbar_cluster_addr)):
+        dtype = str(getattr(value, "dtype", "int32"))
+        if isinstance(value, int) is False and not dtype.startswith(("int", "uint")):
+            raise IntrinError("operand-space", f"cluster copy {name} must be a 32-bit "
+                              f"shared::cluster address (e.g. from mapa), got {value}")
     operands = [_u32(dst_cluster_addr), src_smem, _u32(size), _u32(mbar_cluster_addr)]
     return BULK_COPY_CLUSTER.call({"size_known": isinstance(size, int)}, operands, arch)
 
@@ -154,6 +159,8 @@ WAIT_GROUP = define(Family(
 
 def wait_group(n: int, read: bool = False, arch: str | None = None):
     """Wait until at most ``n`` bulk groups are pending (``read``: only their smem reads)."""
+    if type(n).__name__ == "IntImm":
+        n = int(n.value)
     if not isinstance(n, int):
         raise IntrinError("wait-group", f"wait_group needs an immediate count, got {n}")
     return WAIT_GROUP.call({"n": n, "read": read}, [], arch)

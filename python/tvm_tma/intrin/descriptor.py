@@ -28,6 +28,10 @@ MUTATOR_FLOOR = (90, "a")  # tensormap.replace / cp_fenceproxy: sm_90a, PTX ISA 
 def _space_of(desc, space: str | None) -> str:
     """The descriptor's state space: given, or read off the pointer (shared -> shared::cta)."""
     seen = pointer_space(desc)
+    if seen == "param":
+        raise IntrinError("operand-space", f"descriptor {desc} is a kernel parameter "
+                          "(__grid_constant__, read-only); copy it to shared::cta or global "
+                          "memory before mutating it")
     inferred = {"shared": "shared::cta", "global": "global"}.get(seen or "", None)
     if space is None:
         if inferred is None:
@@ -76,8 +80,14 @@ def _two_operands(what: str):
         if len(operands) != 2:
             raise IntrinError("spec", f"{what} takes (descriptor, value), got {len(operands)}")
         if "dim" in spec:
+            if what == "replace_stride" and spec["dim"] == 0:
+                raise IntrinError("stride-dim0", "dimension 0's stride is the element size; "
+                                  "it is fixed when the map is encoded and cannot be replaced")
             low = 1 if what == "replace_stride" else 0
             _check_ord(what, spec["dim"], spec["rank"], low)
+        if pointer_space(operands[0]) == "param":
+            raise IntrinError("operand-space", f"descriptor {operands[0]} is a read-only "
+                              "kernel parameter")
 
     return check
 
@@ -172,10 +182,12 @@ def _cp_fenceproxy_check(spec: dict, operands: Sequence) -> None:
     if len(operands) != 2:
         raise IntrinError("spec", f"cp_fenceproxy takes (global dst, shared src), got "
                           f"{len(operands)}")
-    if pointer_space(operands[0]) == "shared":
-        raise IntrinError("operand-space", "cp_fenceproxy writes a global descriptor")
+    if pointer_space(operands[0]) in ("shared", "param"):
+        raise IntrinError("operand-space", f"cp_fenceproxy writes a global descriptor, got "
+                          f"a {pointer_space(operands[0])} pointer ({operands[0]})")
     if pointer_space(operands[1]) not in (None, "shared"):
-        raise IntrinError("operand-space", "cp_fenceproxy reads a shared::cta descriptor")
+        raise IntrinError("operand-space", f"cp_fenceproxy reads a shared::cta descriptor, "
+                          f"got a {pointer_space(operands[1])} pointer ({operands[1]})")
 
 
 CP_FENCEPROXY = define(Family(
@@ -224,6 +236,9 @@ def _rebind_render(spec: dict) -> Rendered:
 def _rebind_check(spec: dict, operands: Sequence) -> None:
     rank = spec["rank"]
     _check_scope(spec["scope"])
+    if operands and pointer_space(operands[0]) == "param":
+        raise IntrinError("operand-space", f"descriptor {operands[0]} is a read-only kernel "
+                          "parameter; rebind a copy in shared::cta or global memory")
     if not 1 <= rank <= 5:
         raise IntrinError("rank", f"descriptor rank must be 1..5, got {rank}")
     if len(operands) != 2 * rank + 1:
@@ -244,6 +259,8 @@ def rebind(desc, address, dims: Sequence, strides: Sequence, *, scope: str = "gp
     byte strides of dims 1..rank-1 -- the same order as the host encode.
     """
     rank = len(dims)
+    if not 1 <= rank <= 5:
+        raise IntrinError("rank", f"descriptor rank must be 1..5, got {rank} dims")
     if len(strides) != rank - 1:
         raise IntrinError("ord", f"a rank-{rank} rebind takes {rank - 1} strides (dims "
                           f"1..{rank - 1}), got {len(strides)}")

@@ -25,7 +25,11 @@ def decode(text: str, schema: Mapping[str, type]) -> dict[str, object]:
         if not sep or key not in schema:
             raise IntrinError("spec", f"unknown field {key!r} in spec {text!r} "
                               f"(fields: {', '.join(schema)})")
+        if key in fields:
+            raise IntrinError("spec", f"field {key!r} appears twice in spec {text!r}")
         kind = schema[key]
+        if kind is bool and value not in ("0", "1"):
+            raise IntrinError("spec", f"field {key}={value!r} is not 0 or 1")
         try:
             fields[key] = bool(int(value)) if kind is bool else kind(value)
         except ValueError:

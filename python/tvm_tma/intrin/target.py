@@ -25,13 +25,27 @@ def current_arch() -> str | None:
     return str(target.attrs.get("arch", "")) if target is not None else None
 
 
-def check_arch(floor: tuple[int, str], arch: str | None, what: str) -> None:
-    """Refuse ``what`` on a target below ``floor`` (unknown targets are checked at codegen)."""
+def writes_cta_group(arch: str) -> bool:
+    """Blackwell sm_10x with the arch-specific feature set spells ``.cta_group::1``."""
+    return 100 <= sm_version(arch) < 120 and has_arch_suffix(arch)
+
+
+def describe_floor(floor: tuple) -> str:
+    version, suffix, *below = floor
+    text = f"sm_{version}{suffix} or newer"
+    return text + f" (below sm_{below[0]})" if below else text
+
+
+def check_arch(floor: tuple, arch: str | None, what: str) -> None:
+    """Refuse ``what`` on a target outside ``floor`` = (version, suffix[, below]).
+
+    Unknown targets are checked again when the kernel is compiled (see asm.arch_guard).
+    """
     arch = arch if arch is not None else current_arch()
     if not arch:
         return
-    version, suffix = floor
+    version, suffix, *below = floor
     ok = sm_version(arch) >= version and (not suffix or has_arch_suffix(arch))
+    ok = ok and (not below or sm_version(arch) < below[0])
     if not ok:
-        needed = f"sm_{version}{suffix}"
-        raise IntrinError("arch", f"{what} needs {needed} or newer, target is {arch}")
+        raise IntrinError("arch", f"{what} needs {describe_floor(floor)}, target is {arch}")

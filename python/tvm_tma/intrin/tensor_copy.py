@@ -15,7 +15,6 @@ from tvm.script import tirx as T
 from .errors import IntrinError
 from .operands import require_cluster, require_space
 from .registry import Family, Rendered, define
-from .target import sm_version
 
 LOAD_MODES = {"tile": "", "im2col": ".im2col", "im2col_w": ".im2col::w",
               "im2col_w_128": ".im2col::w::128"}
@@ -53,12 +52,35 @@ def _check_mode(mode: str, modes, what: str) -> None:
         raise IntrinError("mode", f"{what} has no mode {mode!r} (modes: {', '.join(modes)})")
 
 
+#: operand group -> the rule a missing or extra operand of that group violates
+_GROUP_RULES = {"coordinates": "coordinates", "cache policy": "cache-hint",
+                "multicast mask": "multicast", "im2col offsets": "im2col-offsets"}
+
+
 def _check_count(what: str, operands: Sequence, layout: list[tuple[str, int]]) -> None:
+    """Operand count check; a mismatch names the group that explains it.
+
+    In the printed form, flags (``multicast=1``, ``cache_hint=1``) and the mode promise
+    trailing operands and the rank promises coordinates. Too few operands are blamed on the
+    last promised optional group; too many on the first optional group whose flag is off;
+    otherwise on the coordinates.
+    """
     expected = sum(n for _, n in layout)
-    if len(operands) != expected:
-        described = ", ".join(f"{n} {name}" for name, n in layout if n)
-        raise IntrinError("spec", f"{what} takes {expected} operands ({described}), "
-                          f"got {len(operands)}")
+    if len(operands) == expected:
+        return
+    described = ", ".join(f"{n} {name}" for name, n in layout if n)
+    optional = [(name, n) for name, n in layout if name in _GROUP_RULES and name != "coordinates"]
+    if len(operands) < expected:
+        promised = [name for name, n in optional if n]
+        blamed = promised[-1] if promised else None
+    else:
+        unpromised = [name for name, n in optional if not n and name != "im2col offsets"]
+        blamed = unpromised[0] if unpromised else None
+    if blamed is None and any(name == "coordinates" for name, _ in layout):
+        blamed = "coordinates"
+    rule = _GROUP_RULES.get(blamed, "spec") if blamed else "spec"
+    raise IntrinError(rule, f"{what} takes {expected} operands ({described}), "
+                      f"got {len(operands)}")
 
 
 # ---- load -----------------------------------------------------------------------------
@@ -111,9 +133,9 @@ def _load_render(spec: dict) -> Rendered:
     return straight(kinds, text + ";")
 
 
-def _load_floor(spec: dict) -> tuple[int, str]:
+def _load_floor(spec: dict) -> tuple:
     if spec["mode"].startswith("im2col_w") or spec["cta_group"]:
-        return (100, "a")
+        return (100, "a", 120)  # the sm_10x family only: ptxas refuses them on sm_120a
     return (90, "")
 
 
@@ -131,10 +153,10 @@ def load(dst_smem, tensor_map, coords: Sequence, mbar, *, mode: str = "tile",
     on Hopper.
     """
     if cta_group is None:
-        from .target import current_arch
+        from .target import current_arch, writes_cta_group
 
         chosen = arch if arch is not None else current_arch()
-        cta_group = 1 if chosen and sm_version(chosen) >= 100 else 0
+        cta_group = 1 if chosen and writes_cta_group(chosen) else 0
     if multicast_mask is not None:
         _check_mask(multicast_mask)
     spec = {"rank": len(coords), "mode": mode, "dst": dst,
