@@ -17,7 +17,7 @@ from tvm.script import tirx as T
 
 from ..dispatch.descriptors import ENCODE_FUNCTION
 from ..planner.plan_types import DESCRIPTOR_DTYPE_BYTES, SWIZZLE_GEOMETRY, TensorMapSpec
-from .tma_model import load_tile, store_tile, traversal_shape
+from .tma_model import load_tile, shared_footprint, store_tile, traversal_shape
 
 ARENA = 32768
 MAX_BOX_BYTES = 16384
@@ -124,7 +124,13 @@ def random_case(rng: np.random.Generator, rank: int, dtype: str,
     for _ in range(1, rank):
         box.append(int(rng.choice([1, 2, 3, 4, 5, 8])))
         estrides.append(int(rng.choice([1, 1, 1, 2, 3])))
-    while math.prod(-(-b // e) for b, e in zip(box, estrides)) * width > MAX_BOX_BYTES:
+    def footprint() -> int:
+        probe = TensorMapSpec(dtype=dtype, global_dims=tuple(box), global_strides=(),
+                              box_dims=tuple(box), element_strides=tuple(estrides),
+                              swizzle=swizzle)
+        return shared_footprint(probe)
+
+    while footprint() > MAX_BOX_BYTES and max(box[1:], default=1) > 1:
         index = int(np.argmax(box[1:])) + 1
         box[index] = max(1, box[index] // 2)
     dims = [int(rng.integers(1, 2 * b + 3)) for b in box]
@@ -144,9 +150,8 @@ def random_case(rng: np.random.Generator, rank: int, dtype: str,
     spec = TensorMapSpec(dtype=dtype, global_dims=tuple(dims), global_strides=tuple(strides),
                          box_dims=tuple(box), element_strides=tuple(estrides),
                          swizzle=swizzle, oob_fill=oob)
-    moved = math.prod(traversal_shape(spec)) * width
     period = SWIZZLE_GEOMETRY[swizzle][1] if swizzle else 1024
-    slots = (ARENA - moved - 1024) // 128
+    slots = (ARENA - shared_footprint(spec) - 1024) // 128
     offset = 128 * int(rng.integers(0, max(1, slots)))
     if rng.random() < 0.5:
         offset = offset // period * period  # on the pattern period half of the time

@@ -46,6 +46,18 @@ def traversal_shape(spec: TensorMapSpec) -> tuple[int, ...]:
     return tuple(-(-b // e) for b, e in zip(spec.box_dims, spec.element_strides))
 
 
+def shared_footprint(spec: TensorMapSpec) -> int:
+    """Bytes of shared memory one issue spans (rows padded to the swizzle span)."""
+    shape = traversal_shape(spec)
+    row_bytes = shape[0] * spec.element_bytes
+    if spec.swizzle:
+        row_bytes = max(row_bytes, 16 << spec.swizzle)
+    rows = 1
+    for extent in shape[1:]:
+        rows *= extent
+    return rows * row_bytes
+
+
 def box_addresses(spec: TensorMapSpec, coords, smem_byte_address: int, global_dims=None,
                   store: bool = False):
     """(global byte offsets, shared byte addresses, in-bounds mask), one per moved element."""
