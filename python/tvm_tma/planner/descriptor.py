@@ -36,7 +36,7 @@ _NATIVE_DTYPES = {"float16", "bfloat16", "float32", "float64", "int32", "int64",
 _PROMOTED = {1: "uint8", 2: "uint16", 4: "uint32", 8: "uint64"}
 
 
-@dataclass
+@dataclass(eq=False)  # identity semantics: one global dim may be reached from several axes
 class _Dim:
     """A tensor-map dimension under construction (element units of the copy dtype)."""
 
@@ -124,7 +124,7 @@ def _plan_for_chain(axes: list[CopyAxis], chain: list[CopyAxis], ctx: Context) -
         axis = pending.pop(0)
         if not chained or (not split_ok[axis.gdim] and axis.inner != 1):
             chained = False
-            _add_step(axis, dim_for, other_dims)
+            _add_step(axis, dim_for, box_dims, other_dims)
             continue
         dim, _ = dim_for(axis)
         first = not box_dims
@@ -157,7 +157,7 @@ def _plan_for_chain(axes: list[CopyAxis], chain: list[CopyAxis], ctx: Context) -
         chained = False
     for axis in axes:
         if axis not in chain:
-            _add_step(axis, dim_for, other_dims)
+            _add_step(axis, dim_for, box_dims, other_dims)
     for d, g in enumerate(gdims):
         if g.extent == 1 and not prover.prove(g.size == 1) and d not in whole_dim:
             other_dims.append(_Dim(g.size, g.stride, 1, g.start))
@@ -176,10 +176,15 @@ def _split_allowed(axes: list[CopyAxis], gdim: int, ctx: Context) -> bool:
     return ctx.prover.divisible(ctx.global_view.dims[gdim].start, outer[0].inner)
 
 
-def _add_step(axis: CopyAxis, dim_for, other_dims: list[_Dim]) -> None:
+def _add_step(axis: CopyAxis, dim_for, box_dims: list[_Dim], other_dims: list[_Dim]) -> None:
+    """Make ``axis`` a step of the issue loop on the map dim it lives on.
+
+    A global dim kept whole may already be a box dim (its innermost piece is boxed); then the
+    outer pieces step its coordinate and it must not be added a second time.
+    """
     dim, step = dim_for(axis)
     dim.steps.append((axis.extent, axis.smem_stride, step))
-    if dim not in other_dims:
+    if dim not in box_dims and dim not in other_dims:
         other_dims.append(dim)
 
 
@@ -215,8 +220,12 @@ def _promotion_room(extent: int, coord: Expr, ctx: Context) -> int:
 
 
 def _split_factor(extent: int, limit: int, coord: Expr, first: bool, ctx: Context) -> int | None:
-    """The largest legal inner piece at which the axis can become two map dims."""
-    for factor in range(min(limit, extent), 0, -1):
+    """The largest legal inner piece at which the axis can become two map dims.
+
+    Only proper factors (2 .. extent-1) split anything: a factor of 1 would re-queue the same
+    axis forever (a prime extent over 256 has no other).
+    """
+    for factor in range(min(limit, extent - 1), 1, -1):
         if extent % factor == 0 and _legal_inner(factor, first, ctx) and ctx.prover.divisible(
             coord, factor
         ):
