@@ -21,6 +21,7 @@ def _has_cuda_gpu() -> bool:
 
 def pytest_configure(config):
     config.addinivalue_line("markers", "gpu: needs an NVIDIA Hopper GPU (skipped without one)")
+    config.addinivalue_line("markers", "fuzz: the 10,000-case differential fuzz run")
 
 
 def pytest_collection_modifyitems(config, items):

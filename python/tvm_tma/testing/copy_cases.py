@@ -25,6 +25,9 @@ from .layout_eval import layout_offsets
 
 THREADS = 128
 POISON_BYTE = 0xA5
+#: Fill of the global allocation's bytes outside the view (row padding, the view offset);
+#: distinct from the shared poison so a byte moved from padding into shared memory shows.
+GLOBAL_PAD_BYTE = 0x5A
 
 
 @dataclass(frozen=True)
@@ -32,9 +35,16 @@ class CopyCase:
     """``direction`` g2s copies ``global[region] -> shared[region]``; s2g the reverse.
 
     ``shared_layout`` is ``"row"`` (row-major), ``"padded:<n>"`` (row-major with ``n`` extra
-    elements per row) or ``"swizzle:<mode>"`` (TVM's MMA shared layout, modes 0..3, over the
-    last two dims). ``stages > 0`` makes dim 0 of the shared buffer a stage index that a
-    kernel loop walks: stage ``s`` copies the global region shifted by ``s * extent`` rows.
+    elements per row), ``"swizzle:<mode>"`` (TVM's MMA shared layout, modes 0..3, over the
+    last two dims) or ``"blocked:<r>:<gap>"`` (row-major blocks of ``r`` rows of the last two
+    dims, ``gap`` elements between blocks: one logical dim, two strides). ``stages > 0``
+    makes dim 0 of the shared buffer a stage index that a kernel loop walks: stage ``s``
+    copies the global region shifted by ``s * extent`` rows.
+
+    The global tensor is a view into a flat allocation: ``global_strides`` are its element
+    strides (``None``: row-major and dense, padded rows otherwise) and ``global_offset`` is
+    the element index of its origin in the allocation (the planner refuses a non-zero one).
+    Bytes of the allocation outside the view hold :data:`GLOBAL_PAD_BYTE`.
     """
 
     name: str
@@ -50,6 +60,8 @@ class CopyCase:
     smem_elem_offset: int = 0
     stages: int = 0
     expect: dict = field(default_factory=dict)  # plan facts the test asserts exactly
+    global_strides: tuple[int, ...] | None = None  # element strides; None: dense row-major
+    global_offset: int = 0  # elements from the allocation start to the view's origin
 
     @property
     def element_bytes(self) -> int:
@@ -72,6 +84,24 @@ class CopyCase:
         return math.prod(self.global_extent) * self.element_bytes
 
     @property
+    def g_strides(self) -> tuple[int, ...]:
+        """Element strides of the global view (row-major when ``global_strides`` is None)."""
+        if self.global_strides is not None:
+            return tuple(self.global_strides)
+        return row_major_strides(self.global_shape)
+
+    @property
+    def global_is_dense(self) -> bool:
+        """The view is its whole allocation, row-major (the kernel takes a plain array)."""
+        return self.global_offset == 0 and self.g_strides == row_major_strides(self.global_shape)
+
+    @property
+    def global_storage_elems(self) -> int:
+        """Elements of the allocation the view lives in (its largest offset + 1)."""
+        reach = sum((n - 1) * abs(s) for n, s in zip(self.global_shape, self.g_strides))
+        return self.global_offset + reach + 1
+
+    @property
     def shared_bytes(self) -> int:
         return (math.prod(self.shared_shape) + self.smem_elem_offset) * self.element_bytes
 
@@ -82,6 +112,14 @@ class CopyCase:
         s_start = (stage, *self.s_start[1:])
         g_start = (self.global_start[0] + stage * self.global_extent[0], *self.global_start[1:])
         return s_start, g_start
+
+
+def row_major_strides(shape) -> tuple[int, ...]:
+    strides, step = [], 1
+    for extent in reversed(shape):
+        strides.insert(0, step)
+        step *= extent
+    return tuple(strides)
 
 
 def shared_layout_of(case: CopyCase):
@@ -100,6 +138,18 @@ def shared_layout_of(case: CopyCase):
         from tvm.backend.cuda.tile_primitive.tma_utils import mma_shared_layout
 
         return mma_shared_layout(case.dtype, int(argument), tuple(shape))
+    if kind == "blocked":
+        rows, gap = (int(v) for v in argument.split(":"))
+        *lead, m, k = shape
+        if m % rows:
+            raise ValueError(f"blocked:{argument} needs rows ({m}) divisible by {rows}")
+        block = rows * k + gap
+        step = (m // rows) * block
+        lead_strides = []
+        for extent in reversed(lead):
+            lead_strides.insert(0, step)
+            step *= extent
+        return TileLayout(S[(*lead, m // rows, rows, k) : (*lead_strides, block, k, 1)])
     raise ValueError(f"unknown shared layout {case.shared_layout!r}")
 
 
@@ -107,6 +157,29 @@ def shared_span(case: CopyCase) -> int:
     """Elements the shared buffer's layout can address (its allocation size)."""
     offsets = layout_offsets(shared_layout_of(case), case.shared_shape)
     return int(offsets.max()) + 1
+
+
+def global_layout_of(case: CopyCase) -> TileLayout:
+    if case.global_strides is None:
+        return TileLayout(S[tuple(case.global_shape)])
+    return TileLayout(S[tuple(case.global_shape) : tuple(case.global_strides)])
+
+
+def global_offsets(case: CopyCase) -> np.ndarray:
+    """Allocation element index of every element of the global view (array of its shape)."""
+    grids = np.indices(case.global_shape, dtype=np.int64)
+    offsets = np.full(case.global_shape, case.global_offset, dtype=np.int64)
+    for grid, stride in zip(grids, case.g_strides):
+        offsets += grid * stride
+    return offsets
+
+
+def global_storage(case: CopyCase, logical: np.ndarray) -> np.ndarray:
+    """The flat allocation holding ``logical`` at the view's offsets, padding elsewhere."""
+    storage = np.full(case.global_storage_elems * case.element_bytes, GLOBAL_PAD_BYTE,
+                      np.uint8).view(logical.dtype)
+    storage[global_offsets(case).reshape(-1)] = logical.reshape(-1)
+    return storage
 
 
 def _ranges(starts, extents):
@@ -120,7 +193,7 @@ def planner_regions(case: CopyCase, stage=0):
                                   elem_offset=case.smem_elem_offset, layout=layout,
                                   scope="shared.dyn")
     glob = tvm.tirx.decl_buffer(case.global_shape, case.dtype, "A",
-                                layout=TileLayout(S[tuple(case.global_shape)]))
+                                elem_offset=case.global_offset, layout=global_layout_of(case))
     s_start, g_start = case.stage_starts(stage)
     s_region = tvm.tirx.BufferRegion(shared, _ranges(s_start, case.s_extent))
     g_region = tvm.tirx.BufferRegion(glob, _ranges(g_start, case.global_extent))
@@ -144,7 +217,9 @@ def build_kernel(case: CopyCase):
 
     g2s: ``D`` (shared shape) seeds shared memory (poison), the TMA load overwrites the
     region, and every shared element is written back to ``D``. s2g: ``D`` fills shared
-    memory, the TMA store writes the region of ``A``.
+    memory, the TMA store writes the region of ``A``. A global view that is not a dense
+    row-major array (:attr:`CopyCase.global_is_dense`) is matched with its strides (and
+    offset): the caller passes a strided view of the allocation (:func:`global_storage`).
     """
     g_shape, s_shape, dtype = case.global_shape, case.shared_shape, case.dtype
     layout = shared_layout_of(case)
@@ -155,6 +230,9 @@ def build_kernel(case: CopyCase):
     stages = max(case.stages, 1)
     nbytes = case.copy_bytes * stages
     g2s = case.direction == "g2s"
+    g_layout = global_layout_of(case)
+    g_args = {} if case.global_is_dense else dict(strides=case.g_strides,
+                                                  elem_offset=case.global_offset)
 
     def regions(stage, smem, glob):
         s_start, g_start = case.stage_starts(stage)
@@ -165,7 +243,7 @@ def build_kernel(case: CopyCase):
     # fmt: off
     @T.prim_func
     def main(A_ptr: T.handle, D_ptr: T.handle):
-        A = T.match_buffer(A_ptr, g_shape, dtype, layout=TileLayout(S[tuple(g_shape)]))
+        A = T.match_buffer(A_ptr, g_shape, dtype, layout=g_layout, **g_args)
         D = T.match_buffer(D_ptr, s_shape, dtype, layout=TileLayout(S[tuple(s_shape)]))
         T.device_entry()
         T.cta_id([1])

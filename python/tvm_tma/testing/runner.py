@@ -15,6 +15,8 @@ from .copy_cases import (
     CopyCase,
     build_kernel,
     expected_after,
+    global_offsets,
+    global_storage,
     numpy_dtype,
     planner_regions,
     random_array,
@@ -79,19 +81,47 @@ def _arena_offsets(case: CopyCase) -> np.ndarray:
     return case.smem_elem_offset + layout_offsets(shared_layout_of(case), case.shared_shape)
 
 
+def _element_bytes(offsets: np.ndarray, width: int) -> np.ndarray:
+    """Byte index of every byte of the elements at ``offsets`` (element order, then lanes)."""
+    return (offsets.reshape(-1, 1) * width + np.arange(width)).ravel()
+
+
+def model_buffers(case: CopyCase, global_logical: np.ndarray, shared_logical: np.ndarray,
+                  arena_offsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """(global allocation, shared arena) as flat bytes holding the two logical arrays.
+
+    The allocation's bytes outside the view are padding (``GLOBAL_PAD_BYTE``); the arena's
+    bytes that no logical shared element occupies (the elem_offset prefix, padded rows) are
+    poison, so a copy that touches either shows in a byte comparison of the whole buffers.
+    """
+    offsets = _arena_offsets(case) if arena_offsets is None else arena_offsets
+    width = case.element_bytes
+    arena = np.full((int(offsets.max()) + 1) * width, POISON_BYTE, dtype=np.uint8)
+    arena[_element_bytes(offsets, width)] = shared_logical.reshape(-1).view(np.uint8)
+    return global_storage(case, global_logical).view(np.uint8), arena
+
+
+def run_model_buffers(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray,
+                      plans=None, arena_offsets: np.ndarray | None = None):
+    """Execute the planned issues on the numpy TMA model over whole buffers.
+
+    Returns the (global allocation, shared arena) bytes after the copy, see
+    :func:`model_buffers`; ``plans`` defaults to :func:`plans_of`.
+    """
+    global_bytes, arena = model_buffers(case, global_in, shared_in, arena_offsets)
+    for copy_plan, env in plans if plans is not None else plans_of(case):
+        execute_plan(copy_plan, global_bytes, arena, case.element_bytes, env)
+    return global_bytes, arena
+
+
 def run_model(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray):
     """Execute the planned issues on the numpy TMA model; returns (global, shared) after."""
-    width = case.element_bytes
     offsets = _arena_offsets(case)
-    arena = np.full((int(offsets.max()) + 1) * width, POISON_BYTE, dtype=np.uint8)
-    lanes = np.arange(width)
-    byte_index = (offsets.reshape(-1, 1) * width + lanes).ravel()
-    arena[byte_index] = shared_in.reshape(-1).view(np.uint8)
-    global_bytes = global_in.reshape(-1).view(np.uint8).copy()
-    for copy_plan, env in plans_of(case):
-        execute_plan(copy_plan, global_bytes, arena, width, env)
-    shared_out = arena[byte_index].view(shared_in.dtype).reshape(shared_in.shape)
-    return global_bytes.view(global_in.dtype).reshape(global_in.shape), shared_out
+    global_bytes, arena = run_model_buffers(case, global_in, shared_in, arena_offsets=offsets)
+    shared_out = arena[_element_bytes(offsets, case.element_bytes)]
+    shared_out = shared_out.view(shared_in.dtype).reshape(shared_in.shape)
+    global_out = global_bytes.view(global_in.dtype)[global_offsets(case).reshape(-1)]
+    return global_out.reshape(global_in.shape), shared_out
 
 
 def inputs(case: CopyCase, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
@@ -108,18 +138,28 @@ def inputs(case: CopyCase, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
 
 
 def run_on_gpu(case: CopyCase, built: Built, seed: int = 0) -> tuple[bool, str]:
-    """Run on device 0; compare every byte of both buffers with the expected result."""
+    """Run on device 0; compare every byte of both buffers with the expected result.
+
+    The global side is the view's whole allocation (:func:`global_storage`, padding
+    included): the kernel gets a strided view of it when the view is not dense.
+    ``built`` needs only an ``executable`` with a ``"main"`` function.
+    """
     import torch
 
     global_in, shared_in = inputs(case, seed)
     want_global, want_shared = expected_after(case, global_in, shared_in)
+    want_global = global_storage(case, want_global)
 
     def to_device(array):
         raw = torch.from_numpy(array.reshape(-1).view(np.uint8).copy())
         return raw.view(getattr(torch, case.dtype)).reshape(array.shape).cuda()
 
-    glob, shared = to_device(global_in), to_device(shared_in)
-    built.executable["main"](glob, shared)
+    glob, shared = to_device(global_storage(case, global_in)), to_device(shared_in)
+    if case.global_is_dense:
+        view = glob.reshape(case.global_shape)
+    else:
+        view = glob.as_strided(case.global_shape, case.g_strides, case.global_offset)
+    built.executable["main"](view, shared)
     torch.cuda.synchronize()
 
     def to_bytes(tensor):
