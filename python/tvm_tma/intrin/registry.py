@@ -16,7 +16,6 @@ from tvm.ir import register_op_attr
 from tvm.tirx import CallEffectKind
 
 from .asm import Instruction, arch_guard, helper_name, helper_source
-from .errors import IntrinError
 from .spec import decode, encode
 from .target import check_arch
 
@@ -92,14 +91,6 @@ def _register_codegen(family: Family) -> None:
         return cuda_func_call(name, *args, source_code=source)
 
     register_codegen(family.op_name)(codegen)
-
-
-def count_check(what: str, operands: Sequence, expected: int, layout: str) -> None:
-    if len(operands) != expected:
-        raise IntrinError(
-            "coordinates" if "coord" in layout else "spec",
-            f"{what} takes {expected} operands ({layout}), got {len(operands)}",
-        )
 
 
 def straight(kinds: Sequence[str], template: str) -> Rendered:

@@ -14,7 +14,7 @@ from tvm.script import tirx as T
 
 from .errors import IntrinError
 from .operands import require_cluster, require_space
-from .registry import Family, Rendered, define
+from .registry import Family, Rendered, define, straight
 
 LOAD_MODES = {"tile": "", "im2col": ".im2col", "im2col_w": ".im2col::w",
               "im2col_w_128": ".im2col::w::128"}
@@ -109,8 +109,6 @@ def _load_check(spec: dict, operands: Sequence) -> None:
 
 
 def _load_render(spec: dict) -> Rendered:
-    from .registry import straight
-
     rank, mode = spec["rank"], spec["mode"]
     offsets = im2col_offset_count(mode, rank)
     modifiers = LOAD_MODES[mode] + ".mbarrier::complete_tx::bytes"
@@ -194,8 +192,6 @@ def _store_like_check(what: str, modes):
 
 def _store_like_render(head: str, modes):
     def render(spec: dict) -> Rendered:
-        from .registry import straight
-
         rank = spec["rank"]
         op = f".{spec['op']}" if "op" in spec else ""
         hint = ".L2::cache_hint" if spec["cache_hint"] else ""
@@ -255,8 +251,6 @@ def _prefetch_check(spec: dict, operands: Sequence) -> None:
 
 
 def _prefetch_render(spec: dict) -> Rendered:
-    from .registry import straight
-
     rank, mode = spec["rank"], spec["mode"]
     offsets = im2col_offset_count(mode, rank)
     hint = ".L2::cache_hint" if spec["cache_hint"] else ""

@@ -146,8 +146,6 @@ def _plan_for_chain(axes: list[CopyAxis], chain: list[CopyAxis], ctx: Context) -
             rest = CopyAxis(axis.extent // factor, axis.smem_stride * factor, axis.gdim,
                             axis.inner * factor, axis.outermost)
             pending.insert(0, rest)
-            if axis.outermost and split_ok[axis.gdim]:
-                split_ok[axis.gdim] = True
             continue
         # Cannot split at a provable coordinate: box the widest legal piece, step the rest.
         piece = _largest_divisor(axis.extent, limit, first, ctx)
