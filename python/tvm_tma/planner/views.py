@@ -135,7 +135,12 @@ def read_shared(region, prover: Prover) -> SharedView:
     static_extents = _static_extents(extents, "shared")
     tile = _tile_of(buffer.layout, buffer.shape)
     _check_memory_layout(tile, "shared")
-    sliced = tile.slice(list(buffer.shape), [(s, s + e) for s, e in zip(starts, static_extents)])
+    try:
+        sliced = tile.slice(list(buffer.shape),
+                            [(s, s + e) for s, e in zip(starts, static_extents)])
+    except (tvm.error.TVMError, ValueError, TypeError) as error:
+        raise refuse("layout", f"shared layout {tile} does not fit buffer {buffer.name} of "
+                     f"shape {list(buffer.shape)}: {str(error).splitlines()[-1]}") from None
     if not isinstance(sliced, TileLayout):
         raise refuse(
             "layout",

@@ -212,8 +212,8 @@ def _slices(starts, extents):
     return tuple(slice(s, s + e) for s, e in zip(starts, extents))
 
 
-def build_kernel(case: CopyCase):
-    """A one-CTA kernel ``main(A, D)`` that performs the copy with ``dispatch="tma"``.
+def build_kernel(case: CopyCase, dispatch: str = "tma"):
+    """A one-CTA kernel ``main(A, D)`` that performs the copy with ``dispatch`` ("tma").
 
     g2s: ``D`` (shared shape) seeds shared memory (poison), the TMA load overwrites the
     region, and every shared element is written back to ``D``. s2g: ``D`` fills shared
@@ -262,9 +262,9 @@ def build_kernel(case: CopyCase):
             for stage in T.serial(stages):
                 dst, src = T.meta_var(regions(stage, smem, A))
                 if g2s:
-                    Tx.copy_async(dst, src, dispatch="tma", mbar=mbar.ptr_to([0]))
+                    Tx.copy_async(dst, src, dispatch=dispatch, mbar=mbar.ptr_to([0]))
                 else:
-                    Tx.copy_async(dst, src, dispatch="tma")
+                    Tx.copy_async(dst, src, dispatch=dispatch)
             if g2s:
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(nbytes))
             else:
