@@ -40,6 +40,19 @@ def _cache_key(spec: TensorMapSpec, buffer_name: str, slot: int) -> str:
     return "tvm_tma.tensormap:" + buffer_name + ":" + ":".join(map(str, fields)) + f"#{slot}"
 
 
+def bind_encoded_map(spec: TensorMapSpec, buffer, name: str | None = None):
+    """Emit (into the statement being built) a tensor-map stack slot and its encode.
+
+    The one place that spells the host encode: the dispatch, ``T.tma.encode_tiled`` and the
+    hardware-validation kernels all go through it. Returns the map variable.
+    """
+    tensor_map = T.Var(name or f"{buffer.name}_tensormap", ty=T.handle("tensormap").ty)
+    T.Bind(T.tvm_stack_alloca("tensormap", 1), var=tensor_map)
+    T.evaluate(T.call_packed(ENCODE_FUNCTION, tensor_map,
+                             *encode_arguments(spec, buffer.data)))
+    return tensor_map
+
+
 def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx):
     """The kernel-parameter variable holding ``spec`` over ``global_buffer`` (encoded once)."""
     slot = 0
@@ -52,15 +65,14 @@ def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx):
         if cached_buffer.same_as(global_buffer):
             return cached_map
         slot += 1  # another buffer with the same name and map: it needs its own descriptor
-    tensor_map = T.Var(f"{global_buffer.name}_tensormap", ty=T.handle("tensormap").ty)
-    arguments = encode_arguments(spec, global_buffer.data)
+    bound = []
 
     @T.prim_func(check_well_formed=False)
     def encode():
-        T.Bind(T.tvm_stack_alloca("tensormap", 1), var=tensor_map)
-        T.evaluate(T.call_packed(ENCODE_FUNCTION, tensor_map, *arguments))
+        bound.append(bind_encoded_map(spec, global_buffer))
         T.tvm_kernel_replace_point()
 
+    tensor_map = bound[0]
     sctx.add_init_stmt(encode.body, host=True)
     sctx.cache_set(key, [global_buffer, tensor_map])
     return tensor_map

@@ -10,9 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from tvm.script import tirx as T
-
-from ..dispatch.descriptors import ENCODE_FUNCTION, encode_arguments
+from ..dispatch.descriptors import bind_encoded_map
 from ..planner.plan_types import TensorMapSpec
 
 
@@ -27,7 +25,4 @@ def encode_tiled(buffer, dtype: str, dims: Sequence, strides: Sequence, box: Seq
         element_strides=tuple(element_strides) if element_strides else (1,) * len(box),
         swizzle=swizzle, interleave=interleave, l2_promotion=l2_promotion, oob_fill=oob_fill,
     )
-    var = T.Var(name or f"{buffer.name}_tensormap", ty=T.handle("tensormap").ty)
-    T.Bind(T.tvm_stack_alloca("tensormap", 1), var=var)
-    T.evaluate(T.call_packed(ENCODE_FUNCTION, var, *encode_arguments(spec, buffer.data)))
-    return var
+    return bind_encoded_map(spec, buffer, name)

@@ -15,7 +15,7 @@ import numpy as np
 import tvm
 from tvm.script import tirx as T
 
-from ..dispatch.descriptors import ENCODE_FUNCTION
+from ..dispatch.descriptors import bind_encoded_map
 from ..planner.plan_types import DESCRIPTOR_DTYPE_BYTES, SWIZZLE_GEOMETRY, TensorMapSpec
 from .tma_model import load_tile, shared_footprint, store_tile, traversal_shape
 
@@ -92,12 +92,12 @@ def validation_kernel(rank: int, dtype: str, direction: str):
 
 
 def _encode(buffer, dtype, rank, dims, strides, box, estrides, swizzle, oob):
-    var = T.Var(f"{buffer.name}_tensormap", ty=T.handle("tensormap").ty)
-    T.Bind(T.tvm_stack_alloca("tensormap", 1), var=var)
-    T.evaluate(T.call_packed(ENCODE_FUNCTION, var, dtype, rank, buffer.data, *dims[:rank],
-                             *strides[: rank - 1], *box[:rank], *estrides[:rank], 0, swizzle,
-                             2, oob))
-    return var
+    """The map over ``buffer`` with every field a kernel argument (run-time values)."""
+    spec = TensorMapSpec(dtype=dtype, global_dims=tuple(dims[:rank]),
+                         global_strides=tuple(strides[: rank - 1]), box_dims=tuple(box[:rank]),
+                         element_strides=tuple(estrides[:rank]), swizzle=swizzle,
+                         oob_fill=oob)
+    return bind_encoded_map(spec, buffer)
 
 
 def kernel_arguments(case: MapCase) -> list[int]:
