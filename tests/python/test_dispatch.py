@@ -221,3 +221,42 @@ def test_encoder_accepts_the_seed_map_and_names_a_broken_rule():
     arguments[2] = 0x10008  # 8-byte aligned base
     with pytest.raises(ValueError, match="global-address-align"):
         validate(*arguments)
+
+
+def _per_cta_kernel(rows: int, ctas: int):
+    """CTA ``cta`` loads rows [8 cta, 8 cta + 8) of a (rows x 64) tensor: a CTA-dependent copy."""
+
+    # fmt: off
+    @T.prim_func
+    def k(A_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (rows, 64), "float16", layout=TileLayout(S[rows, 64]))
+        T.device_entry()
+        cta = T.cta_id([ctas])
+        tid = T.thread_id([32])
+        dyn = T.alloc_buffer((NB + 64,), "uint8", scope="shared.dyn")
+        tile = T.decl_buffer((8, 64), "float16", dyn.data, elem_offset=0,
+                             layout=TileLayout(S[8, 64]))
+        mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=NB // 8)
+        if tid == 0:
+            T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+            Tx.copy_async(tile[:, :], A[cta * 8:cta * 8 + 8, :], dispatch="tma",
+                          mbar=mbar.ptr_to([0]))
+    # fmt: on
+    return k
+
+
+def test_cta_dependent_coordinates_use_the_scope_id_range():
+    """``T.cta_id([4])`` bounds ``cta`` to [0, 4): rows 8 cta .. 8 cta + 8 fit 32 rows."""
+    cuda, _ = _compile(_per_cta_kernel(rows=32, ctas=4))
+    call = next(line.strip() for line in cuda.splitlines()
+                if line.strip().startswith("tvm_tma_load_"))
+    assert "(&(A_tensormap))), 0, (((int)blockIdx.x) * 8)," in call
+    assert len(assemble(cuda)) > 0
+
+
+def test_cta_range_that_overruns_the_tensor_is_refused():
+    """With 4 CTAs and only 24 rows, CTA 3 would read rows 24..32: refused, naming the rule."""
+    with pytest.raises(Exception) as info:
+        _compile(_per_cta_kernel(rows=24, ctas=4))
+    message = str(info.value)
+    assert "[region-bounds]" in message and "[0, 24)" in message

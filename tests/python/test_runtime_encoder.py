@@ -22,10 +22,24 @@ encode_tiled = tvm_ffi.get_global_func("tvm_tma.encode_tiled")
 encode_count = tvm_ffi.get_global_func("tvm_tma.encode_count")
 driver_available = tvm_ffi.get_global_func("tvm_tma.driver_available")
 driver_error = tvm_ffi.get_global_func("tvm_tma.driver_error")
+cache_enable = tvm_ffi.get_global_func("tvm_tma.descriptor_cache_enable")
+cache_stats = tvm_ffi.get_global_func("tvm_tma.descriptor_cache_stats")
+cache_clear = tvm_ffi.get_global_func("tvm_tma.descriptor_cache_clear")
 
 needs_driver = pytest.mark.skipif(
     not driver_available(), reason=f"no usable CUDA driver: {driver_error()}"
 )
+
+
+@pytest.fixture(autouse=True)
+def empty_descriptor_cache():
+    """Each test starts from an empty, enabled cache: a freed buffer's address comes back in
+    the next allocation, and a cached map would hide the encode a test counts."""
+    cache_enable(True)
+    cache_clear()
+    yield
+    cache_enable(True)
+    cache_clear()
 
 
 @dataclass(frozen=True)
@@ -366,3 +380,76 @@ def test_footprint_is_checked_on_a_thread_without_context():
     address = (ctypes.addressof(host) + 15) // 16 * 16
     err = _in_fresh_thread(lambda: encode_tiled(MAP, *SEED.args(address=ctypes.c_void_p(address))))
     assert isinstance(err, ValueError) and "rule 'global-address'" in str(err)
+
+
+# The descriptor cache: identical arguments replay the encoded map without the driver.
+
+
+def test_failed_encodes_are_not_cached():
+    misaligned = replace(SEED, address=0x10003)
+    for _ in range(2):
+        with pytest.raises(ValueError, match="rule 'global-address-align'"):
+            encode_tiled(MAP, *misaligned.args())
+    hits, misses, entries = cache_stats()
+    assert (hits, misses, entries) == (0, 2, 0)
+
+
+def _encoded(tiled: Tiled, address: int) -> bytes:
+    encode_tiled(MAP, *tiled.args(address=ctypes.c_void_p(address)))
+    return ctypes.string_at(MAP, 128)
+
+
+@needs_driver
+def test_repeated_encode_is_served_from_the_cache():
+    buf = _cuda_tensor(64 * 8 * 4 * 2 + 4096)
+    before = encode_count()
+    first = _encoded(SEED, buf.data_ptr())
+    ctypes.memset(MAP, 0, 128)
+    again = _encoded(SEED, buf.data_ptr())
+    assert encode_count() == before + 1
+    assert again == first and any(first)
+    assert tuple(cache_stats()) == (1, 1, 1)
+
+
+@needs_driver
+@pytest.mark.parametrize("change", ["address", "dims", "strides", "box", "swizzle"])
+def test_any_changed_argument_encodes_again(change):
+    buf = _cuda_tensor(64 * 8 * 4 * 2 * 4)
+    base = buf.data_ptr()
+    first = _encoded(SEED, base)
+    changed, address = {
+        "address": (SEED, base + 256),
+        "dims": (replace(SEED, dims=(64, 8, 2)), base),
+        "strides": (replace(SEED, strides=(256, 2048)), base),
+        "box": (replace(SEED, box=(64, 8, 2)), base),
+        "swizzle": (replace(SEED, swizzle=0), base),
+    }[change]
+    before = encode_count()
+    second = _encoded(changed, address)
+    assert encode_count() == before + 1
+    assert second != first
+    assert tuple(cache_stats()) == (0, 2, 2)
+
+
+@needs_driver
+def test_disabled_cache_encodes_every_time():
+    buf = _cuda_tensor(64 * 8 * 4 * 2)
+    cache_enable(False)
+    before = encode_count()
+    for _ in range(3):
+        _encoded(SEED, buf.data_ptr())
+    assert encode_count() == before + 3
+    assert tuple(cache_stats())[2] == 0
+
+
+@needs_driver
+def test_a_cache_hit_still_checks_the_allocation():
+    """A cached map of freed memory must not be replayed: the footprint check runs on hits."""
+    buf = _cuda_tensor(64 * 8 * 4 * 2)
+    address = buf.data_ptr()
+    _encoded(SEED, address)
+    del buf  # TVM frees device memory with cudaFree: the address leaves every allocation
+    with pytest.raises(ValueError, match="rule 'global-address'") as info:
+        _encoded(SEED, address)
+    assert hex(address) in str(info.value)
+    assert tuple(cache_stats())[:2] == (1, 1)

@@ -5,11 +5,16 @@ relaxes "same region shape" to "same payload bytes" only for its own TMA variant
 TMA copy is byte-oriented, so "tma" must be judged the same way. The builder looks the check
 up as a module global on every call, so wrapping that global is the one extension point that
 leaves every other dispatch untouched.
+
+The same hook records the kernel's scope-id ranges (``scope_ids``) while the copy is parsed,
+so that the planner can prove bounds of CTA-dependent coordinates.
 """
 
 from __future__ import annotations
 
 import tvm.tirx.script.builder.tirx as _builder
+
+from ..scope_ids import record_scope_id_ranges
 
 #: The upstream variant whose parse-time rule "tma" shares (equal payload bytes).
 _BYTE_CHECKED_VARIANT = "tma_auto"
@@ -22,6 +27,7 @@ def install() -> None:
 
     def check_copy_regions_match(dst, src, config, name, dispatch=None):
         if dispatch == "tma":
+            record_scope_id_ranges()
             dispatch = _BYTE_CHECKED_VARIANT
         return original(dst, src, config, name, dispatch)
 

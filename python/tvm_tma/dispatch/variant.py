@@ -7,6 +7,7 @@ from tvm.tirx.operator.tile_primitive import fail, register_dispatch
 
 from ..planner import PlanError, copy_direction, plan
 from ..planner.proofs import Prover
+from ..scope_ids import recorded_ranges_for
 from .config import read_options
 from .descriptors import tensor_map_for
 from .issue import emit_issues
@@ -16,9 +17,11 @@ VARIANT = "tma"
 PRIORITY = 10
 
 
-def kernel_var_ranges(sctx) -> dict:
-    """Ranges of every variable the copy may mention: launch indices and enclosing loops."""
-    ranges = {}
+def kernel_var_ranges(sctx, regions=()) -> dict:
+    """Ranges of every variable the copy may mention: launch indices, enclosing loops, and
+    the scope ids (``T.cta_id``...) that the copy's regions use."""
+    ranges = recorded_ranges_for(r for region in regions for rng in region.region
+                                 for r in (rng.min, rng.extent))
     for iter_var in dict(sctx.launch_params).values():
         if iter_var.dom is not None:
             ranges[iter_var.var] = iter_var.dom
@@ -34,7 +37,7 @@ def lower_tma_copy(op, sctx):
     try:
         direction = copy_direction(dst, src)
         options = read_options(op.config, direction)
-        var_ranges = kernel_var_ranges(sctx)
+        var_ranges = kernel_var_ranges(sctx, (dst, src))
         copy_plan = plan(dst, src, var_ranges=var_ranges)
     except PlanError as error:
         fail(str(error))

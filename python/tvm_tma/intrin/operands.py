@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from ..scope_ids import scope_id_defs_being_parsed
+
 
 def pointer_space(expr) -> str | None:
     """``"shared"``, ``"global"`` or ``"param"`` for pointers whose origin is visible.
@@ -46,19 +48,10 @@ def kernel_declares_cluster() -> bool | None:
     While TVMScript is parsed, the IR builder's open frames hold the statements emitted so
     far, including the ``T.cluster_id`` / ``T.cta_id_in_cluster`` scope definitions.
     """
-    from tvm.script.ir_builder import IRBuilder
-
-    if not IRBuilder.is_in_scope():
+    scope_defs = scope_id_defs_being_parsed()
+    if scope_defs is None:
         return None
-    frames = list(IRBuilder.current().frames)
-    if not frames or type(frames[0]).__name__ != "PrimFuncFrame":
-        return None
-    for frame in frames:
-        for stmt in getattr(frame, "stmts", ()):
-            if type(stmt).__name__ == "ScopeIdDefStmt":
-                if int(getattr(stmt, "def").scope) in _CLUSTER_BINDINGS:
-                    return True
-    return False
+    return any(int(scope_def.scope) in _CLUSTER_BINDINGS for scope_def in scope_defs)
 
 
 def require_cluster(what: str) -> None:
