@@ -247,3 +247,13 @@ def test_inner_coordinate_proven_for_aligned_steps():
     copy = plan(_whole(_shared((8, 64))), g,
                 var_ranges={col: tvm.ir.Range.from_min_extent(0, 120)})
     assert copy.coordinates[0].same_as(col * 8) or str(copy.coordinates[0]) == "col * 8"
+
+
+def test_shared_layout_smaller_than_its_buffer_is_a_layout_refusal():
+    """A (2, 8, 64) layout on a (4, 8, 64) buffer: TVM's slice raises an InternalError,
+    which must come back as the planner's 'layout' rule, not as an exception of TVM's."""
+    smem = _shared((4, 8, 64), layout=TileLayout(S[2, 8, 64]))
+    error = _refusal(tvm.tirx.BufferRegion(smem, _ranges([3, 0, 0], [1, 8, 64])),
+                     _whole(_global((8, 64))))
+    assert error.rule == "layout"
+    assert "does not fit buffer smem of shape [4, 8, 64]" in str(error)

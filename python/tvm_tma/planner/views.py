@@ -138,7 +138,7 @@ def read_shared(region, prover: Prover) -> SharedView:
     try:
         sliced = tile.slice(list(buffer.shape),
                             [(s, s + e) for s, e in zip(starts, static_extents)])
-    except (tvm.error.TVMError, ValueError, TypeError) as error:
+    except (tvm.error.InternalError, ValueError, TypeError) as error:
         raise refuse("layout", f"shared layout {tile} does not fit buffer {buffer.name} of "
                      f"shape {list(buffer.shape)}: {str(error).splitlines()[-1]}") from None
     if not isinstance(sliced, TileLayout):
@@ -181,7 +181,7 @@ def read_global(region, prover: Prover) -> GlobalView:
         )
     try:
         grouped, separators = layout.group(list(buffer.shape))
-    except (TypeError, ValueError, tvm.error.TVMError) as error:
+    except (TypeError, ValueError, tvm.error.InternalError) as error:
         raise refuse("layout", f"global layout {layout} does not follow shape {buffer.shape}: "
                      f"{error}") from None
     starts, extents = region_bounds(region)
