@@ -71,10 +71,10 @@ PROBLEMS = (
 TARGETS = {"persistent": 0.99, "one-tile": 0.98, "persistent-swizzled": 0.97}
 
 
-def one_tile_kernel(problem: Problem):
+def one_tile_kernel(problem: Problem, tile: tuple[int, int] | None = None):
     """One CTA per tile: a single thread loads it, waits, stores it and waits for the store."""
     rows, cols, dtype = problem.rows, problem.cols, problem.dtype
-    tm, tn = problem.tile
+    tm, tn = tile or problem.tile
     per_row = cols // tn
     num_tiles = (rows // tm) * per_row
     tile_bytes = tm * tn * tvm.DataType(dtype).bits // 8
@@ -135,32 +135,54 @@ def variants(problem: Problem, ctas: int, sweep: bool) -> list[Variant]:
         for shape in _sweep_shapes(base):
             found.append(Variant(f"persistent[{_describe(shape)}]",
                                  lambda s=shape: pipelined_copy_kernel(s), _describe(shape)))
+        elem = tvm.DataType(problem.dtype).bits // 8
+        for row_bytes, tile_bytes in ONE_TILE_SWEEP:
+            cols = row_bytes // elem if row_bytes else problem.cols
+            tile = (tile_bytes // (cols * elem), cols)
+            found.append(Variant(f"one-tile[tile {tile[0]}x{tile[1]}]",
+                                 lambda t=tile: one_tile_kernel(problem, t),
+                                 f"tile {tile[0]}x{tile[1]}, one CTA per tile"))
     return found
 
 
+#: Sweep points: (bytes per tile row, 0 = the whole row; bytes per tile; stages; producers
+#: per CTA; swizzle). Every point runs one CTA per SM.
+SWEEP = (
+    (256, 32768, 3, 2, False), (256, 16384, 3, 4, False), (256, 16384, 2, 6, False),
+    (512, 16384, 3, 4, False), (512, 8192, 3, 8, False), (2048, 16384, 3, 4, False),
+    (0, 16384, 3, 4, False),
+    (128, 32768, 3, 2, True), (128, 16384, 3, 4, True), (512, 16384, 3, 4, True),
+    (128, 8192, 3, 8, True), (128, 16384, 2, 6, True),
+)
+
+
+#: One-tile sweep points: (bytes per tile row, bytes per tile).
+ONE_TILE_SWEEP = ((512, 32768), (2048, 16384))
+
+
 def _sweep_shapes(base: PipelineShape) -> list[PipelineShape]:
-    """Other tile shapes and stage counts of the persistent kernel (same bytes per stage
-    or fewer), to show where the default sits."""
+    """Other tile shapes, stage counts and producer counts of the persistent kernel."""
     elem = tvm.DataType(base.dtype).bits // 8
     shapes = []
-    for tile_rows, tile_bytes_per_row, stages, ctas in (
-        (64, 256, 6, base.ctas), (128, 256, 3, base.ctas), (128, 256, 6, base.ctas),
-        (256, 128, 4, base.ctas), (64, 256, 8, 2 * base.ctas), (32, 256, 6, 2 * base.ctas),
-    ):
-        shape = replace(base, tile_rows=tile_rows, tile_cols=tile_bytes_per_row // elem,
-                        stages=stages, ctas=ctas)
+    for row_bytes, tile_bytes, stages, producers, swizzle in SWEEP:
+        tile_cols = (row_bytes // elem) if row_bytes else base.cols
+        if swizzle and row_bytes == 128 and tile_bytes == 32768:
+            tile_cols = 2 * 128 // elem  # two swizzle-atom columns, as the default tile
+        tile_rows = tile_bytes // (tile_cols * elem)
+        shape = replace(base, tile_rows=tile_rows, tile_cols=tile_cols, stages=stages,
+                        producers=producers, swizzle=swizzle)
         try:
             shape.check()
         except ValueError:
             continue
-        if base.rows % shape.tile_rows == 0 and base.cols % shape.tile_cols == 0:
-            shapes.append(shape)
+        shapes.append(shape)
     return shapes
 
 
 def _describe(shape: PipelineShape) -> str:
-    return (f"tile {shape.tile_rows}x{shape.tile_cols}, {shape.stages} stages, "
-            f"{shape.ctas} CTAs{', 128B swizzle' if shape.swizzle else ''}")
+    return (f"tile {shape.tile_rows}x{shape.tile_cols}, {shape.stages} stages x "
+            f"{shape.producers} producers, {shape.ctas} CTAs"
+            f"{', 128B swizzle' if shape.swizzle else ''}")
 
 
 def compile_variant(variant: Variant, arch: str) -> tuple[object, str]:

@@ -56,6 +56,8 @@ class PipelineShape:
     tile_cols: int = 128
     stages: int = 4
     ctas: int = 132
+    #: Producer threads per CTA (lane 0 of each warp), each with its own ``stages``.
+    producers: int = 1
     swizzle: bool = False
 
     @property
@@ -72,23 +74,28 @@ class PipelineShape:
 
     @property
     def shared_bytes(self) -> int:
-        return BARRIER_BYTES + self.stages * self.tile_bytes
+        return BARRIER_BYTES + self.producers * self.stages * self.tile_bytes
 
     def check(self) -> None:
         """Refuse shapes the kernel below does not handle, naming the offending value."""
+        if self.tile_rows < 1 or self.tile_cols < 1:
+            raise ValueError(f"tile {self.tile_rows}x{self.tile_cols} is empty")
         if self.rows % self.tile_rows or self.cols % self.tile_cols:
             raise ValueError(f"tile {self.tile_rows}x{self.tile_cols} does not divide the "
                              f"tensor {self.rows}x{self.cols}")
-        if not 2 <= self.stages <= BARRIER_BYTES // 8:
-            raise ValueError(f"stages={self.stages}: the ring needs 2..128 stages")
+        if self.stages < 2:
+            raise ValueError(f"stages={self.stages}: the ring needs at least 2 stages")
+        if not 1 <= self.producers <= 32 or self.producers * self.stages > BARRIER_BYTES // 8:
+            raise ValueError(f"producers={self.producers} x stages={self.stages}: at most 32 "
+                             f"producers and {BARRIER_BYTES // 8} slots")
         if self.shared_bytes > 227 * 1024:
-            raise ValueError(f"{self.stages} stages of {self.tile_bytes} bytes need "
-                             f"{self.shared_bytes} bytes of shared memory (> 227 KiB)")
+            raise ValueError(f"{self.producers * self.stages} slots of {self.tile_bytes} bytes "
+                             f"need {self.shared_bytes} bytes of shared memory (> 227 KiB)")
 
 
 def ring_layout(shape: PipelineShape):
     """Layout of the (stages, tile_rows, tile_cols) ring: row-major or 128B-swizzled."""
-    ring = (shape.stages, shape.tile_rows, shape.tile_cols)
+    ring = (shape.producers * shape.stages, shape.tile_rows, shape.tile_cols)
     if shape.swizzle:
         from tvm.backend.cuda.tile_primitive.tma_utils import mma_shared_layout
 
@@ -101,10 +108,17 @@ def pipelined_copy_kernel(shape: PipelineShape):
     shape.check()
     rows, cols, dtype = shape.rows, shape.cols, shape.dtype
     tm, tn, stages, ctas = shape.tile_rows, shape.tile_cols, shape.stages, shape.ctas
+    producers, lanes = shape.producers, shape.ctas * shape.producers
     per_row, num_tiles, tile_bytes = shape.tiles_per_row, shape.num_tiles, shape.tile_bytes
-    # The most tiles any CTA gets; CTA b gets one fewer when b >= num_tiles % ctas.
-    rounds = math.ceil(num_tiles / ctas)
+    # The most tiles any lane gets; lane v gets one fewer when v >= num_tiles % lanes.
+    rounds = math.ceil(num_tiles / lanes)
     layout = ring_layout(shape)
+
+    def origin(lane, k):
+        """(row, column) of lane's k-th tile. The min() is a no-op under the k < my_tiles
+        guards; it lets the planner prove the box inside the tensor for every k < rounds."""
+        tile = T.min(lane + k * lanes, num_tiles - 1)
+        return tile // per_row * tm, tile % per_row * tn
 
     # fmt: off
     @T.prim_func
@@ -113,50 +127,49 @@ def pipelined_copy_kernel(shape: PipelineShape):
         B = T.match_buffer(B_ptr, (rows, cols), dtype, layout=TileLayout(S[rows, cols]))
         T.device_entry()
         cta = T.cta_id([ctas])
-        tid = T.thread_id([32])
+        tid = T.thread_id([32 * producers])
         dyn = T.alloc_buffer((shape.shared_bytes,), "uint8", scope="shared.dyn")
-        full = T.decl_buffer((stages,), "uint64", dyn.data, elem_offset=0)
-        ring = T.decl_buffer((stages, tm, tn), dtype, dyn.data,
+        full = T.decl_buffer((producers * stages,), "uint64", dyn.data, elem_offset=0)
+        ring = T.decl_buffer((producers * stages, tm, tn), dtype, dyn.data,
                              elem_offset=BARRIER_BYTES * 8 // tvm.DataType(dtype).bits,
                              layout=layout)
-        # How many tiles this CTA copies: `rounds`, or one fewer for the last CTAs.
-        my_tiles = T.meta_var((num_tiles - cta + ctas - 1) // ctas)
-        if tid == 0:
+        # Lane 0 of each warp is one producer with its own stages, barriers and bulk groups.
+        producer = T.meta_var(tid // 32)
+        lane = T.meta_var(cta * producers + producer)
+        first = T.meta_var(producer * stages)  # its first slot in the ring
+        # How many tiles this producer copies: `rounds`, or one fewer for the last lanes.
+        my_tiles = T.meta_var((num_tiles - lane + lanes - 1) // lanes)
+        if tid % 32 == 0:
             for s in T.serial(stages):
-                T.ptx.mbarrier.init.shared.b64(full.ptr_to([s]), T.uint32(1))
+                T.ptx.mbarrier.init.shared.b64(full.ptr_to([first + s]), T.uint32(1))
             T.ptx.fence.proxy.async_.shared__cta()
             # Prologue: fill every stage.
             for k in T.serial(stages):
                 if k < my_tiles:
-                    tile = T.meta_var(T.min(cta + k * ctas, num_tiles - 1))
-                    r0 = T.meta_var(tile // per_row * tm)
-                    c0 = T.meta_var(tile % per_row * tn)
-                    Tx.copy_async(ring[k, :, :], A[r0:r0 + tm, c0:c0 + tn], dispatch="tma",
-                                  mbar=full.ptr_to([k]))
-                    T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([k]),
+                    r0, c0 = T.meta_var(origin(lane, k))
+                    Tx.copy_async(ring[first + k, :, :], A[r0:r0 + tm, c0:c0 + tn],
+                                  dispatch="tma", mbar=full.ptr_to([first + k]))
+                    T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([first + k]),
                                                                T.uint32(tile_bytes))
             for k in T.serial(rounds):
                 if k < my_tiles:
-                    s = T.meta_var(k % stages)
-                    tile = T.meta_var(T.min(cta + k * ctas, num_tiles - 1))
-                    r0 = T.meta_var(tile // per_row * tm)
-                    c0 = T.meta_var(tile % per_row * tn)
-                    T.cuda.mbarrier_wait(full.ptr_to([s]), (k // stages) % 2)
-                    Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], ring[s, :, :], dispatch="tma")
+                    slot = T.meta_var(first + k % stages)
+                    r0, c0 = T.meta_var(origin(lane, k))
+                    T.cuda.mbarrier_wait(full.ptr_to([slot]), (k // stages) % 2)
+                    Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], ring[slot, :, :], dispatch="tma")
                     T.ptx.cp.async_.bulk.commit_group()
                     # Refill the previous tile's stage once its store has read it.
-                    nxt = T.meta_var(k - 1 + stages)
-                    if k >= 1 and nxt < my_tiles:
-                        ps = T.meta_var((k - 1) % stages)
-                        ntile = T.meta_var(T.min(cta + nxt * ctas, num_tiles - 1))
-                        nr0 = T.meta_var(ntile // per_row * tm)
-                        nc0 = T.meta_var(ntile % per_row * tn)
+                    if k >= 1 and k - 1 + stages < my_tiles:
+                        prev = T.meta_var(first + (k - 1) % stages)
+                        nr0, nc0 = T.meta_var(origin(lane, k - 1 + stages))
                         T.ptx.cp.async_.bulk.wait_group.read(1)
-                        Tx.copy_async(ring[ps, :, :], A[nr0:nr0 + tm, nc0:nc0 + tn],
-                                      dispatch="tma", mbar=full.ptr_to([ps]))
-                        T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([ps]),
+                        Tx.copy_async(ring[prev, :, :], A[nr0:nr0 + tm, nc0:nc0 + tn],
+                                      dispatch="tma", mbar=full.ptr_to([prev]))
+                        T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([prev]),
                                                                    T.uint32(tile_bytes))
-            T.ptx.cp.async_.bulk.wait_group(0)
+            # Shared memory must outlive the stores' reads of it; their global writes
+            # complete with the kernel (as in CUTLASS's TMA epilogue).
+            T.ptx.cp.async_.bulk.wait_group.read(0)
     # fmt: on
     return pipelined_copy
 

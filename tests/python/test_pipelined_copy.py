@@ -69,7 +69,8 @@ def test_swizzled_ring_moves_each_tile_as_one_3d_box():
 @pytest.mark.parametrize("kwargs, message", [
     ({"tile_rows": 96}, "tile 96x128 does not divide the tensor 1024x512"),
     ({"stages": 1}, "stages=1"),
-    ({"stages": 8}, "8 stages of 32768 bytes need 263168 bytes"),
+    ({"stages": 8}, "8 slots of 32768 bytes need 263168 bytes"),
+    ({"producers": 2, "stages": 4}, "8 slots of 32768 bytes need 263168 bytes"),
 ])
 def test_shapes_the_kernel_cannot_run_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -95,13 +96,15 @@ GPU_SHAPES = [
     PipelineShape(1024, 1024, "float32", tile_cols=64, stages=4, ctas=11),
     PipelineShape(2048, 1024, "bfloat16", stages=4, ctas=9, swizzle=True),
     PipelineShape(1024, 512, "float32", tile_cols=64, stages=3, ctas=5, swizzle=True),
+    PipelineShape(2048, 1024, "float16", tile_rows=64, stages=3, producers=3, ctas=5),
+    PipelineShape(2048, 1024, "bfloat16", stages=2, producers=2, ctas=7, swizzle=True),
 ]
 
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("shape", GPU_SHAPES,
                          ids=[f"{s.rows}x{s.cols}-{s.dtype}-{s.tile_rows}x{s.tile_cols}-"
-                              f"s{s.stages}-c{s.ctas}{'-swz' if s.swizzle else ''}"
+                              f"s{s.stages}-p{s.producers}-c{s.ctas}{'-swz' if s.swizzle else ''}"
                               for s in GPU_SHAPES])
 def test_persistent_copy_is_bit_exact_on_gpu(shape):
     executable, _ = _build(shape)
