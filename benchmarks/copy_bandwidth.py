@@ -4,21 +4,24 @@ For each problem (16384x8192 float16, 8192x8192 float32, 32768x4096 bfloat16) on
 measures, on the same GPU and in the same process:
 
 - ``copy_``: torch's device-to-device copy, the ceiling;
-- ``persistent``: examples/pipelined_copy.py, one CTA per SM, a ring of shared tiles
-  (TMA loads on mbarriers, TMA stores through bulk groups);
+- ``persistent``: examples/pipelined_copy.py, a fixed grid (2 CTAs per SM) whose CTAs
+  share the tiles round-robin through a ring of shared stages (TMA loads on mbarriers,
+  TMA stores through bulk groups);
 - ``one-tile``: one CTA per tile: load, wait, store;
 - ``persistent-swizzled``: the persistent kernel with the 128B-swizzled GEMM-operand
-  shared layout.
+  shared layout (one CTA per SM, 4 producer threads).
+
+The persistent defaults are the best points of ``--sweep`` on an H100 (RESULTS.md).
 
 Every kernel's output is poisoned, produced once and compared bit for bit with the input
 before it is timed. Timing: CUDA events around each launch, warm-up first, median of
 ``--runs`` launches; bandwidth counts bytes read plus bytes written.
 
 ``--compile-only`` builds every kernel and assembles it for sm_90a with nvcc, without a
-GPU (CI runs it through tests/python/test_benchmarks.py).
+GPU (CI runs it through tests/python/test_pipelined_copy.py).
 
 Usage: python benchmarks/copy_bandwidth.py [--compile-only] [--runs 50] [--json out.json]
-       [--sweep]   (also times other tile shapes / stage counts of the persistent kernel)
+       [--sweep]   (also times other tiles, stages, producers and CTAs per SM)
 """
 
 from __future__ import annotations
@@ -113,6 +116,21 @@ def persistent_shape(problem: Problem, ctas: int, **overrides) -> PipelineShape:
                                  ctas=ctas), **overrides)
 
 
+def default_persistent(problem: Problem, sms: int) -> PipelineShape:
+    """The best row-major configuration of the sweep on an H100 (benchmarks/RESULTS.md):
+    16 KiB tiles of 256-byte rows, 2 stages, 2 CTAs per SM."""
+    elem = tvm.DataType(problem.dtype).bits // 8
+    return persistent_shape(problem, 2 * sms, tile_rows=64, tile_cols=256 // elem, stages=2)
+
+
+def default_swizzled(problem: Problem, sms: int) -> PipelineShape:
+    """The best 128B-swizzled configuration of the sweep: 16 KiB tiles of 32 rows x 4 swizzle
+    atoms (512 bytes), 3 stages for each of 4 producers, one CTA per SM."""
+    elem = tvm.DataType(problem.dtype).bits // 8
+    return persistent_shape(problem, sms, tile_rows=32, tile_cols=512 // elem, stages=3,
+                            producers=4, swizzle=True)
+
+
 @dataclass
 class Variant:
     name: str
@@ -121,18 +139,17 @@ class Variant:
     executable: object = field(default=None, repr=False)
 
 
-def variants(problem: Problem, ctas: int, sweep: bool) -> list[Variant]:
-    base = persistent_shape(problem, ctas)
-    swizzled = replace(base, swizzle=True)
+def variants(problem: Problem, sms: int, sweep: bool) -> list[Variant]:
+    persistent, swizzled = default_persistent(problem, sms), default_swizzled(problem, sms)
     found = [
-        Variant("persistent", lambda: pipelined_copy_kernel(base), _describe(base)),
+        Variant("persistent", lambda: pipelined_copy_kernel(persistent), _describe(persistent)),
         Variant("one-tile", lambda: one_tile_kernel(problem),
                 f"tile {problem.tile[0]}x{problem.tile[1]}, one CTA per tile"),
         Variant("persistent-swizzled", lambda: pipelined_copy_kernel(swizzled),
                 _describe(swizzled)),
     ]
     if sweep:
-        for shape in _sweep_shapes(base):
+        for shape in _sweep_shapes(persistent_shape(problem, sms)):
             found.append(Variant(f"persistent[{_describe(shape)}]",
                                  lambda s=shape: pipelined_copy_kernel(s), _describe(shape)))
         elem = tvm.DataType(problem.dtype).bits // 8
@@ -292,18 +309,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--arch", default="sm_90a")
     parser.add_argument("--runs", type=int, default=50)
     parser.add_argument("--warmup", type=int, default=5)
-    parser.add_argument("--ctas", type=int, default=0,
-                        help="persistent CTAs (default: the GPU's SM count, 132 offline)")
+    parser.add_argument("--sms", type=int, default=0,
+                        help="SMs to size persistent grids for (default: the GPU's, 132 offline)")
     parser.add_argument("--sweep", action="store_true",
                         help="also time other tiles / stage counts of the persistent kernel")
     parser.add_argument("--json", type=Path, help="write the measured rows here")
     args = parser.parse_args(argv)
 
-    ctas = args.ctas or (H100_SMS if args.compile_only else _sm_count())
+    sms = args.sms or (H100_SMS if args.compile_only else _sm_count())
     all_rows: list[dict] = []
     failures = 0
     for problem in PROBLEMS:
-        found = variants(problem, ctas, args.sweep)
+        found = variants(problem, sms, args.sweep)
         for variant in list(found):
             try:
                 variant.executable, cuda = compile_variant(variant, args.arch)
