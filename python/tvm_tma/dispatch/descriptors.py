@@ -12,6 +12,7 @@ from __future__ import annotations
 from tvm.script import tirx as T
 
 from ..planner.plan_types import TensorMapSpec
+from .build import build_prim_func
 
 ENCODE_FUNCTION = "tvm_tma.encode_tiled"
 
@@ -67,12 +68,12 @@ def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx):
         slot += 1  # another buffer with the same name and map: it needs its own descriptor
     bound = []
 
-    @T.prim_func(check_well_formed=False)
     def encode():
         bound.append(bind_encoded_map(spec, global_buffer))
-        T.tvm_kernel_replace_point()
+        T.evaluate(T.tvm_kernel_replace_point())
 
+    host_stmt = build_prim_func(encode).body
     tensor_map = bound[0]
-    sctx.add_init_stmt(encode.body, host=True)
+    sctx.add_init_stmt(host_stmt, host=True)
     sctx.cache_set(key, [global_buffer, tensor_map])
     return tensor_map

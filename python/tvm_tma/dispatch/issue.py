@@ -11,6 +11,7 @@ from tvm.script import tirx as T
 
 from .. import intrin
 from ..planner.plan_types import TmaPlan
+from .build import build_prim_func
 
 #: Issue loops up to this many steps are fully unrolled; longer ones stay a serial loop.
 UNROLL_LIMIT = 64
@@ -47,24 +48,17 @@ def _decompose(plan: TmaPlan, flat_index):
 
 def emit_issues(plan: TmaPlan, tensor_map, shared_buffer, mbar, arch: str, prover):
     """A parameterless PrimFunc whose body replaces the copy_async call."""
-    if not plan.issue_axes:
 
-        @T.prim_func(check_well_formed=False)
-        def single():
+    def body():
+        if not plan.issue_axes:
             T.evaluate(_issue(plan, tensor_map, shared_buffer, mbar, arch,
                               plan.smem_offset, plan.coordinates))
-
-        return single
-
-    count = plan.num_issues
-    loop = T.unroll if count <= UNROLL_LIMIT else T.serial
-
-    @T.prim_func(check_well_formed=False)
-    def looped():
-        for index in loop(count):
-            issue = T.meta_var(plan.issue_at(_decompose(plan, index)))
+            return
+        loop = T.unroll if plan.num_issues <= UNROLL_LIMIT else T.serial
+        with loop(plan.num_issues) as index:
+            issue = plan.issue_at(_decompose(plan, index))
             T.evaluate(_issue(plan, tensor_map, shared_buffer, mbar, arch,
                               prover.simplify(issue.smem_offset),
                               [prover.simplify(c) for c in issue.coordinates]))
 
-    return looped
+    return build_prim_func(body)
