@@ -9,7 +9,7 @@ measures, on the same GPU and in the same process:
   TMA stores through bulk groups);
 - ``one-tile``: one CTA per tile: load, wait, store;
 - ``persistent-swizzled``: the persistent kernel with the 128B-swizzled GEMM-operand
-  shared layout (one CTA per SM, 4 producer threads).
+  shared layout (2 CTAs per SM as well).
 
 The persistent defaults are the best points of ``--sweep`` on an H100 (RESULTS.md).
 
@@ -125,10 +125,10 @@ def default_persistent(problem: Problem, sms: int) -> PipelineShape:
 
 def default_swizzled(problem: Problem, sms: int) -> PipelineShape:
     """The best 128B-swizzled configuration of the sweep: 16 KiB tiles of 32 rows x 4 swizzle
-    atoms (512 bytes), 3 stages for each of 4 producers, one CTA per SM."""
+    atoms (512 bytes), 2 stages, 2 CTAs per SM."""
     elem = tvm.DataType(problem.dtype).bits // 8
-    return persistent_shape(problem, sms, tile_rows=32, tile_cols=512 // elem, stages=3,
-                            producers=4, swizzle=True)
+    return persistent_shape(problem, 2 * sms, tile_rows=32, tile_cols=512 // elem, stages=2,
+                            swizzle=True)
 
 
 @dataclass
