@@ -26,9 +26,15 @@ cache_enable = tvm_ffi.get_global_func("tvm_tma.descriptor_cache_enable")
 cache_stats = tvm_ffi.get_global_func("tvm_tma.descriptor_cache_stats")
 cache_clear = tvm_ffi.get_global_func("tvm_tma.descriptor_cache_clear")
 
-needs_driver = pytest.mark.skipif(
+_driver_skip = pytest.mark.skipif(
     not driver_available(), reason=f"no usable CUDA driver: {driver_error()}"
 )
+
+
+def needs_driver(test):
+    """A test that encodes through the real driver: part of the ``-m gpu`` run, and skipped
+    where no driver loads."""
+    return pytest.mark.gpu(_driver_skip(test))
 
 
 @pytest.fixture(autouse=True)
