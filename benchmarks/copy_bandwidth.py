@@ -40,6 +40,7 @@ from tvm.script.tirx import tile as Tx
 from tvm.tirx.layout import S, TileLayout
 
 import tvm_tma  # noqa: F401  (registers dispatch="tma")
+from tvm_tma.testing.runner import assemble, compile_kernel
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from pipelined_copy import PipelineShape, pipelined_copy_kernel  # noqa: E402
@@ -204,18 +205,8 @@ def _describe(shape: PipelineShape) -> str:
 
 
 def compile_variant(variant: Variant, arch: str) -> tuple[object, str]:
-    target = tvm.target.Target({"kind": "cuda", "arch": arch})
-    executable = tvm.compile(tvm.IRModule({"main": variant.build()}), target=target,
-                             tir_pipeline="tirx")
-    return executable, executable.mod.imports[0].inspect_source()
-
-
-def assemble(cuda_source: str, arch: str) -> int:
-    target = tvm.target.Target({"kind": "cuda", "arch": arch})
-    with target:
-        cubin = tvm.support.nvcc.compile_cuda(cuda_source, target_format="cubin", arch=arch,
-                                              compiler="nvcc")
-    return len(cubin)
+    built = compile_kernel(variant.build(), arch)
+    return built.executable, built.cuda_source
 
 
 # ---------------------------------------------------------------------------------------
@@ -332,7 +323,7 @@ def main(argv: list[str] | None = None) -> int:
                 failures += variant.name in TARGETS
                 continue
             if args.compile_only:
-                size = assemble(cuda, args.arch)
+                size = len(assemble(cuda, args.arch))
                 tma_ops = cuda.count("cp.async.bulk.tensor")
                 print(f"{problem.name:24} {variant.name:22} assembled for {args.arch}: "
                       f"{size} bytes of cubin, {tma_ops} TMA instruction templates")

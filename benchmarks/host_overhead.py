@@ -33,6 +33,7 @@ from tvm.script.tirx import tile as Tx
 from tvm.tirx.layout import S, TileLayout
 
 import tvm_tma  # noqa: F401  (registers dispatch="tma", loads the runtime)
+from tvm_tma.testing.runner import compile_kernel
 
 ROWS, COLS = 64, 64
 TILE_BYTES = ROWS * COLS * 2
@@ -79,11 +80,6 @@ def plain_kernel():
     return plain_copy
 
 
-def build(func, arch: str):
-    target = tvm.target.Target({"kind": "cuda", "arch": arch})
-    return tvm.compile(tvm.IRModule({"main": func}), target=target, tir_pipeline="tirx")
-
-
 def host_us_per_launch(func, a, b, device, rounds: int, launches: int) -> float:
     for _ in range(launches):
         func(a, b)
@@ -111,8 +107,8 @@ def main(argv: list[str] | None = None) -> int:
     rng = np.random.default_rng(5)
     source = rng.integers(0, 1 << 16, (ROWS, COLS), dtype=np.uint16).view(np.float16)
     a = tvm.runtime.tensor(source, device)
-    plain = build(plain_kernel(), args.arch)["main"]
-    tma = build(tma_kernel(), args.arch)["main"]
+    plain = compile_kernel(plain_kernel(), args.arch).executable["main"]
+    tma = compile_kernel(tma_kernel(), args.arch).executable["main"]
     cache_enable = tvm_ffi.get_global_func("tvm_tma.descriptor_cache_enable")
     encode_count = tvm_ffi.get_global_func("tvm_tma.encode_count")
 

@@ -16,6 +16,8 @@ import tvm
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
 import copy_bandwidth as cb  # noqa: E402
 
+from tvm_tma.testing.runner import compile_kernel  # noqa: E402
+
 problem = cb.PROBLEMS[0]
 kernels = {
     "persistent 4x32K (129 KiB smem)": cb.pipelined_copy_kernel(cb.persistent_shape(problem, 132)),
@@ -48,9 +50,7 @@ copy_ms = cb.time_launches(torch, lambda: target.copy_(source), 50, 5)
 print(f"copy_: per-launch {copy_ms:.4f} ms, batch {batch_ms(lambda: target.copy_(source)):.4f} ms")
 a, b = tvm.runtime.from_dlpack(source), tvm.runtime.from_dlpack(target)
 for name, func in kernels.items():
-    ex = tvm.compile(tvm.IRModule({"main": func}),
-                     target=tvm.target.Target({"kind": "cuda", "arch": "sm_90a"}),
-                     tir_pipeline="tirx")["main"]
+    ex = compile_kernel(func).executable["main"]
     target.zero_()
     ex(a, b)
     torch.cuda.synchronize()

@@ -18,19 +18,16 @@ import numpy as np
 import pytest
 import tvm
 
-from tvm_tma.testing.runner import assemble
+from tvm_tma.testing.runner import assemble, compile_kernel
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "examples"))
 from pipelined_copy import PipelineShape, pipelined_copy_kernel  # noqa: E402
 
-SM90A = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-
 
 def _build(shape: PipelineShape):
-    executable = tvm.compile(tvm.IRModule({"main": pipelined_copy_kernel(shape)}),
-                             target=SM90A, tir_pipeline="tirx")
-    return executable, executable.mod.imports[0].inspect_source()
+    built = compile_kernel(pipelined_copy_kernel(shape))
+    return built.executable, built.cuda_source
 
 
 def _calls(cuda: str, prefix: str) -> list[str]:

@@ -50,12 +50,17 @@ class Built:
         return signature.count("const __grid_constant__ CUtensorMap")
 
 
-def compile_case(case: CopyCase, arch: str = "sm_90a") -> Built:
+def compile_kernel(func, arch: str = "sm_90a") -> Built:
+    """Build a TVMScript kernel for ``arch`` through the TIRx pipeline (CUDA source only:
+    nvcc runs when the module loads, or in ``assemble``)."""
     target = tvm.target.Target({"kind": "cuda", "arch": arch})
-    module = tvm.IRModule({"main": build_kernel(case)})
-    executable = tvm.compile(module, target=target, tir_pipeline="tirx")
+    executable = tvm.compile(tvm.IRModule({"main": func}), target=target, tir_pipeline="tirx")
     cuda = executable.mod.imports[0].inspect_source()
     return Built(executable, cuda, executable.mod.inspect_source())
+
+
+def compile_case(case: CopyCase, arch: str = "sm_90a") -> Built:
+    return compile_kernel(build_kernel(case), arch)
 
 
 def assemble(cuda_source: str, arch: str = "sm_90a") -> bytes:
