@@ -130,6 +130,16 @@ SPECIAL = [
              "swizzle:0", expect=dict(rank=3, box_dims=(8, 8, 8), num_issues=1)),
     CopyCase("f32-full-tensor-store", "float32", "s2g", (16, 32), (0, 0), (16, 32), (16, 32),
              expect=dict(rank=2, global_dims=(32, 16), box_dims=(32, 16), num_issues=1)),
+    # L2 cache hints: the plan is unchanged; every issue carries .L2::cache_hint and one
+    # createpolicy per copy builds the policy (before the 8-step issue loop, not in it).
+    CopyCase("f16-padded-rows-evict-first", "float16", "g2s", (32, 128), (3, 64), (8, 64),
+             (8, 64), "padded:64", cache_hint="evict_first",
+             expect=dict(rank=1, box_dims=(64,), coordinates=(448,), num_issues=8)),
+    CopyCase("f32-store-evict-last", "float32", "s2g", (16, 32), (0, 0), (16, 32), (16, 32),
+             cache_hint="evict_last", expect=dict(rank=2, box_dims=(32, 16), num_issues=1)),
+    CopyCase("stages-g2s-evict-normal", "float16", "g2s", (64, 256), (8, 0), (8, 256),
+             (3, 8, 256), "swizzle:3", stages=3, cache_hint="evict_normal",
+             expect=dict(rank=3, box_dims=(64, 8, 4), num_issues=1)),
 ]
 
 CASES = (

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import numpy as np
 import pytest
 from copy_matrix import CASES
@@ -63,15 +65,29 @@ def test_kernel_ir_and_ptxas(case):
     built = compile_case(case)
     assert built.tma_call_sites == copy_plan.num_issues
     rank = copy_plan.rank
+    hint = ".L2::cache_hint" if case.cache_hint else ""
     coords = ", ".join(f"%{i}" for i in range(2, 2 + rank))
     if case.direction == "g2s":
+        policy = f", %{3 + rank}" if case.cache_hint else ""
         line = (f"cp.async.bulk.tensor.{rank}d.shared::cluster.global"
-                f".mbarrier::complete_tx::bytes [%0], [%1, {{{coords}}}], [%{2 + rank}];")
+                f".mbarrier::complete_tx::bytes{hint} [%0], [%1, {{{coords}}}], "
+                f"[%{2 + rank}]{policy};")
     else:
+        policy = f", %{2 + rank}" if case.cache_hint else ""
         coords = ", ".join(f"%{i}" for i in range(1, 1 + rank))
-        line = (f"cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group "
-                f"[%0, {{{coords}}}], [%{1 + rank}];")
+        line = (f"cp.async.bulk.tensor.{rank}d.global.shared::cta.bulk_group{hint} "
+                f"[%0, {{{coords}}}], [%{1 + rank}]{policy};")
     assert built.tma_asm_lines == [line]
+    policies = re.findall(r'"createpolicy\.fractional\.L2::(\w+)\.b64 %0;"', built.cuda_source)
+    assert policies == ([case.cache_hint] if case.cache_hint else [])
+    # One policy per copy call site, built before (not inside) its issue loop.
+    policy_calls = [line for line in built.cuda_source.splitlines()
+                    if "createpolicy" in line and line.strip().startswith("tvm_builtin_ptx")]
+    assert len(policy_calls) == (1 if case.cache_hint else 0)
+    if case.cache_hint:
+        load_or_store = [line for line in built.cuda_source.splitlines()
+                         if line.strip().startswith(("tvm_tma_load_", "tvm_tma_store_"))]
+        assert all(line.rstrip().endswith("l2_policy_ptr[0]);") for line in load_or_store)
     assert built.tensormap_params == 1
     assert built.host_source.count("load ptr, ptr @.tvm_func.tvm_tma.encode_tiled") == 1
     assert len(assemble(built.cuda_source)) > 0

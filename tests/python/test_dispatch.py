@@ -94,9 +94,12 @@ def _two_stage_kernel(second_rows: int):
 
 
 def _compile(func, arch="sm_90a"):
+    """CUDA and host source of ``func``; the CUDA is assembled for ``arch`` (ptxas accepts it)."""
     target = tvm.target.Target({"kind": "cuda", "arch": arch})
     executable = tvm.compile(tvm.IRModule({"main": func}), target=target, tir_pipeline="tirx")
-    return executable.mod.imports[0].inspect_source(), executable.mod.inspect_source()
+    cuda = executable.mod.imports[0].inspect_source()
+    assert len(assemble(cuda, arch=arch)) > 0
+    return cuda, executable.mod.inspect_source()
 
 
 def _kernel_signature(cuda: str) -> str:
@@ -156,7 +159,48 @@ def test_blackwell_load_carries_cta_group():
             ".cta_group::1 [%0], [%1, {%2, %3, %4}], [%5];") in cuda
     assert "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];" \
         in cuda
-    assert len(assemble(cuda, arch="sm_100a")) > 0
+
+
+def test_cache_hint_expression_is_passed_through_to_both_directions():
+    """A policy the kernel builds itself (createpolicy) is the operand of load and store."""
+
+    # fmt: off
+    @T.prim_func
+    def k(A_ptr: T.handle, B_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (64, 64), "float16", layout=TileLayout(S[64, 64]))
+        B = T.match_buffer(B_ptr, (64, 64), "float16", layout=TileLayout(S[64, 64]))
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([32])
+        dyn = T.alloc_buffer((NB + 64,), "uint8", scope="shared.dyn")
+        tile = T.decl_buffer((8, 64), "float16", dyn.data, elem_offset=0,
+                             layout=TileLayout(S[8, 64]))
+        mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=NB // 8)
+        streamed = T.alloc_buffer((1,), "uint64", scope="local")
+        if tid == 0:
+            T.ptx.createpolicy.fractional.L2__evict_first.b64(streamed[0], T.float32(0.5))
+            T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+            Tx.copy_async(tile[:, :], A[8:16, :], dispatch="tma", mbar=mbar.ptr_to([0]),
+                          cache_hint=streamed[0])
+            T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(1024))
+            T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
+            Tx.copy_async(B[16:24, :], tile[:, :], dispatch="tma", cache_hint=streamed[0])
+            T.ptx.cp.async_.bulk.commit_group()
+            T.ptx.cp.async_.bulk.wait_group(0)
+    # fmt: on
+    cuda, _ = _compile(k)
+    assert ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+            ".L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;") in cuda
+    assert ("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group.L2::cache_hint "
+            "[%0, {%1, %2}], [%3], %4;") in cuda
+    calls = [line.strip() for line in cuda.splitlines()
+             if line.strip().startswith(("tvm_tma_load_", "tvm_tma_store_"))]
+    assert len(calls) == 2
+    assert calls[0].endswith("(&(A_tensormap))), 0, 8, (&(((uint64_t*)dyn_ptr)[256])), "
+                             "streamed_ptr[0]);")
+    assert "(&(B_tensormap))), 0, 16, (&(((half*)dyn_ptr)[0])), streamed_ptr[0]);" in calls[1]
+    assert "createpolicy.fractional.L2::evict_first.b64 %0, %1;" in cuda  # only the kernel's
+    assert cuda.count("createpolicy.fractional") == 1
 
 
 def _reshaping_copy(dispatch: str):

@@ -211,8 +211,20 @@ def test_missing_mbar_on_g2s():
 
 
 def test_unknown_option():
-    message = _compile_error(_kernel(", mbar=mbar.ptr_to([0]), cache_hint='evict_last'"))
-    assert "[config]" in message and "cache_hint" in message
+    message = _compile_error(_kernel(", mbar=mbar.ptr_to([0]), multicast_mask=3"))
+    assert "[config]" in message and "multicast_mask" in message
+
+
+def test_cache_hint_that_is_not_an_eviction_priority():
+    message = _compile_error(_kernel(", mbar=mbar.ptr_to([0]), cache_hint='evict_sometimes'"))
+    assert "[cache-hint]" in message and "'evict_sometimes'" in message
+    assert "evict_first" in message  # the message lists the accepted names
+
+
+def test_cache_hint_narrower_than_a_policy():
+    # A 32-bit value cannot hold a 64-bit createpolicy cookie; it is refused, not widened.
+    message = _compile_error(_kernel(", mbar=mbar.ptr_to([0]), cache_hint=T.uint32(7)"))
+    assert "[cache-hint]" in message and "uint32" in message
 
 
 def test_multi_thread_scope():

@@ -4,15 +4,43 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import tvm
+
 from ..planner.errors import refuse
 
 #: Options the variant understands; anything else is refused by name, never ignored.
-SUPPORTED_OPTIONS = ("mbar",)
+SUPPORTED_OPTIONS = ("mbar", "cache_hint")
+
+#: ``cache_hint=<name>``: the L2 eviction priority the dispatch builds a policy for with
+#: ``createpolicy.fractional.L2::<name>.b64`` (fraction 1.0: every line of the copy).
+POLICY_NAMES = ("evict_first", "evict_last", "evict_normal", "evict_unchanged")
 
 
 @dataclass(frozen=True)
 class CopyOptions:
     mbar: object | None  # the mbarrier address a g2s copy completes on
+    #: None, one of POLICY_NAMES, or a 64-bit policy expression (``createpolicy``'s result)
+    cache_hint: object | None = None
+
+
+def _read_cache_hint(value):
+    """A policy name or a 64-bit expression; a 32-bit value cannot hold a policy."""
+    if value is None:
+        return None
+    if isinstance(value, tvm.ir.StringImm):
+        value = value.value
+    if isinstance(value, str):
+        if value not in POLICY_NAMES:
+            raise refuse("cache-hint", f"cache_hint={value!r} is not an L2 eviction priority "
+                         f"(one of {list(POLICY_NAMES)}, or a uint64 policy from createpolicy)")
+        return value
+    if isinstance(value, int):
+        value = tvm.tirx.const(value, "uint64")
+    dtype = str(getattr(value, "ty", None) or getattr(value, "dtype", ""))
+    if dtype not in ("uint64", "int64"):
+        raise refuse("cache-hint", f"cache_hint must be a 64-bit cache policy (uint64), got "
+                     f"{value!r} of type {dtype or type(value).__name__}")
+    return value
 
 
 def read_options(config, direction: str) -> CopyOptions:
@@ -37,4 +65,4 @@ def read_options(config, direction: str) -> CopyOptions:
             "mbar is only for global->shared copies; a shared->global copy completes through "
             "cp.async.bulk.commit_group / wait_group",
         )
-    return CopyOptions(mbar=mbar)
+    return CopyOptions(mbar=mbar, cache_hint=_read_cache_hint(config.get("cache_hint")))

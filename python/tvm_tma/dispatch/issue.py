@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import tvm
 from tvm.script import tirx as T
+from tvm.script.ir_builder import IRBuilder
 
 from .. import intrin
 from ..planner.plan_types import TmaPlan
@@ -28,12 +29,29 @@ def _shared_pointer(shared_buffer, element_offset):
     return flat.ptr_to([element_offset])
 
 
-def _issue(plan: TmaPlan, tensor_map, shared_buffer, mbar, arch: str, offset, coords):
+def _issue(plan: TmaPlan, tensor_map, shared_buffer, mbar, arch: str, offset, coords,
+           policy=None):
     address = T.address_of(tensor_map)
     if plan.direction == "g2s":
         return intrin.load(_shared_pointer(shared_buffer, offset), address, coords, mbar,
-                           arch=arch)
-    return intrin.store(address, coords, _shared_pointer(shared_buffer, offset))
+                           cache_hint=policy, arch=arch)
+    return intrin.store(address, coords, _shared_pointer(shared_buffer, offset),
+                        cache_hint=policy)
+
+
+def _policy(cache_hint):
+    """The 64-bit L2 policy operand: the caller's expression, or, for a priority name, one
+    built here by ``createpolicy.fractional`` (covering every line the copy touches).
+
+    The policy is built once before the issue loop, so a copy of many boxes pays one
+    instruction for it.
+    """
+    if cache_hint is None or not isinstance(cache_hint, str):
+        return cache_hint
+    policy = T.alloc_buffer((1,), "uint64", scope="local")
+    IRBuilder.name("l2_policy", policy)
+    T.evaluate(getattr(T.ptx.createpolicy.fractional, f"L2__{cache_hint}").b64(policy[0]))
+    return policy[0]
 
 
 def _decompose(plan: TmaPlan, flat_index):
@@ -46,19 +64,25 @@ def _decompose(plan: TmaPlan, flat_index):
     return tuple(steps)
 
 
-def emit_issues(plan: TmaPlan, tensor_map, shared_buffer, mbar, arch: str, prover):
-    """A parameterless PrimFunc whose body replaces the copy_async call."""
+def emit_issues(plan: TmaPlan, tensor_map, shared_buffer, mbar, arch: str, prover,
+                cache_hint=None):
+    """A parameterless PrimFunc whose body replaces the copy_async call.
+
+    ``cache_hint`` (None, a priority name or a uint64 expression) adds ``.L2::cache_hint``
+    and the policy operand to every issue.
+    """
 
     def body():
+        policy = _policy(cache_hint)
         if not plan.issue_axes:
             T.evaluate(_issue(plan, tensor_map, shared_buffer, mbar, arch,
-                              plan.smem_offset, plan.coordinates))
+                              plan.smem_offset, plan.coordinates, policy))
             return
         loop = T.unroll if plan.num_issues <= UNROLL_LIMIT else T.serial
         with loop(plan.num_issues) as index:
             issue = plan.issue_at(_decompose(plan, index))
             T.evaluate(_issue(plan, tensor_map, shared_buffer, mbar, arch,
                               prover.simplify(issue.smem_offset),
-                              [prover.simplify(c) for c in issue.coordinates]))
+                              [prover.simplify(c) for c in issue.coordinates], policy))
 
     return build_prim_func(body)

@@ -44,7 +44,7 @@ def lower_tma_copy(op, sctx):
     shared_region, global_region = (dst, src) if direction == "g2s" else (src, dst)
     tensor_map = tensor_map_for(copy_plan.tensor_map, global_region.source, sctx)
     return emit_issues(copy_plan, tensor_map, shared_region.source, options.mbar,
-                       str(sctx.target.arch), Prover(var_ranges))
+                       str(sctx.target.arch), Prover(var_ranges), options.cache_hint)
 
 
 _registered = False

@@ -32,6 +32,7 @@ RULES: dict[str, str] = {
     "swizzle-base-period": "a swizzled shared buffer must start on the swizzle pattern period",
     "config": "an option of the copy is missing, misplaced or unsupported",
     "scope": "TMA is issued by a single thread",
+    "cache-hint": "an L2 cache hint is an eviction priority name or a 64-bit createpolicy value",
 }
 
 

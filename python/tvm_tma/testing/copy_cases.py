@@ -62,6 +62,8 @@ class CopyCase:
     expect: dict = field(default_factory=dict)  # plan facts the test asserts exactly
     global_strides: tuple[int, ...] | None = None  # element strides; None: dense row-major
     global_offset: int = 0  # elements from the allocation start to the view's origin
+    #: ``cache_hint=`` of the copy: an L2 eviction priority name, or None for no hint
+    cache_hint: str | None = None
 
     @property
     def element_bytes(self) -> int:
@@ -262,9 +264,10 @@ def build_kernel(case: CopyCase, dispatch: str = "tma"):
             for stage in T.serial(stages):
                 dst, src = T.meta_var(regions(stage, smem, A))
                 if g2s:
-                    Tx.copy_async(dst, src, dispatch=dispatch, mbar=mbar.ptr_to([0]))
+                    Tx.copy_async(dst, src, dispatch=dispatch, mbar=mbar.ptr_to([0]),
+                                  cache_hint=case.cache_hint)
                 else:
-                    Tx.copy_async(dst, src, dispatch=dispatch)
+                    Tx.copy_async(dst, src, dispatch=dispatch, cache_hint=case.cache_hint)
             if g2s:
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(nbytes))
             else:
