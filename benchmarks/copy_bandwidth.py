@@ -75,7 +75,8 @@ PROBLEMS = (
 TARGETS = {"persistent": 0.99, "one-tile": 0.98, "persistent-swizzled": 0.97}
 
 
-def one_tile_kernel(problem: Problem, tile: tuple[int, int] | None = None):
+def one_tile_kernel(problem: Problem, tile: tuple[int, int] | None = None,
+                    load_hint: str | None = None, store_hint: str | None = None):
     """One CTA per tile: a single thread loads it, waits, stores it and waits for the store."""
     rows, cols, dtype = problem.rows, problem.cols, problem.dtype
     tm, tn = tile or problem.tile
@@ -101,10 +102,11 @@ def one_tile_kernel(problem: Problem, tile: tuple[int, int] | None = None):
             T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
             T.ptx.fence.proxy.async_.shared__cta()
             Tx.copy_async(tile[:, :], A[r0:r0 + tm, c0:c0 + tn], dispatch="tma",
-                          mbar=mbar.ptr_to([0]))
+                          mbar=mbar.ptr_to([0]), cache_hint=load_hint)
             T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(tile_bytes))
             T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
-            Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], tile[:, :], dispatch="tma")
+            Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], tile[:, :], dispatch="tma",
+                          cache_hint=store_hint)
             T.ptx.cp.async_.bulk.commit_group()
             T.ptx.cp.async_.bulk.wait_group(0)
     # fmt: on
@@ -137,59 +139,95 @@ class Variant:
     name: str
     build: Callable[[], object]  # () -> PrimFunc
     detail: str
+    #: The kernel takes a third argument: the dynamic scheduler's two zeroed int32 counters.
+    workspace: bool = False
     executable: object = field(default=None, repr=False)
+
+
+def persistent_variant(name: str, shape: PipelineShape) -> Variant:
+    return Variant(name, lambda: pipelined_copy_kernel(shape), _describe(shape),
+                   workspace=shape.schedule == "dynamic")
 
 
 def variants(problem: Problem, sms: int, sweep: bool) -> list[Variant]:
     persistent, swizzled = default_persistent(problem, sms), default_swizzled(problem, sms)
     found = [
-        Variant("persistent", lambda: pipelined_copy_kernel(persistent), _describe(persistent)),
+        persistent_variant("persistent", persistent),
         Variant("one-tile", lambda: one_tile_kernel(problem),
                 f"tile {problem.tile[0]}x{problem.tile[1]}, one CTA per tile"),
-        Variant("persistent-swizzled", lambda: pipelined_copy_kernel(swizzled),
-                _describe(swizzled)),
+        persistent_variant("persistent-swizzled", swizzled),
     ]
     if sweep:
         for shape in _sweep_shapes(persistent_shape(problem, sms)):
-            found.append(Variant(f"persistent[{_describe(shape)}]",
-                                 lambda s=shape: pipelined_copy_kernel(s), _describe(shape)))
+            found.append(persistent_variant(f"persistent[{_describe(shape)}]", shape))
         elem = tvm.DataType(problem.dtype).bits // 8
-        for row_bytes, tile_bytes in ONE_TILE_SWEEP:
+        for row_bytes, tile_bytes, load_hint, store_hint in ONE_TILE_SWEEP:
             cols = row_bytes // elem if row_bytes else problem.cols
             tile = (tile_bytes // (cols * elem), cols)
-            found.append(Variant(f"one-tile[tile {tile[0]}x{tile[1]}]",
-                                 lambda t=tile: one_tile_kernel(problem, t),
-                                 f"tile {tile[0]}x{tile[1]}, one CTA per tile"))
+            detail = (f"tile {tile[0]}x{tile[1]}, one CTA per tile"
+                      f"{_describe_hints(load_hint, store_hint)}")
+            found.append(Variant(f"one-tile[{detail}]",
+                                 lambda t=tile, lh=load_hint, sh=store_hint:
+                                 one_tile_kernel(problem, t, lh, sh), detail))
     return found
 
 
-#: Sweep points: (bytes per tile row, 0 = the whole row; bytes per tile; stages; producers
-#: per CTA; CTAs per SM; swizzle).
+@dataclass(frozen=True)
+class SweepPoint:
+    """One persistent configuration of ``--sweep`` (tile sizes in bytes, grid per SM)."""
+
+    row_bytes: int  # bytes per tile row; 0: the whole tensor row
+    tile_bytes: int
+    stages: int
+    per_sm: int = 2  # CTAs per SM
+    producers: int = 1
+    swizzle: bool = False
+    schedule: str = "static"
+    load_hint: str | None = None
+    store_hint: str | None = None
+
+
+_FIRST = "evict_first"
+
+#: The sweep: tile shape, stages, CTAs per SM, schedule and L2 hints around the defaults.
 SWEEP = (
-    (256, 32768, 3, 2, 1, False), (256, 16384, 3, 4, 1, False), (512, 16384, 3, 4, 1, False),
-    (256, 16384, 2, 1, 2, False), (256, 16384, 2, 1, 3, False), (256, 16384, 3, 1, 3, False),
-    (256, 16384, 2, 1, 4, False), (256, 8192, 3, 1, 6, False), (512, 16384, 2, 1, 4, False),
-    (2048, 16384, 2, 1, 4, False), (256, 32768, 2, 1, 2, False), (256, 16384, 3, 1, 2, False),
-    (512, 16384, 2, 1, 2, False), (512, 16384, 3, 2, 2, True), (512, 16384, 2, 1, 2, True),
-    (128, 32768, 3, 2, 1, True), (512, 16384, 3, 4, 1, True), (128, 16384, 2, 1, 4, True),
-    (512, 16384, 2, 1, 4, True), (512, 16384, 3, 1, 3, True), (128, 8192, 3, 1, 6, True),
+    SweepPoint(256, 16384, 2, schedule="dynamic"),
+    SweepPoint(256, 16384, 2, load_hint=_FIRST),
+    SweepPoint(256, 16384, 2, load_hint=_FIRST, store_hint=_FIRST),
+    SweepPoint(256, 16384, 2, schedule="dynamic", load_hint=_FIRST),
+    SweepPoint(256, 16384, 2, schedule="dynamic", load_hint=_FIRST, store_hint=_FIRST),
+    SweepPoint(256, 16384, 3, schedule="dynamic"),
+    SweepPoint(256, 16384, 4, per_sm=1, schedule="dynamic"),
+    SweepPoint(256, 32768, 3, per_sm=1, schedule="dynamic"),
+    SweepPoint(256, 8192, 3, schedule="dynamic"),
+    SweepPoint(256, 8192, 2, per_sm=4, schedule="dynamic"),
+    SweepPoint(512, 16384, 2, schedule="dynamic"),
+    SweepPoint(0, 16384, 2, schedule="dynamic"),
+    SweepPoint(256, 16384, 2, per_sm=3, schedule="dynamic"),
+    SweepPoint(256, 16384, 3, producers=2, per_sm=1, schedule="dynamic"),
+    SweepPoint(512, 16384, 2, swizzle=True, schedule="dynamic"),
+    SweepPoint(512, 16384, 2, swizzle=True, schedule="dynamic", load_hint=_FIRST),
+    SweepPoint(512, 16384, 2, swizzle=True, load_hint=_FIRST),
+    SweepPoint(512, 16384, 3, swizzle=True, schedule="dynamic"),
+    SweepPoint(128, 16384, 2, swizzle=True, schedule="dynamic"),
 )
 
-#: One-tile sweep points: (bytes per tile row, bytes per tile).
-ONE_TILE_SWEEP = ((512, 32768),)
+#: One-tile sweep points: (bytes per tile row, bytes per tile, load hint, store hint).
+ONE_TILE_SWEEP = ((512, 32768, None, None), (256, 32768, _FIRST, None),
+                  (256, 32768, _FIRST, _FIRST), (256, 16384, None, None))
 
 
 def _sweep_shapes(base: PipelineShape) -> list[PipelineShape]:
-    """Other tile shapes, stage counts and producer counts of the persistent kernel."""
+    """The persistent kernel at each point of :data:`SWEEP` that fits the problem."""
     elem = tvm.DataType(base.dtype).bits // 8
     shapes = []
-    for row_bytes, tile_bytes, stages, producers, per_sm, swizzle in SWEEP:
-        tile_cols = (row_bytes // elem) if row_bytes else base.cols
-        if swizzle and row_bytes == 128 and tile_bytes == 32768:
-            tile_cols = 2 * 128 // elem  # two swizzle-atom columns, as the default tile
-        tile_rows = tile_bytes // (tile_cols * elem)
-        shape = replace(base, tile_rows=tile_rows, tile_cols=tile_cols, stages=stages,
-                        producers=producers, ctas=per_sm * base.ctas, swizzle=swizzle)
+    for point in SWEEP:
+        tile_cols = (point.row_bytes // elem) if point.row_bytes else base.cols
+        tile_rows = point.tile_bytes // (tile_cols * elem)
+        shape = replace(base, tile_rows=tile_rows, tile_cols=tile_cols, stages=point.stages,
+                        producers=point.producers, ctas=point.per_sm * base.ctas,
+                        swizzle=point.swizzle, schedule=point.schedule,
+                        load_hint=point.load_hint, store_hint=point.store_hint)
         try:
             shape.check()
         except ValueError:
@@ -198,10 +236,18 @@ def _sweep_shapes(base: PipelineShape) -> list[PipelineShape]:
     return shapes
 
 
+def _describe_hints(load_hint: str | None, store_hint: str | None) -> str:
+    hints = [f"{what} {hint}" for what, hint in (("loads", load_hint), ("stores", store_hint))
+             if hint]
+    return "".join(f", {hint}" for hint in hints)
+
+
 def _describe(shape: PipelineShape) -> str:
     return (f"tile {shape.tile_rows}x{shape.tile_cols}, {shape.stages} stages x "
             f"{shape.producers} producers, {shape.ctas} CTAs"
-            f"{', 128B swizzle' if shape.swizzle else ''}")
+            f"{', 128B swizzle' if shape.swizzle else ''}"
+            f"{', dynamic' if shape.schedule == 'dynamic' else ''}"
+            f"{_describe_hints(shape.load_hint, shape.store_hint)}")
 
 
 def compile_variant(variant: Variant, arch: str) -> tuple[object, str]:
@@ -267,14 +313,20 @@ def measure(problem: Problem, found: list[Variant], runs: int, warmup: int) -> l
     b = tvm.runtime.from_dlpack(target)
     for variant in found:
         func = variant.executable["main"]
+        args = (a, b)
+        if variant.workspace:  # the dynamic scheduler's counters: zero, left zero
+            work = torch.zeros(2, dtype=torch.int32, device="cuda")
+            args = (a, b, tvm.runtime.from_dlpack(work))
         _bits(torch, target).fill_(0x5A5A)  # poison
-        func(a, b)
+        func(*args)
         torch.cuda.synchronize()
         correct = bool(torch.equal(_bits(torch, target), _bits(torch, source)))
+        if variant.workspace:
+            correct = correct and not bool(work.any())
         row = {"problem": problem.name, "kernel": variant.name, "detail": variant.detail,
                "correct": correct}
         if correct:
-            ms = time_launches(torch, lambda f=func: f(a, b), runs, warmup)
+            ms = time_launches(torch, lambda f=func, x=args: f(*x), runs, warmup)
             row.update({"ms": ms, "GB/s": gbps(ms), "of_copy": ceiling_ms / ms})
         rows.append(row)
     return rows

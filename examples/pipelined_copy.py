@@ -55,6 +55,9 @@ import tvm_tma  # noqa: F401  (registers dispatch="tma"; autoloaded anyway once 
 #: Bytes reserved at the front of dynamic shared memory for the mbarriers. The ring starts
 #: right after them, on the 1024-byte period that 128B swizzle needs.
 BARRIER_BYTES = 1024
+#: Ring slots the barrier area holds: an 8-byte mbarrier each in its first half, and (for the
+#: dynamic schedule) the 4-byte index of the tile each slot holds in its second half.
+MAX_SLOTS = BARRIER_BYTES // 2 // 8
 
 
 @dataclass(frozen=True)
@@ -71,6 +74,12 @@ class PipelineShape:
     #: Producer threads per CTA (lane 0 of each warp), each with its own ``stages``.
     producers: int = 1
     swizzle: bool = False
+    #: "static": lane v copies tiles v, v + V, ...; "dynamic": after its first ``stages``
+    #: tiles (static), each producer takes the next tile from a global atomic counter.
+    schedule: str = "static"
+    #: L2 eviction priority of the loads / stores (``cache_hint=`` of copy_async), or None.
+    load_hint: str | None = None
+    store_hint: str | None = None
 
     @property
     def tiles_per_row(self) -> int:
@@ -95,11 +104,13 @@ class PipelineShape:
         if self.rows % self.tile_rows or self.cols % self.tile_cols:
             raise ValueError(f"tile {self.tile_rows}x{self.tile_cols} does not divide the "
                              f"tensor {self.rows}x{self.cols}")
+        if self.schedule not in ("static", "dynamic"):
+            raise ValueError(f"schedule={self.schedule!r}: 'static' or 'dynamic'")
         if self.stages < 2:
             raise ValueError(f"stages={self.stages}: the ring needs at least 2 stages")
-        if not 1 <= self.producers <= 32 or self.producers * self.stages > BARRIER_BYTES // 8:
+        if not 1 <= self.producers <= 32 or self.producers * self.stages > MAX_SLOTS:
             raise ValueError(f"producers={self.producers} x stages={self.stages}: at most 32 "
-                             f"producers and {BARRIER_BYTES // 8} slots")
+                             f"producers and {MAX_SLOTS} slots")
         if self.shared_bytes > 227 * 1024:
             raise ValueError(f"{self.producers * self.stages} slots of {self.tile_bytes} bytes "
                              f"need {self.shared_bytes} bytes of shared memory (> 227 KiB)")
@@ -116,8 +127,14 @@ def ring_layout(shape: PipelineShape):
 
 
 def pipelined_copy_kernel(shape: PipelineShape):
-    """The persistent copy ``B[:, :] = A[:, :]`` as a TVMScript PrimFunc."""
+    """The persistent copy ``B[:, :] = A[:, :]`` as a TVMScript PrimFunc.
+
+    With ``schedule="dynamic"`` the PrimFunc takes a third argument, ``work``: two int32
+    counters in global memory, zero before the first launch; every launch leaves them zero.
+    """
     shape.check()
+    if shape.schedule == "dynamic":
+        return dynamic_pipelined_copy_kernel(shape)
     rows, cols, dtype = shape.rows, shape.cols, shape.dtype
     tm, tn, stages, ctas = shape.tile_rows, shape.tile_cols, shape.stages, shape.ctas
     producers, lanes = shape.producers, shape.ctas * shape.producers
@@ -125,6 +142,7 @@ def pipelined_copy_kernel(shape: PipelineShape):
     # The most tiles any lane gets; lane v gets one fewer when v >= num_tiles % lanes.
     rounds = math.ceil(num_tiles / lanes)
     layout = ring_layout(shape)
+    load_hint, store_hint = shape.load_hint, shape.store_hint
 
     def origin(lane, k):
         """(row, column) of lane's k-th tile. The min() is a no-op under the k < my_tiles
@@ -160,7 +178,8 @@ def pipelined_copy_kernel(shape: PipelineShape):
                 if k < my_tiles:
                     r0, c0 = T.meta_var(origin(lane, k))
                     Tx.copy_async(ring[first + k, :, :], A[r0:r0 + tm, c0:c0 + tn],
-                                  dispatch="tma", mbar=full.ptr_to([first + k]))
+                                  dispatch="tma", mbar=full.ptr_to([first + k]),
+                                  cache_hint=load_hint)
                     T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([first + k]),
                                                                T.uint32(tile_bytes))
             for k in T.serial(rounds):
@@ -168,7 +187,8 @@ def pipelined_copy_kernel(shape: PipelineShape):
                     slot = T.meta_var(first + k % stages)
                     r0, c0 = T.meta_var(origin(lane, k))
                     T.cuda.mbarrier_wait(full.ptr_to([slot]), (k // stages) % 2)
-                    Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], ring[slot, :, :], dispatch="tma")
+                    Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], ring[slot, :, :], dispatch="tma",
+                                  cache_hint=store_hint)
                     T.ptx.cp.async_.bulk.commit_group()
                     # Refill the previous tile's stage once its store has read it.
                     if k >= 1 and k - 1 + stages < my_tiles:
@@ -176,7 +196,8 @@ def pipelined_copy_kernel(shape: PipelineShape):
                         nr0, nc0 = T.meta_var(origin(lane, k - 1 + stages))
                         T.ptx.cp.async_.bulk.wait_group.read(1)
                         Tx.copy_async(ring[prev, :, :], A[nr0:nr0 + tm, nc0:nc0 + tn],
-                                      dispatch="tma", mbar=full.ptr_to([prev]))
+                                      dispatch="tma", mbar=full.ptr_to([prev]),
+                                      cache_hint=load_hint)
                         T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([prev]),
                                                                    T.uint32(tile_bytes))
             # Shared memory must outlive the stores' reads of it; their global writes
@@ -184,6 +205,108 @@ def pipelined_copy_kernel(shape: PipelineShape):
             T.ptx.cp.async_.bulk.wait_group.read(0)
     # fmt: on
     return pipelined_copy
+
+
+def dynamic_pipelined_copy_kernel(shape: PipelineShape):
+    """The same ring, fed by a dynamic tile scheduler (as CUTLASS's persistent schedulers).
+
+    A static round-robin hands every lane the same number of tiles (give or take one), so
+    the kernel lasts as long as its slowest lane, and the last round runs on only some of
+    them. Here each producer starts with its first ``stages`` tiles (static: no counter on
+    the critical path of the prologue) and then takes tile ``stages * V + work[0]++``
+    whenever it refills a stage, so an SM that runs ahead simply copies more tiles.
+
+    - The counter's next value is fetched one refill ahead: the atomic's round trip to L2
+      overlaps the wait for the current stage instead of delaying the next load.
+    - Tiles are handed out in increasing order, so once a producer draws an index past the
+      end, every later draw is past the end too: the ring drains and the producer stops.
+    - ``work[1]`` counts finished producers; the last one resets both counters, so the next
+      launch (which starts after this kernel ends) finds them zero. The ``__threadfence``
+      orders each producer's last draw before its "finished" count.
+
+    Each slot's tile index lives in the second half of the barrier area.
+    """
+    rows, cols, dtype = shape.rows, shape.cols, shape.dtype
+    tm, tn, stages, ctas = shape.tile_rows, shape.tile_cols, shape.stages, shape.ctas
+    producers, lanes = shape.producers, shape.ctas * shape.producers
+    per_row, num_tiles, tile_bytes = shape.tiles_per_row, shape.num_tiles, shape.tile_bytes
+    first_dynamic = stages * lanes  # tiles below this are the static prologue's
+    layout = ring_layout(shape)
+    load_hint, store_hint = shape.load_hint, shape.store_hint
+
+    def origin(tile):
+        """(row, column) of a tile. The clamp is a no-op for the indices that are loaded
+        (all are < num_tiles); it lets the planner prove every box inside the tensor."""
+        clamped = T.max(T.min(tile, num_tiles - 1), 0)
+        return clamped // per_row * tm, clamped % per_row * tn
+
+    # fmt: off
+    @T.prim_func
+    def dynamic_pipelined_copy(A_ptr: T.handle, B_ptr: T.handle, work_ptr: T.handle):
+        A = T.match_buffer(A_ptr, (rows, cols), dtype, layout=TileLayout(S[rows, cols]))
+        B = T.match_buffer(B_ptr, (rows, cols), dtype, layout=TileLayout(S[rows, cols]))
+        work = T.match_buffer(work_ptr, (2,), "int32")
+        T.device_entry()
+        cta = T.cta_id([ctas])
+        tid = T.thread_id([32 * producers])
+        dyn = T.alloc_buffer((shape.shared_bytes,), "uint8", scope="shared.dyn")
+        full = T.decl_buffer((producers * stages,), "uint64", dyn.data, elem_offset=0)
+        held = T.decl_buffer((producers * stages,), "int32", dyn.data,
+                             elem_offset=BARRIER_BYTES // 2 // 4)  # tile index per slot
+        ring = T.decl_buffer((producers * stages, tm, tn), dtype, dyn.data,
+                             elem_offset=BARRIER_BYTES * 8 // tvm.DataType(dtype).bits,
+                             layout=layout)
+        k = T.alloc_buffer((1,), "int32", scope="local")  # this producer's tile count
+        drawn = T.alloc_buffer((1,), "int32", scope="local")  # the next tile, drawn ahead
+        producer = T.meta_var(tid // 32)
+        lane = T.meta_var(cta * producers + producer)
+        first = T.meta_var(producer * stages)
+        if tid % 32 == 0:
+            for s in T.serial(stages):
+                T.ptx.mbarrier.init.shared.b64(full.ptr_to([first + s]), T.uint32(1))
+            T.ptx.fence.proxy.async_.shared__cta()
+            # Prologue: the first `stages` tiles of every lane are static.
+            for s in T.serial(stages):
+                held[first + s] = lane + s * lanes
+                if lane + s * lanes < num_tiles:
+                    r0, c0 = T.meta_var(origin(lane + s * lanes))
+                    Tx.copy_async(ring[first + s, :, :], A[r0:r0 + tm, c0:c0 + tn],
+                                  dispatch="tma", mbar=full.ptr_to([first + s]),
+                                  cache_hint=load_hint)
+                    T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([first + s]),
+                                                               T.uint32(tile_bytes))
+            drawn[0] = first_dynamic + T.cuda.atomic_add(work.ptr_to([0]), 1)
+            k[0] = 0
+            while held[first + k[0] % stages] < num_tiles:
+                slot = T.meta_var(first + k[0] % stages)
+                r0, c0 = T.meta_var(origin(held[slot]))
+                T.cuda.mbarrier_wait(full.ptr_to([slot]), k[0] // stages % 2)
+                Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], ring[slot, :, :], dispatch="tma",
+                              cache_hint=store_hint)
+                T.ptx.cp.async_.bulk.commit_group()
+                # Refill the previous tile's stage with the drawn tile once its store has
+                # read it, and draw the one after.
+                if k[0] >= 1:
+                    prev = T.meta_var(first + (k[0] - 1) % stages)
+                    T.ptx.cp.async_.bulk.wait_group.read(1)
+                    held[prev] = drawn[0]
+                    if drawn[0] < num_tiles:
+                        nr0, nc0 = T.meta_var(origin(drawn[0]))
+                        Tx.copy_async(ring[prev, :, :], A[nr0:nr0 + tm, nc0:nc0 + tn],
+                                      dispatch="tma", mbar=full.ptr_to([prev]),
+                                      cache_hint=load_hint)
+                        T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([prev]),
+                                                                   T.uint32(tile_bytes))
+                        drawn[0] = first_dynamic + T.cuda.atomic_add(work.ptr_to([0]), 1)
+                k[0] = k[0] + 1
+            T.ptx.cp.async_.bulk.wait_group.read(0)
+            # The last producer to finish resets the counters for the next launch.
+            T.cuda.thread_fence()
+            if T.cuda.atomic_add(work.ptr_to([1]), 1) == lanes - 1:
+                work[0] = 0
+                work[1] = 0
+    # fmt: on
+    return dynamic_pipelined_copy
 
 
 def main() -> int:

@@ -1,9 +1,11 @@
 """examples/pipelined_copy.py and the streaming-copy benchmarks: generated code and results.
 
 CPU: the persistent kernel's device code (exact TMA instructions, the ring's pipeline
-ops), its shape checks, and ``benchmarks/copy_bandwidth.py --compile-only`` (every benchmark
-kernel built and assembled for sm_90a). GPU: the persistent kernel copies bit-exactly for
-uneven tile shares, idle CTAs, two stages, float32 and the 128B-swizzled ring.
+ops, the dynamic scheduler's draws and reset), its shape checks, and
+``benchmarks/copy_bandwidth.py --compile-only`` (every benchmark kernel built and assembled
+for sm_90a). GPU: the persistent kernel copies bit-exactly for
+uneven tile shares, idle CTAs, two stages, float32, the 128B-swizzled ring, the dynamic
+schedule (three launches: the counters reset themselves) and L2 cache hints.
 """
 
 from __future__ import annotations
@@ -63,11 +65,38 @@ def test_swizzled_ring_moves_each_tile_as_one_3d_box():
     assert len(assemble(cuda)) > 0
 
 
+def test_dynamic_schedule_device_code():
+    """Static prologue, then one atomic draw per refill (drawn one refill ahead), a drain
+    loop on the held tile indices, and the last producer's counter reset."""
+    shape = PipelineShape(1024, 512, "float16", stages=2, ctas=5, schedule="dynamic",
+                          load_hint="evict_first")
+    executable, cuda = _build(shape)
+    signature = next(line for line in cuda.splitlines() if line.startswith('extern "C"'))
+    assert signature.endswith("B_tensormap, int* __restrict__ work_ptr);")
+    draws = re.findall(r"drawn_ptr\[0\] = \(tvm_builtin_cuda_atomic_add\("
+                       r"\(&\(work_ptr\[0\]\)\), 1\) \+ (\d+)\);", cuda)
+    assert draws == ["10", "10"]  # 2 stages x 5 lanes are the static prologue's tiles
+    assert "while (1) {" in cuda
+    # The loop ends when the slot to store holds an index past the 32 tiles.
+    assert re.search(r"if \(!\(\(\(\(int\*\)dyn_ptr\)\[.*\+ 128\)\] < 32\)\)\) \{ break; \}",
+                     cuda)
+    assert "if (tvm_builtin_cuda_atomic_add((&(work_ptr[1])), 1) == 4) {" in cuda
+    assert cuda.index("tvm_builtin_cuda_thread_fence();") < cuda.index("(&(work_ptr[1]))")
+    # Every load carries the evict_first policy; the stores carry none.
+    assert ("mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1, {%2, %3}], [%4], %5;"
+            in cuda)
+    assert "bulk_group [%0, {%1, %2}], [%3];" in cuda
+    assert len(_calls(cuda, "tvm_tma_load_")) == 2 and len(_calls(cuda, "tvm_tma_store_")) == 1
+    assert len(assemble(cuda)) > 0
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"tile_rows": 96}, "tile 96x128 does not divide the tensor 1024x512"),
     ({"stages": 1}, "stages=1"),
     ({"stages": 8}, "8 slots of 32768 bytes need 263168 bytes"),
     ({"producers": 2, "stages": 4}, "8 slots of 32768 bytes need 263168 bytes"),
+    ({"producers": 32, "stages": 3, "tile_rows": 8}, "at most 32 producers and 64 slots"),
+    ({"schedule": "guided"}, "schedule='guided'"),
 ])
 def test_shapes_the_kernel_cannot_run_are_refused(kwargs, message):
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -95,6 +124,14 @@ GPU_SHAPES = [
     PipelineShape(1024, 512, "float32", tile_cols=64, stages=3, ctas=5, swizzle=True),
     PipelineShape(2048, 1024, "float16", tile_rows=64, stages=3, producers=3, ctas=5),
     PipelineShape(2048, 1024, "bfloat16", stages=2, producers=2, ctas=7, swizzle=True),
+    # Dynamic schedule: more tiles than the static prologue covers, none left over for
+    # some producers, idle CTAs, several producers, swizzle and L2 hints.
+    PipelineShape(4096, 1024, "float16", stages=3, ctas=7, schedule="dynamic"),
+    PipelineShape(2048, 512, "float32", tile_cols=64, stages=2, ctas=13, schedule="dynamic",
+                  load_hint="evict_first", store_hint="evict_first"),
+    PipelineShape(1024, 1024, "float16", stages=4, ctas=132, schedule="dynamic"),
+    PipelineShape(2048, 1024, "bfloat16", tile_rows=64, stages=2, producers=3, ctas=5,
+                  schedule="dynamic", swizzle=True, load_hint="evict_last"),
 ]
 
 
@@ -102,10 +139,16 @@ GPU_SHAPES = [
 @pytest.mark.parametrize("shape", GPU_SHAPES,
                          ids=[f"{s.rows}x{s.cols}-{s.dtype}-{s.tile_rows}x{s.tile_cols}-"
                               f"s{s.stages}-p{s.producers}-c{s.ctas}{'-swz' if s.swizzle else ''}"
+                              f"{'-dyn' if s.schedule == 'dynamic' else ''}"
+                              f"{'-hint' if s.load_hint or s.store_hint else ''}"
                               for s in GPU_SHAPES])
 def test_persistent_copy_is_bit_exact_on_gpu(shape):
     executable, _ = _build(shape)
     device = tvm.cuda(0)
+    extra = ()
+    if shape.schedule == "dynamic":
+        work = tvm.runtime.tensor(np.zeros(2, np.int32), device)
+        extra = (work,)
     word = np.uint16 if tvm.DataType(shape.dtype).bits == 16 else np.uint32
     rng = np.random.default_rng(shape.rows + shape.ctas)
     source = rng.integers(0, np.iinfo(word).max, (shape.rows, shape.cols), dtype=word)
@@ -116,11 +159,13 @@ def test_persistent_copy_is_bit_exact_on_gpu(shape):
     b = tvm.runtime.empty(source.shape, shape.dtype, device)
     a.copyfrom(source.view(numpy_dtype))
     b.copyfrom(poison.view(numpy_dtype))
-    for _ in range(2):  # the second launch replays the cached tensor maps
-        executable["main"](a, b)
+    for _ in range(3):  # later launches replay the cached maps (and reuse the counters)
+        executable["main"](a, b, *extra)
         device.sync()
         result = b.numpy().view(word)
         mismatched = np.flatnonzero(result != source)
         assert mismatched.size == 0, (
             f"{mismatched.size} elements differ, first at flat index {mismatched[:5]}")
+        if extra:  # the last producer to finish left the scheduler's counters zero
+            assert extra[0].numpy().tolist() == [0, 0]
         b.copyfrom(poison.view(numpy_dtype))
