@@ -4,12 +4,13 @@ For each problem (16384x8192 float16, 8192x8192 float32, 32768x4096 bfloat16) on
 measures, on the same GPU and in the same process:
 
 - ``copy_``: torch's device-to-device copy, the ceiling;
-- ``persistent``: examples/pipelined_copy.py, a fixed grid (2 CTAs per SM) whose CTAs
-  share the tiles round-robin through a ring of shared stages (TMA loads on mbarriers,
-  TMA stores through bulk groups);
+- ``persistent``: examples/pipelined_copy.py, a fixed grid (2 CTAs per SM), each CTA a
+  ring of shared stages (TMA loads on mbarriers, TMA stores through bulk groups), fed by
+  the dynamic tile scheduler (a global atomic counter);
 - ``one-tile``: one CTA per tile: load, wait, store;
 - ``persistent-swizzled``: the persistent kernel with the 128B-swizzled GEMM-operand
-  shared layout (2 CTAs per SM as well).
+  shared layout (2 CTAs per SM as well);
+- ``persistent-static``: the persistent kernel with static round-robin tiles (reference).
 
 The persistent defaults are the best points of ``--sweep`` on an H100 (RESULTS.md).
 
@@ -108,7 +109,9 @@ def one_tile_kernel(problem: Problem, tile: tuple[int, int] | None = None,
             Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], tile[:, :], dispatch="tma",
                           cache_hint=store_hint)
             T.ptx.cp.async_.bulk.commit_group()
-            T.ptx.cp.async_.bulk.wait_group(0)
+            # Only shared memory must outlive the store: waiting for its reads (not its
+            # global writes) frees the CTA's slot sooner; the writes complete with the grid.
+            T.ptx.cp.async_.bulk.wait_group.read(0)
     # fmt: on
     return one_tile_copy
 
@@ -121,17 +124,25 @@ def persistent_shape(problem: Problem, ctas: int, **overrides) -> PipelineShape:
 
 def default_persistent(problem: Problem, sms: int) -> PipelineShape:
     """The best row-major configuration of the sweep on an H100 (benchmarks/RESULTS.md):
-    16 KiB tiles of 256-byte rows, 2 stages, 2 CTAs per SM."""
+    the dynamic tile scheduler, 8 KiB tiles of 32 rows x 256 bytes, 3 stages, 2 CTAs per SM."""
+    elem = tvm.DataType(problem.dtype).bits // 8
+    return persistent_shape(problem, 2 * sms, tile_rows=32, tile_cols=256 // elem, stages=3,
+                            schedule="dynamic")
+
+
+def static_persistent(problem: Problem, sms: int) -> PipelineShape:
+    """The best static round-robin configuration (the previous default), for reference:
+    16 KiB tiles of 64 rows x 256 bytes, 2 stages, 2 CTAs per SM."""
     elem = tvm.DataType(problem.dtype).bits // 8
     return persistent_shape(problem, 2 * sms, tile_rows=64, tile_cols=256 // elem, stages=2)
 
 
 def default_swizzled(problem: Problem, sms: int) -> PipelineShape:
-    """The best 128B-swizzled configuration of the sweep: 16 KiB tiles of 32 rows x 4 swizzle
-    atoms (512 bytes), 2 stages, 2 CTAs per SM."""
+    """The best 128B-swizzled configuration of the sweep: the dynamic scheduler, 16 KiB
+    tiles of 32 rows x 4 swizzle atoms (512 bytes), 2 stages, 2 CTAs per SM."""
     elem = tvm.DataType(problem.dtype).bits // 8
     return persistent_shape(problem, 2 * sms, tile_rows=32, tile_cols=512 // elem, stages=2,
-                            swizzle=True)
+                            swizzle=True, schedule="dynamic")
 
 
 @dataclass
@@ -156,6 +167,7 @@ def variants(problem: Problem, sms: int, sweep: bool) -> list[Variant]:
         Variant("one-tile", lambda: one_tile_kernel(problem),
                 f"tile {problem.tile[0]}x{problem.tile[1]}, one CTA per tile"),
         persistent_variant("persistent-swizzled", swizzled),
+        persistent_variant("persistent-static", static_persistent(problem, sms)),
     ]
     if sweep:
         for shape in _sweep_shapes(persistent_shape(problem, sms)):
@@ -191,30 +203,36 @@ _FIRST = "evict_first"
 
 #: The sweep: tile shape, stages, CTAs per SM, schedule and L2 hints around the defaults.
 SWEEP = (
-    SweepPoint(256, 16384, 2, schedule="dynamic"),
+    # The static round-robin at the dynamic default's tile and stages, and with hints.
+    SweepPoint(256, 8192, 3),
     SweepPoint(256, 16384, 2, load_hint=_FIRST),
-    SweepPoint(256, 16384, 2, load_hint=_FIRST, store_hint=_FIRST),
-    SweepPoint(256, 16384, 2, schedule="dynamic", load_hint=_FIRST),
-    SweepPoint(256, 16384, 2, schedule="dynamic", load_hint=_FIRST, store_hint=_FIRST),
+    # The dynamic scheduler over tile shapes, stages and CTAs per SM.
+    SweepPoint(256, 16384, 2, schedule="dynamic"),
     SweepPoint(256, 16384, 3, schedule="dynamic"),
     SweepPoint(256, 16384, 4, per_sm=1, schedule="dynamic"),
     SweepPoint(256, 32768, 3, per_sm=1, schedule="dynamic"),
-    SweepPoint(256, 8192, 3, schedule="dynamic"),
+    SweepPoint(256, 8192, 2, schedule="dynamic"),
+    SweepPoint(256, 8192, 4, schedule="dynamic"),
     SweepPoint(256, 8192, 2, per_sm=4, schedule="dynamic"),
+    SweepPoint(256, 8192, 3, per_sm=3, schedule="dynamic"),
     SweepPoint(512, 16384, 2, schedule="dynamic"),
     SweepPoint(0, 16384, 2, schedule="dynamic"),
-    SweepPoint(256, 16384, 2, per_sm=3, schedule="dynamic"),
     SweepPoint(256, 16384, 3, producers=2, per_sm=1, schedule="dynamic"),
-    SweepPoint(512, 16384, 2, swizzle=True, schedule="dynamic"),
+    SweepPoint(256, 8192, 3, schedule="dynamic", load_hint=_FIRST),
+    SweepPoint(256, 8192, 3, schedule="dynamic", load_hint=_FIRST, store_hint=_FIRST),
+    # 128B-swizzled rings.
+    SweepPoint(512, 16384, 2, swizzle=True),
     SweepPoint(512, 16384, 2, swizzle=True, schedule="dynamic", load_hint=_FIRST),
-    SweepPoint(512, 16384, 2, swizzle=True, load_hint=_FIRST),
     SweepPoint(512, 16384, 3, swizzle=True, schedule="dynamic"),
+    SweepPoint(512, 8192, 3, swizzle=True, schedule="dynamic"),
+    SweepPoint(256, 8192, 3, swizzle=True, schedule="dynamic"),
+    SweepPoint(512, 8192, 2, per_sm=4, swizzle=True, schedule="dynamic"),
     SweepPoint(128, 16384, 2, swizzle=True, schedule="dynamic"),
 )
 
 #: One-tile sweep points: (bytes per tile row, bytes per tile, load hint, store hint).
-ONE_TILE_SWEEP = ((512, 32768, None, None), (256, 32768, _FIRST, None),
-                  (256, 32768, _FIRST, _FIRST), (256, 16384, None, None))
+ONE_TILE_SWEEP = ((512, 32768, None, None), (256, 16384, None, None),
+                  (256, 65536, None, None), (256, 32768, _FIRST, None))
 
 
 def _sweep_shapes(base: PipelineShape) -> list[PipelineShape]:

@@ -109,9 +109,10 @@ def test_bandwidth_benchmark_compiles_and_assembles_every_kernel():
         capture_output=True, text=True, timeout=900)
     assert result.returncode == 0, result.stderr[-4000:]
     lines = [line for line in result.stdout.splitlines() if "assembled for sm_90a" in line]
-    assert len(lines) == 9, result.stdout
+    assert len(lines) == 12, result.stdout
     for problem in ("16384x8192 float16", "8192x8192 float32", "32768x4096 bfloat16"):
-        for kernel in ("persistent ", "one-tile ", "persistent-swizzled "):
+        for kernel in ("persistent ", "one-tile ", "persistent-swizzled ",
+                       "persistent-static "):
             assert any(line.startswith(problem) and f" {kernel}" in line for line in lines)
 
 
