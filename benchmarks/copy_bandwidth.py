@@ -22,7 +22,8 @@ before it is timed. Timing: CUDA events around each launch, warm-up first, media
 GPU (CI runs it through tests/python/test_pipelined_copy.py).
 
 Usage: python benchmarks/copy_bandwidth.py [--compile-only] [--runs 50] [--json out.json]
-       [--sweep]   (also times other tiles, stages, producers and CTAs per SM)
+       [--sweep]   (also times other tiles, stages, producers, CTAs per SM, schedules, hints)
+       [--match one-tile --match swizzle]   (only the kernels whose names contain these)
 """
 
 from __future__ import annotations
@@ -77,13 +78,23 @@ TARGETS = {"persistent": 0.99, "one-tile": 0.98, "persistent-swizzled": 0.97}
 
 
 def one_tile_kernel(problem: Problem, tile: tuple[int, int] | None = None,
-                    load_hint: str | None = None, store_hint: str | None = None):
-    """One CTA per tile: a single thread loads it, waits, stores it and waits for the store."""
+                    load_hint: str | None = None, store_hint: str | None = None,
+                    chunks: int = 1):
+    """One CTA per tile: a single thread loads it, waits, stores it and waits for the store.
+
+    With ``chunks > 1`` the tile moves as that many row bands, each loaded on its own
+    mbarrier and stored as soon as it has arrived, so the CTA's store overlaps the rest of
+    its load instead of waiting for the whole tile.
+    """
     rows, cols, dtype = problem.rows, problem.cols, problem.dtype
     tm, tn = tile or problem.tile
+    if tm % chunks:
+        raise ValueError(f"chunks={chunks} does not divide the tile's {tm} rows")
+    band = tm // chunks
     per_row = cols // tn
     num_tiles = (rows // tm) * per_row
     tile_bytes = tm * tn * tvm.DataType(dtype).bits // 8
+    band_bytes = tile_bytes // chunks
 
     # fmt: off
     @T.prim_func
@@ -96,19 +107,25 @@ def one_tile_kernel(problem: Problem, tile: tuple[int, int] | None = None,
         dyn = T.alloc_buffer((tile_bytes + 128,), "uint8", scope="shared.dyn")
         tile = T.decl_buffer((tm, tn), dtype, dyn.data, elem_offset=0,
                              layout=TileLayout(S[tm, tn]))
-        mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=tile_bytes // 8)
+        mbar = T.decl_buffer((chunks,), "uint64", dyn.data, elem_offset=tile_bytes // 8)
         r0 = T.meta_var(cta // per_row * tm)
         c0 = T.meta_var(cta % per_row * tn)
         if tid == 0:
-            T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+            for c in T.unroll(chunks):
+                T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([c]), T.uint32(1))
             T.ptx.fence.proxy.async_.shared__cta()
-            Tx.copy_async(tile[:, :], A[r0:r0 + tm, c0:c0 + tn], dispatch="tma",
-                          mbar=mbar.ptr_to([0]), cache_hint=load_hint)
-            T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(tile_bytes))
-            T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
-            Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], tile[:, :], dispatch="tma",
-                          cache_hint=store_hint)
-            T.ptx.cp.async_.bulk.commit_group()
+            for c in T.unroll(chunks):
+                Tx.copy_async(tile[c * band:c * band + band, :],
+                              A[r0 + c * band:r0 + c * band + band, c0:c0 + tn],
+                              dispatch="tma", mbar=mbar.ptr_to([c]), cache_hint=load_hint)
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([c]),
+                                                           T.uint32(band_bytes))
+            for c in T.unroll(chunks):
+                T.cuda.mbarrier_wait(mbar.ptr_to([c]), 0)
+                Tx.copy_async(B[r0 + c * band:r0 + c * band + band, c0:c0 + tn],
+                              tile[c * band:c * band + band, :], dispatch="tma",
+                              cache_hint=store_hint)
+                T.ptx.cp.async_.bulk.commit_group()
             # Only shared memory must outlive the store: waiting for its reads (not its
             # global writes) frees the CTA's slot sooner; the writes complete with the grid.
             T.ptx.cp.async_.bulk.wait_group.read(0)
@@ -138,10 +155,10 @@ def static_persistent(problem: Problem, sms: int) -> PipelineShape:
 
 
 def default_swizzled(problem: Problem, sms: int) -> PipelineShape:
-    """The best 128B-swizzled configuration of the sweep: the dynamic scheduler, 16 KiB
-    tiles of 32 rows x 4 swizzle atoms (512 bytes), 2 stages, 2 CTAs per SM."""
+    """The best 128B-swizzled configuration of the sweep: the dynamic scheduler, 8 KiB
+    tiles of 16 rows x 4 swizzle atoms (512 bytes), 3 stages, 2 CTAs per SM."""
     elem = tvm.DataType(problem.dtype).bits // 8
-    return persistent_shape(problem, 2 * sms, tile_rows=32, tile_cols=512 // elem, stages=2,
+    return persistent_shape(problem, 2 * sms, tile_rows=16, tile_cols=512 // elem, stages=3,
                             swizzle=True, schedule="dynamic")
 
 
@@ -173,14 +190,18 @@ def variants(problem: Problem, sms: int, sweep: bool) -> list[Variant]:
         for shape in _sweep_shapes(persistent_shape(problem, sms)):
             found.append(persistent_variant(f"persistent[{_describe(shape)}]", shape))
         elem = tvm.DataType(problem.dtype).bits // 8
-        for row_bytes, tile_bytes, load_hint, store_hint in ONE_TILE_SWEEP:
-            cols = row_bytes // elem if row_bytes else problem.cols
-            tile = (tile_bytes // (cols * elem), cols)
+        for point in ONE_TILE_SWEEP:
+            cols = point.row_bytes // elem if point.row_bytes else problem.cols
+            tile = (point.tile_bytes // (cols * elem), cols)
+            if tile[0] % point.chunks:
+                continue
             detail = (f"tile {tile[0]}x{tile[1]}, one CTA per tile"
-                      f"{_describe_hints(load_hint, store_hint)}")
+                      f"{f', {point.chunks} chunks' if point.chunks > 1 else ''}"
+                      f"{_describe_hints(point.load_hint, point.store_hint)}")
             found.append(Variant(f"one-tile[{detail}]",
-                                 lambda t=tile, lh=load_hint, sh=store_hint:
-                                 one_tile_kernel(problem, t, lh, sh), detail))
+                                 lambda t=tile, p=point: one_tile_kernel(
+                                     problem, t, p.load_hint, p.store_hint, p.chunks),
+                                 detail))
     return found
 
 
@@ -223,16 +244,33 @@ SWEEP = (
     # 128B-swizzled rings.
     SweepPoint(512, 16384, 2, swizzle=True),
     SweepPoint(512, 16384, 2, swizzle=True, schedule="dynamic", load_hint=_FIRST),
+    SweepPoint(512, 16384, 2, swizzle=True, schedule="dynamic"),
     SweepPoint(512, 16384, 3, swizzle=True, schedule="dynamic"),
-    SweepPoint(512, 8192, 3, swizzle=True, schedule="dynamic"),
     SweepPoint(256, 8192, 3, swizzle=True, schedule="dynamic"),
+    SweepPoint(128, 8192, 3, swizzle=True, schedule="dynamic"),
     SweepPoint(512, 8192, 2, per_sm=4, swizzle=True, schedule="dynamic"),
     SweepPoint(128, 16384, 2, swizzle=True, schedule="dynamic"),
 )
 
-#: One-tile sweep points: (bytes per tile row, bytes per tile, load hint, store hint).
-ONE_TILE_SWEEP = ((512, 32768, None, None), (256, 16384, None, None),
-                  (256, 65536, None, None), (256, 32768, _FIRST, None))
+@dataclass(frozen=True)
+class OneTilePoint:
+    """One configuration of the one-tile kernel in ``--sweep``."""
+
+    row_bytes: int  # bytes per tile row; 0: the whole tensor row
+    tile_bytes: int
+    chunks: int = 1
+    load_hint: str | None = None
+    store_hint: str | None = None
+
+
+ONE_TILE_SWEEP = (
+    OneTilePoint(512, 32768), OneTilePoint(256, 16384), OneTilePoint(0, 32768),
+    OneTilePoint(256, 65536), OneTilePoint(256, 32768, load_hint=_FIRST),
+    OneTilePoint(256, 32768, chunks=2), OneTilePoint(256, 32768, chunks=4),
+    OneTilePoint(256, 32768, chunks=8), OneTilePoint(256, 65536, chunks=4),
+    OneTilePoint(256, 65536, chunks=8), OneTilePoint(256, 16384, chunks=2),
+    OneTilePoint(0, 32768, chunks=2), OneTilePoint(512, 32768, chunks=4),
+)
 
 
 def _sweep_shapes(base: PipelineShape) -> list[PipelineShape]:
@@ -375,6 +413,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="SMs to size persistent grids for (default: the GPU's, 132 offline)")
     parser.add_argument("--sweep", action="store_true",
                         help="also time other tiles / stage counts of the persistent kernel")
+    parser.add_argument("--match", action="append", default=[],
+                        help="only kernels whose name contains this (repeatable)")
     parser.add_argument("--json", type=Path, help="write the measured rows here")
     args = parser.parse_args(argv)
 
@@ -382,7 +422,8 @@ def main(argv: list[str] | None = None) -> int:
     all_rows: list[dict] = []
     failures = 0
     for problem in PROBLEMS:
-        found = variants(problem, sms, args.sweep)
+        found = [variant for variant in variants(problem, sms, args.sweep)
+                 if not args.match or any(part in variant.name for part in args.match)]
         for variant in list(found):
             try:
                 variant.executable, cuda = compile_variant(variant, args.arch)
