@@ -55,8 +55,16 @@ class Problem:
     rows: int
     cols: int
     dtype: str
-    #: Tile of every kernel: 32 KiB, rows of 256 bytes (the box is at most 256 elements).
-    tile: tuple[int, int]
+
+    @property
+    def element_bytes(self) -> int:
+        return tvm.DataType(self.dtype).bits // 8
+
+    @property
+    def one_tile(self) -> tuple[int, int]:
+        """The one-tile kernel's tile: 32 KiB of whole tensor rows, one contiguous piece
+        of memory per CTA (the best one-tile shape of the sweep; RESULTS.md)."""
+        return (ONE_TILE_BYTES // (self.cols * self.element_bytes), self.cols)
 
     @property
     def name(self) -> str:
@@ -67,10 +75,12 @@ class Problem:
         return self.rows * self.cols * tvm.DataType(self.dtype).bits // 8
 
 
+ONE_TILE_BYTES = 32768
+
 PROBLEMS = (
-    Problem(16384, 8192, "float16", (128, 128)),
-    Problem(8192, 8192, "float32", (128, 64)),
-    Problem(32768, 4096, "bfloat16", (128, 128)),
+    Problem(16384, 8192, "float16"),
+    Problem(8192, 8192, "float32"),
+    Problem(32768, 4096, "bfloat16"),
 )
 
 #: Share of torch copy_ each kernel must reach (issue 5).
@@ -87,7 +97,7 @@ def one_tile_kernel(problem: Problem, tile: tuple[int, int] | None = None,
     its load instead of waiting for the whole tile.
     """
     rows, cols, dtype = problem.rows, problem.cols, problem.dtype
-    tm, tn = tile or problem.tile
+    tm, tn = tile or problem.one_tile
     if tm % chunks:
         raise ValueError(f"chunks={chunks} does not divide the tile's {tm} rows")
     band = tm // chunks
@@ -134,15 +144,14 @@ def one_tile_kernel(problem: Problem, tile: tuple[int, int] | None = None,
 
 
 def persistent_shape(problem: Problem, ctas: int, **overrides) -> PipelineShape:
-    return replace(PipelineShape(problem.rows, problem.cols, problem.dtype,
-                                 tile_rows=problem.tile[0], tile_cols=problem.tile[1],
-                                 ctas=ctas), **overrides)
+    return replace(PipelineShape(problem.rows, problem.cols, problem.dtype, ctas=ctas),
+                   **overrides)
 
 
 def default_persistent(problem: Problem, sms: int) -> PipelineShape:
     """The best row-major configuration of the sweep on an H100 (benchmarks/RESULTS.md):
     the dynamic tile scheduler, 8 KiB tiles of 32 rows x 256 bytes, 3 stages, 2 CTAs per SM."""
-    elem = tvm.DataType(problem.dtype).bits // 8
+    elem = problem.element_bytes
     return persistent_shape(problem, 2 * sms, tile_rows=32, tile_cols=256 // elem, stages=3,
                             schedule="dynamic")
 
@@ -150,14 +159,14 @@ def default_persistent(problem: Problem, sms: int) -> PipelineShape:
 def static_persistent(problem: Problem, sms: int) -> PipelineShape:
     """The best static round-robin configuration (the previous default), for reference:
     16 KiB tiles of 64 rows x 256 bytes, 2 stages, 2 CTAs per SM."""
-    elem = tvm.DataType(problem.dtype).bits // 8
+    elem = problem.element_bytes
     return persistent_shape(problem, 2 * sms, tile_rows=64, tile_cols=256 // elem, stages=2)
 
 
 def default_swizzled(problem: Problem, sms: int) -> PipelineShape:
     """The best 128B-swizzled configuration of the sweep: the dynamic scheduler, 8 KiB
     tiles of 16 rows x 4 swizzle atoms (512 bytes), 3 stages, 2 CTAs per SM."""
-    elem = tvm.DataType(problem.dtype).bits // 8
+    elem = problem.element_bytes
     return persistent_shape(problem, 2 * sms, tile_rows=16, tile_cols=512 // elem, stages=3,
                             swizzle=True, schedule="dynamic")
 
@@ -182,14 +191,14 @@ def variants(problem: Problem, sms: int, sweep: bool) -> list[Variant]:
     found = [
         persistent_variant("persistent", persistent),
         Variant("one-tile", lambda: one_tile_kernel(problem),
-                f"tile {problem.tile[0]}x{problem.tile[1]}, one CTA per tile"),
+                f"tile {problem.one_tile[0]}x{problem.one_tile[1]}, one CTA per tile"),
         persistent_variant("persistent-swizzled", swizzled),
         persistent_variant("persistent-static", static_persistent(problem, sms)),
     ]
     if sweep:
         for shape in _sweep_shapes(persistent_shape(problem, sms)):
             found.append(persistent_variant(f"persistent[{_describe(shape)}]", shape))
-        elem = tvm.DataType(problem.dtype).bits // 8
+        elem = problem.element_bytes
         for point in ONE_TILE_SWEEP:
             cols = point.row_bytes // elem if point.row_bytes else problem.cols
             tile = (point.tile_bytes // (cols * elem), cols)
@@ -264,12 +273,10 @@ class OneTilePoint:
 
 
 ONE_TILE_SWEEP = (
-    OneTilePoint(512, 32768), OneTilePoint(256, 16384), OneTilePoint(0, 32768),
+    OneTilePoint(256, 32768), OneTilePoint(512, 32768), OneTilePoint(256, 16384),
     OneTilePoint(256, 65536), OneTilePoint(256, 32768, load_hint=_FIRST),
-    OneTilePoint(256, 32768, chunks=2), OneTilePoint(256, 32768, chunks=4),
-    OneTilePoint(256, 32768, chunks=8), OneTilePoint(256, 65536, chunks=4),
-    OneTilePoint(256, 65536, chunks=8), OneTilePoint(256, 16384, chunks=2),
-    OneTilePoint(0, 32768, chunks=2), OneTilePoint(512, 32768, chunks=4),
+    OneTilePoint(256, 32768, chunks=4), OneTilePoint(256, 65536, chunks=8),
+    OneTilePoint(0, 32768, chunks=2),
 )
 
 

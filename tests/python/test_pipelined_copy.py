@@ -26,6 +26,9 @@ REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "examples"))
 from pipelined_copy import PipelineShape, pipelined_copy_kernel  # noqa: E402
 
+sys.path.insert(0, str(REPO / "benchmarks"))
+from copy_bandwidth import Problem, one_tile_kernel  # noqa: E402
+
 
 def _build(shape: PipelineShape):
     built = compile_kernel(pipelined_copy_kernel(shape))
@@ -90,6 +93,33 @@ def test_dynamic_schedule_device_code():
     assert len(assemble(cuda)) > 0
 
 
+def test_one_tile_kernel_in_row_bands():
+    """chunks=4: four 32-row bands, each loaded on its own mbarrier and stored once it has
+    arrived; one read-wait at the end."""
+    built = compile_kernel(one_tile_kernel(Problem(1024, 512, "float16"), (128, 128),
+                                           chunks=4))
+    cuda = built.cuda_source
+    lines = _calls(cuda, ("tvm_tma_load_", "tvm_tma_store_", "tvm_builtin_cuda_mbarrier_wait"))
+    loads, rest = lines[:4], lines[4:]
+    tile_row = "((((int)blockIdx.x) >> 2) * 128)"
+    for band in range(4):
+        row = tile_row if band == 0 else f"({tile_row} + {band * 32})"
+        column = "((((int)blockIdx.x) & 3) * 128)"
+        smem = f"(&(((half*)dyn_ptr)[{band * 4096}]))"  # 32 rows x 128 halves per band
+        mbar = f"(&(((uint64_t*)dyn_ptr)[{4096 + band}]))"  # right after the 32 KiB tile
+        assert loads[band].endswith(f"{smem}, ((unsigned long long)(&(A_tensormap))), "
+                                    f"{column}, {row}, {mbar});")
+        # Band by band: wait for this band's barrier, then store the band.
+        assert rest[2 * band] == f"tvm_builtin_cuda_mbarrier_wait({mbar}, 0);"
+        assert rest[2 * band + 1].endswith(
+            f"((unsigned long long)(&(B_tensormap))), {column}, {row}, {smem});")
+    assert len(rest) == 8
+    assert cuda.count('asm volatile("cp.async.bulk.wait_group.read 0;"') == 1
+    assert len(assemble(cuda)) > 0
+    with pytest.raises(ValueError, match="chunks=3 does not divide the tile's 128 rows"):
+        one_tile_kernel(Problem(1024, 512, "float16"), (128, 128), chunks=3)
+
+
 @pytest.mark.parametrize("kwargs, message", [
     ({"tile_rows": 96}, "tile 96x128 does not divide the tensor 1024x512"),
     ({"stages": 1}, "stages=1"),
@@ -145,19 +175,50 @@ GPU_SHAPES = [
                               for s in GPU_SHAPES])
 def test_persistent_copy_is_bit_exact_on_gpu(shape):
     executable, _ = _build(shape)
-    device = tvm.cuda(0)
     extra = ()
     if shape.schedule == "dynamic":
-        work = tvm.runtime.tensor(np.zeros(2, np.int32), device)
-        extra = (work,)
-    word = np.uint16 if tvm.DataType(shape.dtype).bits == 16 else np.uint32
-    rng = np.random.default_rng(shape.rows + shape.ctas)
-    source = rng.integers(0, np.iinfo(word).max, (shape.rows, shape.cols), dtype=word)
+        extra = (tvm.runtime.tensor(np.zeros(2, np.int32), tvm.cuda(0)),)
+    _check_copy(executable, shape.rows, shape.cols, shape.dtype, extra,
+                seed=shape.rows + shape.ctas)
+
+
+ONE_TILE_CASES = [((2048, 1024, "float16"), None, 1), ((2048, 1024, "float16"), (128, 128), 4),
+                  ((1024, 512, "float32"), (64, 64), 2), ((512, 2048, "bfloat16"), None, 2)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("problem, tile, chunks", ONE_TILE_CASES)
+def test_one_tile_copy_is_bit_exact_on_gpu(problem, tile, chunks):
+    """The benchmark's one-tile kernel: whole-row tiles (tile None) and row bands."""
+    executable = compile_kernel(one_tile_kernel(Problem(*problem), tile, chunks=chunks)
+                                ).executable
+    _check_copy(executable, *problem, (), seed=sum(problem[:2]) + chunks)
+
+
+def _gpu_kernels():
+    for shape in GPU_SHAPES:
+        yield pipelined_copy_kernel(shape)
+    for problem, tile, chunks in ONE_TILE_CASES:
+        yield one_tile_kernel(Problem(*problem), tile, chunks=chunks)
+
+
+def test_every_gpu_test_kernel_assembles_for_sm90a():
+    """CI has no GPU: the kernels the GPU tests launch are assembled here instead."""
+    for kernel in _gpu_kernels():
+        assert len(assemble(compile_kernel(kernel).cuda_source)) > 0
+
+
+def _check_copy(executable, rows: int, cols: int, dtype: str, extra: tuple, seed: int):
+    """Random bits in, poison out, three launches, every element compared each time."""
+    device = tvm.cuda(0)
+    word = np.uint16 if tvm.DataType(dtype).bits == 16 else np.uint32
+    rng = np.random.default_rng(seed)
+    source = rng.integers(0, np.iinfo(word).max, (rows, cols), dtype=word)
     poison = np.full_like(source, 0xA5A5A5A5 & np.iinfo(word).max)
     numpy_dtype = {"float16": np.float16, "float32": np.float32,
-                   "bfloat16": ml_dtypes.bfloat16}[shape.dtype]
-    a = tvm.runtime.empty(source.shape, shape.dtype, device)
-    b = tvm.runtime.empty(source.shape, shape.dtype, device)
+                   "bfloat16": ml_dtypes.bfloat16}[dtype]
+    a = tvm.runtime.empty(source.shape, dtype, device)
+    b = tvm.runtime.empty(source.shape, dtype, device)
     a.copyfrom(source.view(numpy_dtype))
     b.copyfrom(poison.view(numpy_dtype))
     for _ in range(3):  # later launches replay the cached maps (and reuse the counters)
