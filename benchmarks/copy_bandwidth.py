@@ -48,6 +48,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from pipelined_copy import PipelineShape, pipelined_copy_kernel  # noqa: E402
 
 H100_SMS = 132
+#: Shared memory of an H100 SM, and what the hardware reserves of it per resident CTA.
+SM_SHARED_BYTES = 228 * 1024
+CTA_RESERVED_SHARED_BYTES = 1024
 
 
 @dataclass(frozen=True)
@@ -89,12 +92,15 @@ TARGETS = {"persistent": 0.99, "one-tile": 0.98, "persistent-swizzled": 0.97}
 
 def one_tile_kernel(problem: Problem, tile: tuple[int, int] | None = None,
                     load_hint: str | None = None, store_hint: str | None = None,
-                    chunks: int = 1):
+                    chunks: int = 1, per_sm: int = 0):
     """One CTA per tile: a single thread loads it, waits, stores it and waits for the store.
 
     With ``chunks > 1`` the tile moves as that many row bands, each loaded on its own
     mbarrier and stored as soon as it has arrived, so the CTA's store overlaps the rest of
     its load instead of waiting for the whole tile.
+
+    ``per_sm > 0`` pads each CTA's shared memory so that at most that many CTAs fit on an
+    SM (228 KiB of shared memory, 1 KiB of it reserved per CTA), capping the bytes in flight.
     """
     rows, cols, dtype = problem.rows, problem.cols, problem.dtype
     tm, tn = tile or problem.one_tile
@@ -105,6 +111,9 @@ def one_tile_kernel(problem: Problem, tile: tuple[int, int] | None = None,
     num_tiles = (rows // tm) * per_row
     tile_bytes = tm * tn * tvm.DataType(dtype).bits // 8
     band_bytes = tile_bytes // chunks
+    smem_bytes = tile_bytes + 128
+    if per_sm:
+        smem_bytes = max(smem_bytes, SM_SHARED_BYTES // per_sm - CTA_RESERVED_SHARED_BYTES)
 
     # fmt: off
     @T.prim_func
@@ -114,7 +123,7 @@ def one_tile_kernel(problem: Problem, tile: tuple[int, int] | None = None,
         T.device_entry()
         cta = T.cta_id([num_tiles])
         tid = T.thread_id([32])
-        dyn = T.alloc_buffer((tile_bytes + 128,), "uint8", scope="shared.dyn")
+        dyn = T.alloc_buffer((smem_bytes,), "uint8", scope="shared.dyn")
         tile = T.decl_buffer((tm, tn), dtype, dyn.data, elem_offset=0,
                              layout=TileLayout(S[tm, tn]))
         mbar = T.decl_buffer((chunks,), "uint64", dyn.data, elem_offset=tile_bytes // 8)
@@ -206,10 +215,12 @@ def variants(problem: Problem, sms: int, sweep: bool) -> list[Variant]:
                 continue
             detail = (f"tile {tile[0]}x{tile[1]}, one CTA per tile"
                       f"{f', {point.chunks} chunks' if point.chunks > 1 else ''}"
+                      f"{f', <= {point.per_sm} CTAs/SM' if point.per_sm else ''}"
                       f"{_describe_hints(point.load_hint, point.store_hint)}")
             found.append(Variant(f"one-tile[{detail}]",
                                  lambda t=tile, p=point: one_tile_kernel(
-                                     problem, t, p.load_hint, p.store_hint, p.chunks),
+                                     problem, t, p.load_hint, p.store_hint, p.chunks,
+                                     p.per_sm),
                                  detail))
     return found
 
@@ -268,11 +279,16 @@ class OneTilePoint:
     row_bytes: int  # bytes per tile row; 0: the whole tensor row
     tile_bytes: int
     chunks: int = 1
+    per_sm: int = 0  # at most this many CTAs per SM (0: as many as fit)
     load_hint: str | None = None
     store_hint: str | None = None
 
 
 ONE_TILE_SWEEP = (
+    OneTilePoint(0, 32768, per_sm=2), OneTilePoint(0, 32768, per_sm=3),
+    OneTilePoint(0, 32768, per_sm=4), OneTilePoint(256, 16384, per_sm=3),
+    OneTilePoint(256, 16384, per_sm=4), OneTilePoint(256, 16384, per_sm=6),
+    OneTilePoint(256, 8192, per_sm=6), OneTilePoint(256, 8192),
     OneTilePoint(256, 32768), OneTilePoint(512, 32768), OneTilePoint(256, 16384),
     OneTilePoint(256, 65536), OneTilePoint(256, 32768, load_hint=_FIRST),
     OneTilePoint(256, 32768, chunks=4), OneTilePoint(256, 65536, chunks=8),
