@@ -65,9 +65,9 @@ class Problem:
 
     @property
     def one_tile(self) -> tuple[int, int]:
-        """The one-tile kernel's tile: 32 KiB of whole tensor rows, one contiguous piece
-        of memory per CTA (the best one-tile shape of the sweep; RESULTS.md)."""
-        return (ONE_TILE_BYTES // (self.cols * self.element_bytes), self.cols)
+        """The one-tile kernel's tile: 16 KiB, 64 rows of 256 bytes (with at most
+        :data:`ONE_TILE_CTAS_PER_SM` CTAs per SM, the best one-tile point of the sweep)."""
+        return (ONE_TILE_BYTES // 256, 256 // self.element_bytes)
 
     @property
     def name(self) -> str:
@@ -78,7 +78,10 @@ class Problem:
         return self.rows * self.cols * tvm.DataType(self.dtype).bits // 8
 
 
-ONE_TILE_BYTES = 32768
+ONE_TILE_BYTES = 16384
+#: The one-tile kernel's occupancy cap: 3 x 16 KiB in flight per SM. Uncapped, 13 CTAs fit
+#: and the extra bytes in flight cost 1.5 to 2 points (RESULTS.md).
+ONE_TILE_CTAS_PER_SM = 3
 
 PROBLEMS = (
     Problem(16384, 8192, "float16"),
@@ -199,8 +202,9 @@ def variants(problem: Problem, sms: int, sweep: bool) -> list[Variant]:
     persistent, swizzled = default_persistent(problem, sms), default_swizzled(problem, sms)
     found = [
         persistent_variant("persistent", persistent),
-        Variant("one-tile", lambda: one_tile_kernel(problem),
-                f"tile {problem.one_tile[0]}x{problem.one_tile[1]}, one CTA per tile"),
+        Variant("one-tile", lambda: one_tile_kernel(problem, per_sm=ONE_TILE_CTAS_PER_SM),
+                f"tile {problem.one_tile[0]}x{problem.one_tile[1]}, one CTA per tile, "
+                f"<= {ONE_TILE_CTAS_PER_SM} CTAs/SM"),
         persistent_variant("persistent-swizzled", swizzled),
         persistent_variant("persistent-static", static_persistent(problem, sms)),
     ]
@@ -285,14 +289,12 @@ class OneTilePoint:
 
 
 ONE_TILE_SWEEP = (
-    OneTilePoint(0, 32768, per_sm=2), OneTilePoint(0, 32768, per_sm=3),
-    OneTilePoint(0, 32768, per_sm=4), OneTilePoint(256, 16384, per_sm=3),
-    OneTilePoint(256, 16384, per_sm=4), OneTilePoint(256, 16384, per_sm=6),
+    OneTilePoint(256, 16384), OneTilePoint(256, 16384, per_sm=4),
+    OneTilePoint(256, 16384, per_sm=6), OneTilePoint(0, 32768, per_sm=2),
+    OneTilePoint(0, 32768, per_sm=3), OneTilePoint(0, 32768), OneTilePoint(256, 32768),
     OneTilePoint(256, 8192, per_sm=6), OneTilePoint(256, 8192),
-    OneTilePoint(256, 32768), OneTilePoint(512, 32768), OneTilePoint(256, 16384),
-    OneTilePoint(256, 65536), OneTilePoint(256, 32768, load_hint=_FIRST),
+    OneTilePoint(256, 16384, per_sm=3, load_hint=_FIRST),
     OneTilePoint(256, 32768, chunks=4), OneTilePoint(256, 65536, chunks=8),
-    OneTilePoint(0, 32768, chunks=2),
 )
 
 

@@ -182,24 +182,28 @@ def test_persistent_copy_is_bit_exact_on_gpu(shape):
                 seed=shape.rows + shape.ctas)
 
 
-ONE_TILE_CASES = [((2048, 1024, "float16"), None, 1), ((2048, 1024, "float16"), (128, 128), 4),
-                  ((1024, 512, "float32"), (64, 64), 2), ((512, 2048, "bfloat16"), None, 2)]
+#: (problem, tile (None: the default), row bands, CTAs-per-SM cap (0: none))
+ONE_TILE_CASES = [
+    ((2048, 1024, "float16"), None, 1, 3), ((2048, 1024, "float16"), (128, 128), 4, 0),
+    ((1024, 512, "float32"), (64, 64), 2, 2), ((512, 2048, "bfloat16"), (4, 2048), 2, 0),
+]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("problem, tile, chunks", ONE_TILE_CASES)
-def test_one_tile_copy_is_bit_exact_on_gpu(problem, tile, chunks):
-    """The benchmark's one-tile kernel: whole-row tiles (tile None) and row bands."""
-    executable = compile_kernel(one_tile_kernel(Problem(*problem), tile, chunks=chunks)
-                                ).executable
-    _check_copy(executable, *problem, (), seed=sum(problem[:2]) + chunks)
+@pytest.mark.parametrize("problem, tile, chunks, per_sm", ONE_TILE_CASES)
+def test_one_tile_copy_is_bit_exact_on_gpu(problem, tile, chunks, per_sm):
+    """The benchmark's one-tile kernel: default and whole-row tiles, row bands, and the
+    shared-memory padding that caps CTAs per SM."""
+    kernel = one_tile_kernel(Problem(*problem), tile, chunks=chunks, per_sm=per_sm)
+    _check_copy(compile_kernel(kernel).executable, *problem, (),
+                seed=sum(problem[:2]) + chunks)
 
 
 def _gpu_kernels():
     for shape in GPU_SHAPES:
         yield pipelined_copy_kernel(shape)
-    for problem, tile, chunks in ONE_TILE_CASES:
-        yield one_tile_kernel(Problem(*problem), tile, chunks=chunks)
+    for problem, tile, chunks, per_sm in ONE_TILE_CASES:
+        yield one_tile_kernel(Problem(*problem), tile, chunks=chunks, per_sm=per_sm)
 
 
 def test_every_gpu_test_kernel_assembles_for_sm90a():
