@@ -137,6 +137,7 @@ def pipelined_copy_kernel(shape: PipelineShape):
 
     With ``schedule="dynamic"`` the PrimFunc takes a third argument, ``work``: two int32
     counters in global memory, zero before the first launch; every launch leaves them zero.
+    Launches that may run at the same time (on different streams) need one ``work`` each.
     """
     shape.check()
     if shape.schedule == "dynamic":

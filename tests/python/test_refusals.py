@@ -221,6 +221,16 @@ def test_cache_hint_that_is_not_an_eviction_priority():
     assert "evict_first" in message  # the message lists the accepted names
 
 
+def test_cache_hint_integer_is_an_encoded_policy():
+    from tvm_tma.dispatch.config import read_options
+
+    options = read_options({"cache_hint": 0x12F0000000000000}, "s2g")
+    assert str(options.cache_hint.ty) == "uint64"
+    assert int(options.cache_hint.value) == 0x12F0000000000000
+    with pytest.raises(PlanError, match=r"\[cache-hint\] cache_hint=-1 does not fit"):
+        read_options({"cache_hint": -1}, "s2g")
+
+
 def test_cache_hint_narrower_than_a_policy():
     # A 32-bit value cannot hold a 64-bit createpolicy cookie; it is refused, not widened.
     message = _compile_error(_kernel(", mbar=mbar.ptr_to([0]), cache_hint=T.uint32(7)"))

@@ -34,7 +34,9 @@ def _read_cache_hint(value):
             raise refuse("cache-hint", f"cache_hint={value!r} is not an L2 eviction priority "
                          f"(one of {list(POLICY_NAMES)}, or a uint64 policy from createpolicy)")
         return value
-    if isinstance(value, int):
+    if isinstance(value, int):  # an encoded policy, e.g. CUTLASS's CacheHintSm90 values
+        if not 0 <= value < 1 << 64:
+            raise refuse("cache-hint", f"cache_hint={value} does not fit a uint64 policy")
         value = tvm.tirx.const(value, "uint64")
     dtype = str(getattr(value, "ty", None) or getattr(value, "dtype", ""))
     if dtype not in ("uint64", "int64"):
