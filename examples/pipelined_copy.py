@@ -30,7 +30,7 @@ thread per pipeline is all TMA needs:
 With ``schedule="dynamic"`` (:func:`dynamic_pipelined_copy_kernel`) the first ``stages``
 tiles of each lane are still static, but every refill then takes the next tile from a
 global atomic counter, so faster SMs copy more tiles and the grid finishes together. On an
-H100 that is worth 2.5 to 3 points of bandwidth (benchmarks/RESULTS.md).
+H100 that is worth about 3 points of bandwidth (benchmarks/RESULTS.md).
 
 Bulk groups belong to the thread that commits them, so producers never wait for each
 other. The copy_async calls name only tiles and the ring; ``dispatch="tma"`` plans the
