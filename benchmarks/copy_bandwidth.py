@@ -7,12 +7,13 @@ measures, on the same GPU and in the same process:
 - ``persistent``: examples/pipelined_copy.py, a fixed grid (2 CTAs per SM), each CTA a
   ring of shared stages (TMA loads on mbarriers, TMA stores through bulk groups), fed by
   the dynamic tile scheduler (a global atomic counter);
-- ``one-tile``: one CTA per tile: load, wait, store;
+- ``one-tile``: one CTA per 16 KiB tile (load, wait, store), with shared memory padded so
+  that at most 3 CTAs share an SM;
 - ``persistent-swizzled``: the persistent kernel with the 128B-swizzled GEMM-operand
   shared layout (2 CTAs per SM as well);
 - ``persistent-static``: the persistent kernel with static round-robin tiles (reference).
 
-The persistent defaults are the best points of ``--sweep`` on an H100 (RESULTS.md).
+The defaults are the best points of ``--sweep`` on an H100 (RESULTS.md).
 
 Every kernel's output is poisoned, produced once and compared bit for bit with the input
 before it is timed. Timing: CUDA events around each launch, warm-up first, median of
