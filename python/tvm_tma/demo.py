@@ -17,7 +17,7 @@ from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
 from tvm.tirx.layout import S, TileLayout
 
-from .dispatch.descriptors import encode_arguments
+from .intrin.host import encode_arguments
 from .planner import plan
 
 ROWS, COLS, DTYPE = 8, 256, "float16"

@@ -240,7 +240,7 @@ def test_reshaping_copy_is_declined_by_the_predicate():
 
 def test_seed_encode_arguments_in_driver_order():
     from tvm_tma.demo import demo_plan
-    from tvm_tma.dispatch.descriptors import encode_arguments
+    from tvm_tma.intrin.host import encode_arguments
 
     spec = demo_plan().tensor_map
     assert encode_arguments(spec, "A.data") == [
@@ -257,7 +257,7 @@ def test_encoder_accepts_the_seed_map_and_names_a_broken_rule():
     import tvm_ffi
 
     from tvm_tma.demo import demo_plan
-    from tvm_tma.dispatch.descriptors import encode_arguments
+    from tvm_tma.intrin.host import encode_arguments
 
     validate = tvm_ffi.get_global_func("tvm_tma.validate_tiled")
     arguments = encode_arguments(demo_plan().tensor_map, 0x10000)

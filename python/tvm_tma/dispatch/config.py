@@ -7,6 +7,9 @@ from dataclasses import dataclass
 import tvm
 
 from ..planner.errors import refuse
+from ..planner.proofs import Prover
+from .facts import FACTS_KEY
+from .operands import read_mbar
 
 #: Options the variant understands; anything else is refused by name, never ignored.
 SUPPORTED_OPTIONS = ("mbar", "cache_hint")
@@ -45,9 +48,10 @@ def _read_cache_hint(value):
     return value
 
 
-def read_options(config, direction: str) -> CopyOptions:
+def read_options(config, direction: str, prover=None) -> CopyOptions:
     """Validate the options for a copy in ``direction`` ("g2s" / "s2g")."""
-    unknown = sorted(str(key) for key in config if str(key) not in SUPPORTED_OPTIONS)
+    unknown = sorted(str(key) for key in config
+                     if str(key) not in SUPPORTED_OPTIONS and str(key) != FACTS_KEY)
     if unknown:
         raise refuse(
             "config",
@@ -67,4 +71,6 @@ def read_options(config, direction: str) -> CopyOptions:
             "mbar is only for global->shared copies; a shared->global copy completes through "
             "cp.async.bulk.commit_group / wait_group",
         )
+    if mbar is not None:
+        mbar = read_mbar(mbar, prover if prover is not None else Prover())
     return CopyOptions(mbar=mbar, cache_hint=_read_cache_hint(config.get("cache_hint")))

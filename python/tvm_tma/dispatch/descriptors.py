@@ -11,27 +11,9 @@ from __future__ import annotations
 
 from tvm.script import tirx as T
 
+from ..intrin.host import bind_encoded_map
 from ..planner.plan_types import TensorMapSpec
 from .build import build_prim_func
-
-ENCODE_FUNCTION = "tvm_tma.encode_tiled"
-
-
-def encode_arguments(spec: TensorMapSpec, base) -> list:
-    """The flat packed-call arguments after the map itself (driver order throughout)."""
-    return [
-        spec.dtype,
-        spec.rank,
-        base,
-        *spec.global_dims,
-        *spec.global_strides,
-        *spec.box_dims,
-        *spec.element_strides,
-        spec.interleave,
-        spec.swizzle,
-        spec.l2_promotion,
-        spec.oob_fill,
-    ]
 
 
 def _cache_key(spec: TensorMapSpec, buffer_name: str, slot: int) -> str:
@@ -39,19 +21,6 @@ def _cache_key(spec: TensorMapSpec, buffer_name: str, slot: int) -> str:
               spec.element_strides, spec.interleave, spec.swizzle, spec.l2_promotion,
               spec.oob_fill)
     return "tvm_tma.tensormap:" + buffer_name + ":" + ":".join(map(str, fields)) + f"#{slot}"
-
-
-def bind_encoded_map(spec: TensorMapSpec, buffer, name: str | None = None):
-    """Emit (into the statement being built) a tensor-map stack slot and its encode.
-
-    The one place that spells the host encode: the dispatch, ``T.tma.encode_tiled`` and the
-    hardware-validation kernels all go through it. Returns the map variable.
-    """
-    tensor_map = T.Var(name or f"{buffer.name}_tensormap", ty=T.handle("tensormap").ty)
-    T.Bind(T.tvm_stack_alloca("tensormap", 1), var=tensor_map)
-    T.evaluate(T.call_packed(ENCODE_FUNCTION, tensor_map,
-                             *encode_arguments(spec, buffer.data)))
-    return tensor_map
 
 
 def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx):

@@ -6,15 +6,15 @@ TMA copy is byte-oriented, so "tma" must be judged the same way. The builder loo
 up as a module global on every call, so wrapping that global is the one extension point that
 leaves every other dispatch untouched.
 
-The same hook records the kernel's scope-id ranges (``scope_ids``) while the copy is parsed,
-so that the planner can prove bounds of CTA-dependent coordinates.
+The same hook writes the kernel's scope-id ranges into the copy's config while the copy is
+parsed (:mod:`.facts`), so that the planner can prove bounds of CTA-dependent coordinates.
 """
 
 from __future__ import annotations
 
 import tvm.tirx.script.builder.tirx as _builder
 
-from ..scope_ids import record_scope_id_ranges
+from .facts import capture_into
 
 #: The upstream variant whose parse-time rule "tma" shares (equal payload bytes).
 _BYTE_CHECKED_VARIANT = "tma_auto"
@@ -27,7 +27,7 @@ def install() -> None:
 
     def check_copy_regions_match(dst, src, config, name, dispatch=None):
         if dispatch == "tma":
-            record_scope_id_ranges()
+            capture_into(config)
             dispatch = _BYTE_CHECKED_VARIANT
         return original(dst, src, config, name, dispatch)
 

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import tvm
 from tvm.tirx.operator.tile_primitive import fail, register_dispatch
 
-from ..planner import PlanError, copy_direction, plan
+from ..planner import PlanError, TmaPlan, copy_direction, plan
 from ..planner.proofs import Prover
-from ..scope_ids import recorded_ranges_for
-from .config import read_options
+from .config import CopyOptions, read_options
 from .descriptors import tensor_map_for
+from .facts import facts_of
 from .issue import emit_issues
 from .predicates import PREDICATES
 
@@ -17,11 +19,36 @@ VARIANT = "tma"
 PRIORITY = 10
 
 
-def kernel_var_ranges(sctx, regions=()) -> dict:
-    """Ranges of every variable the copy may mention: launch indices, enclosing loops, and
-    the scope ids (``T.cta_id``...) that the copy's regions use."""
-    ranges = recorded_ranges_for(r for region in regions for rng in region.region
-                                 for r in (rng.min, rng.extent))
+@dataclass(frozen=True)
+class PlannedCopy:
+    """One ``copy_async(dispatch="tma")`` call, planned: what lowering and ``explain`` share."""
+
+    direction: str
+    options: CopyOptions
+    plan: TmaPlan
+    prover: Prover  # holds the facts the plan rests on (``prover.established``)
+    shared_region: object
+    global_region: object
+
+
+def plan_copy(op, var_ranges: dict) -> PlannedCopy:
+    """Validate the options and plan one copy call; raises :class:`PlanError`.
+
+    ``var_ranges`` are the ranges the lowering context knows (launch indices, enclosing
+    loops); the facts captured at parse time (scope ids) come with the call itself.
+    """
+    dst, src = op.args[:2]
+    direction = copy_direction(dst, src)
+    prover = Prover(var_ranges, facts_of(op.config))
+    options = read_options(op.config, direction, prover)
+    copy_plan = plan(dst, src, prover=prover)
+    shared_region, global_region = (dst, src) if direction == "g2s" else (src, dst)
+    return PlannedCopy(direction, options, copy_plan, prover, shared_region, global_region)
+
+
+def kernel_var_ranges(sctx) -> dict:
+    """Ranges of the launch indices and enclosing loops the lowering context hands over."""
+    ranges = {}
     for iter_var in dict(sctx.launch_params).values():
         if iter_var.dom is not None:
             ranges[iter_var.var] = iter_var.dom
@@ -33,18 +60,14 @@ def kernel_var_ranges(sctx, regions=()) -> dict:
 
 def lower_tma_copy(op, sctx):
     """Lower one copy_async; any refusal is reported through ``fail`` with its rule name."""
-    dst, src = op.args[:2]
     try:
-        direction = copy_direction(dst, src)
-        options = read_options(op.config, direction)
-        var_ranges = kernel_var_ranges(sctx, (dst, src))
-        copy_plan = plan(dst, src, var_ranges=var_ranges)
+        planned = plan_copy(op, kernel_var_ranges(sctx))
     except PlanError as error:
         fail(str(error))
-    shared_region, global_region = (dst, src) if direction == "g2s" else (src, dst)
-    tensor_map = tensor_map_for(copy_plan.tensor_map, global_region.source, sctx)
-    return emit_issues(copy_plan, tensor_map, shared_region.source, options.mbar,
-                       str(sctx.target.arch), Prover(var_ranges), options.cache_hint)
+    tensor_map = tensor_map_for(planned.plan.tensor_map, planned.global_region.source, sctx)
+    return emit_issues(planned.plan, tensor_map, planned.shared_region.source,
+                       planned.options.mbar, str(sctx.target.arch), planned.prover,
+                       planned.options.cache_hint)
 
 
 _registered = False

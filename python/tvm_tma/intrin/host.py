@@ -1,17 +1,56 @@
-"""Host-side tensor maps for kernels that use the intrinsics directly.
+"""Host-side tensor maps: the one place that spells the encode of a ``CUtensorMap``.
+
+A tensor map is a ``T.handle("tensormap")`` stack slot in the kernel's host function,
+filled by the rule-checking C++ runtime (``tvm_tma.encode_tiled``) and passed to the device
+as a ``const __grid_constant__ CUtensorMap`` parameter. Three users emit it: the
+``dispatch="tma"`` lowering (once per distinct map), ``T.tma.encode_tiled`` for kernels that
+use the intrinsics directly, and the hardware-validation kernels. They all live above this
+layer, so the emitter lives here and none of them depends on another.
 
 Written before ``T.device_entry()`` (host code), ``T.meta_var(T.tma.encode_tiled(...))``
-binds a 128-byte stack slot, encodes it with the rule-checking C++ runtime, and returns the
-variable; used in device code (``T.address_of(map)``) it becomes a
-``const __grid_constant__ CUtensorMap`` kernel parameter.
+binds the slot, encodes it and returns the variable; used in device code
+(``T.address_of(map)``) it becomes the kernel parameter.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 
-from ..dispatch.descriptors import bind_encoded_map
+from tvm.script import tirx as T
+
 from ..planner.plan_types import TensorMapSpec
+
+#: The packed function of the C++ runtime that checks the rules and calls the driver.
+ENCODE_FUNCTION = "tvm_tma.encode_tiled"
+
+
+def encode_arguments(spec: TensorMapSpec, base) -> list:
+    """The flat packed-call arguments after the map itself (driver order throughout)."""
+    return [
+        spec.dtype,
+        spec.rank,
+        base,
+        *spec.global_dims,
+        *spec.global_strides,
+        *spec.box_dims,
+        *spec.element_strides,
+        spec.interleave,
+        spec.swizzle,
+        spec.l2_promotion,
+        spec.oob_fill,
+    ]
+
+
+def bind_encoded_map(spec: TensorMapSpec, buffer, name: str | None = None):
+    """Emit (into the statement being built) a tensor-map stack slot and its encode.
+
+    Returns the map variable.
+    """
+    tensor_map = T.Var(name or f"{buffer.name}_tensormap", ty=T.handle("tensormap").ty)
+    T.Bind(T.tvm_stack_alloca("tensormap", 1), var=tensor_map)
+    T.evaluate(T.call_packed(ENCODE_FUNCTION, tensor_map,
+                             *encode_arguments(spec, buffer.data)))
+    return tensor_map
 
 
 def encode_tiled(buffer, dtype: str, dims: Sequence, strides: Sequence, box: Sequence, *,

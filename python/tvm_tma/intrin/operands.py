@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ..scope_ids import scope_id_defs_being_parsed
+from ..parse_frames import scope_id_defs_being_parsed
 
 
 def pointer_space(expr) -> str | None:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 
 from .descriptor import Context, build_plan
 from .errors import refuse
@@ -25,11 +25,14 @@ def copy_direction(dst, src) -> str:
     )
 
 
-def plan(dst, src, *, var_ranges: Mapping | None = None) -> TmaPlan:
+def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
+         prover: Prover | None = None) -> TmaPlan:
     """Plan ``copy(dst, src)`` between a global and a shared BufferRegion.
 
-    ``var_ranges`` maps the kernel's variables (block ids, loop vars) to their ``Range`` so
-    alignments and bounds that depend on them can be proven. Raises :class:`PlanError`.
+    ``var_ranges`` maps the kernel's variables (block ids, loop vars) to their ``Range`` and
+    ``facts`` are boolean facts known at the copy (see :class:`Prover`), so alignments and
+    bounds that depend on them can be proven; or pass a ready ``prover`` (it then records
+    what the plan rests on). Raises :class:`PlanError`.
     """
     direction = copy_direction(dst, src)
     shared_region, global_region = (dst, src) if direction == "g2s" else (src, dst)
@@ -39,7 +42,8 @@ def plan(dst, src, *, var_ranges: Mapping | None = None) -> TmaPlan:
             f"shared dtype {shared_region.source.dtype} != global dtype "
             f"{global_region.source.dtype}",
         )
-    prover = Prover(var_ranges)
+    if prover is None:
+        prover = Prover(var_ranges, facts)
     shared = read_shared(shared_region, prover)
     global_view = read_global(global_region, prover)
     axes = refine(shared, global_view)

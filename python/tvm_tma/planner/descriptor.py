@@ -18,14 +18,13 @@ from dataclasses import dataclass, field
 
 import tvm
 
+from .context import MAX_BOX, MAX_RANK, Context
 from .errors import PlanError, refuse
 from .plan_types import SWIZZLE_GEOMETRY, IssueAxis, TensorMapSpec, TmaPlan
 from .proofs import Expr, Prover, as_int
 from .refine import CopyAxis
-from .views import GlobalView, SharedView
+from .rules import check_plan
 
-MAX_RANK = 5
-MAX_BOX = 256
 #: Descriptor element type of each copy dtype (TMA moves bytes; the type only matters for
 #: out-of-bounds NaN fill, which planned copies never hit).
 _DESCRIPTOR_DTYPE = {
@@ -45,14 +44,6 @@ class _Dim:
     box: int
     coord: Expr
     steps: list[tuple[int, int, int]] = field(default_factory=list)  # (extent, smem, coord step)
-
-
-@dataclass(frozen=True)
-class Context:
-    shared: SharedView
-    global_view: GlobalView
-    direction: str
-    prover: Prover
 
 
 def descriptor_dtype(dtype: str, element_bytes: int) -> str:
@@ -320,8 +311,6 @@ def _promote(dims: list[_Dim], ctx: Context) -> tuple[str, int]:
 
 
 def _finish(dims: list[_Dim], ctx: Context) -> TmaPlan:
-    from .rules import check_plan  # local: rules imports this module's constants
-
     if len(dims) > MAX_RANK:
         raise refuse("rank", f"the copy needs a rank-{len(dims)} tensor map (at most 5)")
     dtype, factor = _promote(dims, ctx)

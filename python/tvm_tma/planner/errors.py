@@ -31,6 +31,7 @@ RULES: dict[str, str] = {
     "smem-align-128": "every issue's shared address must be provably 128-byte aligned",
     "swizzle-base-period": "a swizzled shared buffer must start on the swizzle pattern period",
     "config": "an option of the copy is missing, misplaced or unsupported",
+    "mbar": "the mbarrier operand must be an 8-byte aligned address in shared memory",
     "scope": "TMA is issued by a single thread",
     "cache-hint": "an L2 cache hint is an eviction priority name or a 64-bit createpolicy value",
 }

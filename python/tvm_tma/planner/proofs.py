@@ -8,7 +8,8 @@ never a guess.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Union
 
 import tvm
@@ -28,14 +29,74 @@ def as_int(value: Expr) -> int | None:
     return None
 
 
-class Prover:
-    """An analyzer bound to the ranges of the kernel's variables (block ids, loop vars)."""
+def range_fact(var, low, high):
+    """The fact ``low <= var < high`` (how a variable's range travels as a boolean)."""
+    low = tvm.tirx.const(low, str(var.ty.dtype)) if isinstance(low, int) else low
+    return tvm.tirx.And(low <= var, var < high)
 
-    def __init__(self, var_ranges: Mapping | None = None) -> None:
+
+def as_range(fact) -> tuple | None:
+    """``(var, Range)`` when ``fact`` is ``lo <= var and var < hi``, else None."""
+    if not isinstance(fact, tvm.tirx.And):
+        return None
+    low, high = fact.a, fact.b
+    if not (isinstance(low, tvm.tirx.LE) and isinstance(high, tvm.tirx.LT)):
+        return None
+    var = low.b
+    if not isinstance(var, tvm.tirx.Var) or not high.a.same_as(var):
+        return None
+    return var, tvm.ir.Range.from_min_extent(low.a, high.b - low.a)
+
+
+@dataclass(frozen=True)
+class Established:
+    """A safety fact the planner proved, and the kernel facts the proof could lean on."""
+
+    what: str
+    condition: str
+    using: tuple[str, ...]
+
+
+class Prover:
+    """An analyzer bound to the kernel's facts: variable ranges (block ids, loop vars, scope
+    ids) and assumptions (boolean facts carried by the copy).
+
+    ``established`` collects the safety facts the rule checks proved, for ``explain``.
+    """
+
+    def __init__(self, var_ranges: Mapping | None = None, facts: Iterable = ()) -> None:
         self.analyzer = Analyzer()
+        self.assumptions: dict = {}  # Var or fact -> its text, in the order given
+        self.established: list[Established] = []
+        self._scopes = []
+        bound = set()
         for var, rng in (var_ranges or {}).items():
             if isinstance(rng, tvm.ir.Range):
                 self.analyzer.bind(var, rng)
+                bound.add(var)
+                self.assumptions[var] = _range_text(var, rng)
+        for fact in facts:
+            found = as_range(fact)
+            if found is not None and found[0] not in bound:
+                self.analyzer.bind(*found)
+                bound.add(found[0])
+                self.assumptions[found[0]] = _range_text(*found)
+                continue
+            scope = self.analyzer.constraint_scope(fact)
+            scope.__enter__()  # held for the prover's lifetime
+            self._scopes.append(scope)
+            self.assumptions[fact] = str(fact)
+
+    def establish(self, condition, what: str) -> bool:
+        """Prove a safety fact; when it holds, record it (with the facts it may rest on)."""
+        if not self.prove(condition):
+            return False
+        if not isinstance(condition, bool):
+            mentioned = set(tvm.tirx.analysis.undefined_vars(condition))
+            using = tuple(text for key, text in self.assumptions.items()
+                          if _mentions(key, mentioned))
+            self.established.append(Established(what, str(self.simplify(condition)), using))
+        return True
 
     def simplify(self, value: Expr) -> Expr:
         """Fold ``value``; constants come back as plain ints."""
@@ -63,8 +124,27 @@ class Prover:
             return constant % divisor == 0
         return self.prove(tvm.tirx.floormod(value, divisor) == 0)
 
+    def establish_divisible(self, value: Expr, divisor: int, what: str) -> bool:
+        """:meth:`divisible`, recorded like :meth:`establish` when ``value`` is symbolic."""
+        if not self.divisible(value, divisor):
+            return False
+        value = self.simplify(value)
+        if as_int(value) is None:
+            self.establish(tvm.tirx.floormod(value, divisor) == 0, what)
+        return True
+
     def refutable(self, condition) -> bool:
         """True when ``condition`` is provably false (used to split "unknown" from "wrong")."""
         return self.prove(tvm.tirx.Not(condition)) if not isinstance(condition, bool) else (
             not condition
         )
+
+
+def _range_text(var, rng) -> str:
+    return f"{var} in [{rng.min}, {rng.min + rng.extent})"
+
+
+def _mentions(key, variables: set) -> bool:
+    if isinstance(key, tvm.tirx.Var):
+        return key in variables
+    return any(var in variables for var in tvm.tirx.analysis.undefined_vars(key))

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import tvm
 
-from .descriptor import MAX_BOX, MAX_RANK, Context
+from .context import MAX_BOX, MAX_RANK, Context
 from .errors import refuse
 from .plan_types import SWIZZLE_GEOMETRY, TmaPlan
 from .proofs import Prover, as_int
@@ -78,7 +78,7 @@ def _check_inner_coordinate(plan: TmaPlan, ctx: Context) -> None:
     """
     width = plan.tensor_map.element_bytes
     start = ctx.prover.simplify(plan.coordinates[0] * width)
-    if not ctx.prover.divisible(start, 16):
+    if not ctx.prover.establish_divisible(start, 16, "inner-coordinate-16B"):
         raise refuse(
             "inner-coordinate-16B",
             f"the box starts {start} bytes into dimension 0, not provably a multiple of 16",
@@ -95,7 +95,7 @@ def _check_bounds(ctx: Context) -> None:
     prover = ctx.prover
     for index, dim in enumerate(ctx.global_view.dims):
         inside = tvm.tirx.all(dim.start >= 0, dim.start + dim.extent <= dim.size)
-        if not prover.prove(inside):
+        if not prover.establish(inside, f"region-bounds (global dimension {index})"):
             raise refuse(
                 "region-bounds",
                 f"global dimension {index}: region [{dim.start}, {dim.start} + {dim.extent}) is "
@@ -109,7 +109,8 @@ def _check_shared(plan: TmaPlan, ctx: Context) -> None:
     width = shared.element_bytes
     base_align = _allocation_alignment(ctx)
     first = prover.simplify(plan.smem_offset * width)
-    if base_align < SMEM_ALIGN or not prover.divisible(first, SMEM_ALIGN):
+    if base_align < SMEM_ALIGN or not prover.establish_divisible(first, SMEM_ALIGN,
+                                                                 "smem-align-128"):
         raise refuse(
             "smem-align-128",
             f"shared address offset {first} bytes (allocation aligned to {base_align}) is not "
@@ -125,7 +126,8 @@ def _check_shared(plan: TmaPlan, ctx: Context) -> None:
     if shared.swizzle:
         period = SWIZZLE_GEOMETRY[shared.swizzle][1]
         base = prover.simplify(shared.buffer_offset * width)
-        if base_align < period or not prover.divisible(base, period):
+        if base_align < period or not prover.establish_divisible(base, period,
+                                                                 "swizzle-base-period"):
             raise refuse(
                 "swizzle-base-period",
                 f"swizzled shared buffer starts {base} bytes into its allocation, not provably "
@@ -141,7 +143,7 @@ def _allocation_alignment(ctx: Context) -> int:
 
 def _prove_or_defer(prover: Prover, condition, rule: str, detail: str) -> None:
     """Refuse what is provably false; leave run-time-only facts to the C++ encoder."""
-    if prover.prove(condition):
+    if prover.establish(condition, rule):
         return
     folded = prover.simplify(condition)
     if as_int(folded) is not None or prover.refutable(condition):

@@ -166,6 +166,27 @@ def read_shared(region, prover: Prover) -> SharedView:
     )
 
 
+def element_offset(buffer, indices, prover: Prover) -> Expr:
+    """Elements from the buffer's data pointer to ``buffer[indices]``, through its layout.
+
+    TVM 0.27's own ``elem_offset_of`` leaves a symbolic ``buffer_offset`` call behind; the
+    planner needs a number (or a provable expression) to check alignments.
+    """
+    layout = buffer.layout
+    tile = _tile_of(layout, buffer.shape) if layout is not None else None
+    if tile is None:
+        tile = TileLayout(S[tuple(buffer.shape)])
+    try:
+        sliced = tile.slice(list(buffer.shape), [(i, i + 1) for i in indices])
+    except (tvm.error.InternalError, ValueError, TypeError) as error:
+        raise refuse("layout", f"layout {tile} of {buffer.name} cannot locate element "
+                     f"{[str(i) for i in indices]}: {str(error).splitlines()[-1]}") from None
+    if not isinstance(sliced, TileLayout):
+        raise refuse("layout", f"layout {tile} of {buffer.name} cannot locate element "
+                     f"{[str(i) for i in indices]}")
+    return prover.simplify(buffer.elem_offset + _memory_offset(sliced))
+
+
 def read_global(region, prover: Prover) -> GlobalView:
     buffer = region.source
     dtype = str(buffer.dtype)

@@ -15,7 +15,7 @@ import numpy as np
 import tvm
 from tvm.script import tirx as T
 
-from ..dispatch.descriptors import bind_encoded_map
+from ..intrin.host import bind_encoded_map
 from ..planner.plan_types import DESCRIPTOR_DTYPE_BYTES, SWIZZLE_GEOMETRY, TensorMapSpec
 from .tma_model import load_tile, shared_footprint, store_tile, traversal_shape
 
