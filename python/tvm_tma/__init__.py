@@ -45,5 +45,6 @@ import tvm  # noqa: E402,F401  (runs the entry point when tvm is imported here f
 _autoload()  # for source checkouts where the entry point is not installed
 
 from . import intrin, planner  # noqa: E402
+from .explainer import explain  # noqa: E402
 
-__all__ = ["intrin", "is_registered", "planner"]
+__all__ = ["explain", "intrin", "is_registered", "planner"]

@@ -1,7 +1,7 @@
-"""``python -m tvm_tma demo [--arch sm_90a]``."""
+"""``python -m tvm_tma demo [--arch sm_90a]`` / ``python -m tvm_tma explain FILE.py``."""
 
 import sys
 
-from .demo import main
+from .cli import main
 
 sys.exit(main())

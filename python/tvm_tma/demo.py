@@ -7,9 +7,7 @@ bit for bit; elsewhere the CUDA is still assembled for the requested arch.
 
 from __future__ import annotations
 
-import argparse
 import re
-import sys
 
 import numpy as np
 import tvm
@@ -112,16 +110,3 @@ def run(arch: str) -> int:
     same = np.array_equal(b.numpy().view(np.uint16), source.view(np.uint16))
     print(f"GPU run: {'bit-exact' if same else 'MISMATCH'} ({ROWS * COLS} elements)")
     return 0 if same else 1
-
-
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m tvm_tma")
-    commands = parser.add_subparsers(dest="command", required=True)
-    demo = commands.add_parser("demo", help="plan, build, assemble and run the seed demo")
-    demo.add_argument("--arch", default="sm_90a", help="CUDA arch to assemble for")
-    args = parser.parse_args(argv)
-    return run(args.arch)
-
-
-if __name__ == "__main__":
-    sys.exit(main())

@@ -89,13 +89,16 @@ class Prover:
 
     def establish(self, condition, what: str) -> bool:
         """Prove a safety fact; when it holds, record it (with the facts it may rest on)."""
+        if hasattr(condition, "asobject"):  # ``a == b`` on PrimExprs is a lazy EqualOp
+            condition = condition.asobject()
         if not self.prove(condition):
             return False
-        if not isinstance(condition, bool):
-            mentioned = set(tvm.tirx.analysis.undefined_vars(condition))
+        mentioned = set() if isinstance(condition, bool) else set(
+            tvm.tirx.analysis.undefined_vars(condition))
+        if mentioned:  # constant facts need no record: they hold for every launch
             using = tuple(text for key, text in self.assumptions.items()
                           if _mentions(key, mentioned))
-            self.established.append(Established(what, str(self.simplify(condition)), using))
+            self.established.append(Established(what, str(condition), using))
         return True
 
     def simplify(self, value: Expr) -> Expr:

@@ -1,0 +1,78 @@
+"""``explain(prim_func)``: what the "tma" dispatch will do with each copy, before compiling.
+
+Each copy goes through the same gates and the same planner as the lowering
+(:func:`tvm_tma.dispatch.variant.plan_copy`), with the variable ranges of its enclosing loops
+and the facts it carries from parse time, so a copy that explains as planned lowers to
+exactly that plan, and a refused one fails the build with the same rule.
+"""
+
+from __future__ import annotations
+
+import linecache
+
+from ..dispatch.predicates import check_copy, check_scope
+from ..dispatch.variant import plan_copy
+from ..intrin.target import writes_cta_group
+from ..intrin.tensor_copy import LOAD, STORE
+from ..planner.errors import PlanError
+from .collect import CopySite, tma_copies
+from .hints import RULE_HINTS
+from .model import CopyExplanation, KernelExplanation
+
+
+def _source_line(op) -> tuple[int | None, str]:
+    span = getattr(op, "span", None)
+    if span is None or getattr(span, "line", 0) <= 0:
+        return None, str(op.script()).strip() if hasattr(op, "script") else str(op)
+    name = str(getattr(span.source_name, "name", ""))
+    last = max(span.line, getattr(span, "end_line", span.line))
+    text = " ".join(linecache.getline(name, n).strip() for n in range(span.line, last + 1))
+    return span.line, text.strip()
+
+
+def instruction_for(direction: str, rank: int, arch: str, cache_hint: bool) -> str:
+    """The PTX mnemonic each issue of the copy becomes on ``arch``."""
+    if direction == "g2s":
+        spec = {"rank": rank, "mode": "tile", "dst": "shared::cluster", "multicast": False,
+                "cache_hint": cache_hint, "cta_group": 1 if writes_cta_group(arch) else 0}
+        template = LOAD.render(spec).instructions[0].template
+    else:
+        template = STORE.render({"rank": rank, "mode": "tile", "cache_hint": cache_hint}
+                                ).instructions[0].template
+    return template.split(" ")[0]
+
+
+def _direction_of(op) -> str | None:
+    dst, src = op.args[:2]
+    if src.source.scope() == "global":
+        return "g2s"
+    if dst.source.scope() == "global":
+        return "s2g"
+    return None
+
+
+def explain_copy(site: CopySite, arch: str = "sm_90a") -> CopyExplanation:
+    """Plan one copy as the dispatch would; a refusal becomes the rule, value and hint."""
+    op = site.op
+    line, source = _source_line(op)
+    try:
+        check_copy(op)
+        check_scope(str(getattr(op.scope, "name", "thread")))
+        planned = plan_copy(op, site.var_ranges)
+    except PlanError as error:
+        return CopyExplanation(line, source, _direction_of(op), rule=error.rule,
+                               detail=error.detail, hint=RULE_HINTS.get(error.rule))
+    plan = planned.plan
+    instruction = instruction_for(plan.direction, plan.rank, arch,
+                                  planned.options.cache_hint is not None)
+    return CopyExplanation(line, source, plan.direction, plan=plan,
+                           established=tuple(planned.prover.established),
+                           instruction=instruction)
+
+
+def explain(func, arch: str = "sm_90a") -> KernelExplanation:
+    """Every ``copy_async(..., dispatch="tma")`` of ``func`` (a PrimFunc), explained."""
+    name = str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs \
+        else "main"
+    copies = tuple(explain_copy(site, arch) for site in tma_copies(func))
+    return KernelExplanation(name, arch, copies)

@@ -1,0 +1,42 @@
+"""For each refusal rule: what a kernel author can change so that the copy plans."""
+
+from __future__ import annotations
+
+RULE_HINTS: dict[str, str] = {
+    "direction": "copy between a global buffer and a shared / shared.dyn buffer",
+    "dtype": "give both buffers the same element type",
+    "extent": "make both regions static and equal in size (unit dims may differ)",
+    "layout": "declare both buffers with a TileLayout (or a TMA swizzle over one) that "
+    "covers their shape",
+    "layout-mismatch": "make the region shapes factor into common axes: one side's extents "
+    "must divide the other's, innermost first",
+    "shared-chain": "give the shared tile a stride-1 (row-major) innermost axis",
+    "shared-injective": "use a shared layout that gives every element its own address",
+    "innermost-stride": "copy along the global tensor's contiguous (stride-1) dimension, or "
+    "transpose the shared tile so its innermost axis is that dimension",
+    "swizzle-layout": "use a TMA swizzle: mma_shared_layout(dtype, 1|2|3, shape) or a "
+    "ComposeLayout with 16-byte units, atom_len 3 and swizzle_inner",
+    "swizzle-span": "make the tile's inner extent a multiple of the swizzle span "
+    "(32/64/128 bytes) or pick the swizzle that matches the row width",
+    "inner-box-16B": "make the innermost extent a multiple of 16 bytes",
+    "box-dim": "make each copied extent split into boxes of at most 256 elements",
+    "rank": "merge dimensions (contiguous regions) or split the copy into several copies",
+    "global-stride": "pad the global rows so every stride is a multiple of 16 bytes",
+    "global-dim": "keep every global dimension between 1 and 2^32 elements",
+    "global-address-align": "allocate the global tensor 16-byte aligned",
+    "global-view-offset": "copy from the kernel argument itself with the offset in the "
+    "region's start (A[r0:r1, c0:c1]) instead of a view with an elem_offset",
+    "coordinate": "start the region on a multiple of the box along the split dimension",
+    "region-bounds": "keep the region inside the tensor: declare the index's range "
+    "(T.cta_id([n]) / loop extents) so that start + extent <= size is provable",
+    "inner-coordinate-16B": "start the region's innermost index on a multiple of 16 bytes",
+    "smem-align-128": "put the shared tile (and each region start) on a 128-byte boundary of "
+    "a shared.dyn allocation",
+    "swizzle-base-period": "start the swizzled tile on a multiple of the swizzle period "
+    "(256/512/1024 bytes) in its shared.dyn allocation",
+    "config": "pass mbar= for global->shared copies only, and only the supported options",
+    "mbar": "pass mbar=bars.ptr_to([i]) for an 8-byte aligned uint64 buffer in shared memory",
+    "scope": "issue the copy from one thread (inside `if tid == 0:`), not a warp or CTA scope",
+    "cache-hint": "pass cache_hint='evict_first' (or another L2 priority name) or a uint64 "
+    "policy from createpolicy",
+}

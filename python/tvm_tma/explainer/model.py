@@ -1,0 +1,64 @@
+"""What ``explain`` returns: one record per TMA copy, planned or refused, and why."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from ..planner.plan_types import TmaPlan
+from ..planner.proofs import Established
+
+#: swizzle enum -> its name in cuda.h
+SWIZZLE_NAMES = {0: "NONE", 1: "32B", 2: "64B", 3: "128B"}
+L2_PROMOTION_NAMES = {0: "NONE", 1: "64B", 2: "128B", 3: "256B"}
+OOB_FILL_NAMES = {0: "NONE", 1: "NAN_REQUEST_ZERO_FMA"}
+INTERLEAVE_NAMES = {0: "NONE", 1: "16B", 2: "32B"}
+
+
+def _listed(values) -> str:
+    return "[" + ", ".join(str(v) for v in values) + "]"
+
+
+@dataclass(frozen=True)
+class CopyExplanation:
+    """One ``copy_async(..., dispatch="tma")``: its plan, or the rule that refused it."""
+
+    line: int | None
+    source: str
+    direction: str | None
+    plan: TmaPlan | None = None
+    established: tuple[Established, ...] = ()
+    instruction: str | None = None
+    rule: str | None = None
+    detail: str | None = None
+    hint: str | None = None
+
+    @property
+    def planned(self) -> bool:
+        return self.plan is not None
+
+    def map_fields(self) -> tuple[tuple[str, str], ...]:
+        """The ``cuTensorMapEncodeTiled`` arguments in the driver's order (innermost first)."""
+        if self.plan is None:
+            return ()
+        spec = self.plan.tensor_map
+        return (
+            ("tensorDataType", spec.dtype),
+            ("tensorRank", str(spec.rank)),
+            ("globalDim", _listed(spec.global_dims)),
+            ("globalStrides", _listed(spec.global_strides)),
+            ("boxDim", _listed(spec.box_dims)),
+            ("elementStrides", _listed(spec.element_strides)),
+            ("interleave", INTERLEAVE_NAMES.get(spec.interleave, str(spec.interleave))),
+            ("swizzle", SWIZZLE_NAMES.get(spec.swizzle, str(spec.swizzle))),
+            ("l2Promotion", L2_PROMOTION_NAMES.get(spec.l2_promotion, str(spec.l2_promotion))),
+            ("oobFill", OOB_FILL_NAMES.get(spec.oob_fill, str(spec.oob_fill))),
+        )
+
+
+@dataclass(frozen=True)
+class KernelExplanation:
+    """Every TMA copy of one PrimFunc, in program order."""
+
+    name: str
+    arch: str
+    copies: tuple[CopyExplanation, ...]

@@ -1,0 +1,61 @@
+"""The text ``python -m tvm_tma explain`` prints for a :class:`KernelExplanation`."""
+
+from __future__ import annotations
+
+from ..planner.plan_types import TmaPlan
+from .model import CopyExplanation, KernelExplanation
+
+
+def _issue_loop(plan: TmaPlan) -> list[str]:
+    if not plan.issue_axes:
+        return ["    issue loop: none (one issue)"]
+    lines = [f"    issue loop: {plan.num_issues} issues, outermost axis first"]
+    for axis in plan.issue_axes:
+        lines.append(f"      {axis.extent} steps: shared +{axis.smem_stride} elements, "
+                     f"coordinate {axis.coord_dim} +{axis.coord_step}")
+    return lines
+
+
+def _planned(copy: CopyExplanation) -> list[str]:
+    plan = copy.plan
+    assert plan is not None
+    lines = [f"    {plan.direction}: planned, {plan.num_issues} issue(s) of "
+             f"{plan.bytes_per_issue} bytes, rank {plan.rank}"]
+    lines.append("    tensor map (cuTensorMapEncodeTiled, innermost first):")
+    lines += [f"      {name} = {value}" for name, value in copy.map_fields()]
+    lines.append(f"    instruction: {copy.instruction}")
+    lines.append("    first issue: coordinates "
+                 f"({', '.join(str(c) for c in plan.coordinates)}), shared offset "
+                 f"{plan.smem_offset} elements")
+    lines += _issue_loop(plan)
+    lines += [f"    note: {note}" for note in plan.notes]
+    if copy.established:
+        lines.append("    proved:")
+        for fact in copy.established:
+            using = f"   [from {'; '.join(fact.using)}]" if fact.using else ""
+            lines.append(f"      {fact.what}: {fact.condition}{using}")
+    else:
+        lines.append("    proved: every fact is a constant")
+    return lines
+
+
+def _refused(copy: CopyExplanation) -> list[str]:
+    lines = [f"    refused [{copy.rule}]: {copy.detail}"]
+    if copy.hint:
+        lines.append(f"    to plan: {copy.hint}")
+    return lines
+
+
+def format_kernel(kernel: KernelExplanation) -> str:
+    planned = sum(copy.planned for copy in kernel.copies)
+    count = len(kernel.copies)
+    copies = "1 TMA copy" if count == 1 else f"{count} TMA copies"
+    lines = [f"kernel {kernel.name} ({kernel.arch}): {copies}, {planned} planned, "
+             f"{count - planned} refused"]
+    if not kernel.copies:
+        lines[0] = f"kernel {kernel.name} ({kernel.arch}): no copy_async(..., dispatch=\"tma\")"
+    for copy in kernel.copies:
+        where = f"line {copy.line}" if copy.line is not None else "(no source line)"
+        lines.append(f"  {where}: {copy.source}")
+        lines += _planned(copy) if copy.planned else _refused(copy)
+    return "\n".join(lines)
