@@ -279,3 +279,37 @@ def test_shared_layout_smaller_than_its_buffer_is_a_layout_refusal():
                      _whole(_global((8, 64))))
     assert error.rule == "layout"
     assert "does not fit buffer smem of shape [4, 8, 64]" in str(error)
+
+
+# ---- mbar=: an 8-byte aligned address in shared memory (issue 10) -------------------
+
+@pytest.mark.parametrize("operand, expected", [
+    ("5", "[mbar] mbar=5 is a constant; it must be the shared-memory address of an mbarrier"),
+    ("T.uint64(4096)", "[mbar] mbar=T.uint64(4096) is a constant"),
+    ("A.ptr_to([0, 0])", "[mbar] mbar=T.address_of(A[0, 0]) points into 'global' memory"),
+    ("dyn.ptr_to([NB + 4])", "[mbar] mbar=T.address_of(dyn[1028]) is 1028 bytes into its "
+     "shared allocation, not a multiple of 8"),
+    ("S_.ptr_to([0, 3])", "[mbar] mbar=T.address_of(S_[0, 3]) is 6 bytes into its shared "
+     "allocation, not a multiple of 8"),
+    ("dyn.ptr_to([NB + 8 * tid + 2])", "[mbar] mbar=T.address_of(dyn[1024 + 8 * tid + 2]) "
+     "is tid * 8 + 1026 bytes into its shared allocation, not a multiple of 8"),
+    ("tid", "[mbar] mbar=tid has type int32; it must be a pointer to an mbarrier"),
+    ("T.float32(1.5)", "[mbar] mbar=T.float32(1.5) has type float32"),
+])
+def test_mbar_that_is_not_a_shared_barrier_address(operand, expected):
+    message = _compile_error(_kernel(f", mbar={operand}"))
+    assert expected in message
+
+
+@pytest.mark.parametrize("operand", [
+    "mbar.ptr_to([0])",          # a uint64 buffer in shared.dyn
+    "dyn.ptr_to([NB + 8])",      # a byte offset that is a multiple of 8
+    "dyn.ptr_to([NB + 8 * tid])",  # provably aligned for every thread
+    "dyn.ptr_to([NB + tid])",    # alignment unknown: not provably wrong, so it plans
+])
+def test_mbar_in_shared_memory_plans(operand):
+    from tvm_tma.testing.runner import assemble, compile_kernel
+
+    built = compile_kernel(_kernel(f", mbar={operand}"))
+    assert built.tma_call_sites == 1
+    assemble(built.cuda_source)
