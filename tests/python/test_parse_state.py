@@ -52,8 +52,7 @@ def test_scope_id_ranges_travel_in_the_copy():
     func = _parse_one(7)
     (site,) = tma_copies(func)
     facts = [str(f) for f in site.op.config[FACTS_KEY]]
-    # T.device_entry() defines the kernel's own scope id (printed v) of extent 1
-    assert facts == ["0 <= v and v < 1", "0 <= cta and cta < 7", "0 <= tid and tid < 128"]
+    assert facts == ["0 <= cta and cta < 7", "0 <= tid and tid < 128"]
 
 
 def test_parsing_a_thousand_kernels_leaves_no_entries_behind():
