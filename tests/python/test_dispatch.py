@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 import subprocess
 import sys
 
@@ -304,3 +305,43 @@ def test_cta_range_that_overruns_the_tensor_is_refused():
         _compile(_per_cta_kernel(rows=24, ctas=4))
     message = str(info.value)
     assert "[region-bounds]" in message and "[0, 24)" in message
+
+
+def _built_cuda(entry: str, func, arch: str = "sm_90a") -> str:
+    """CUDA source of ``func`` built through ``tvm.compile``, ``tvm.tirx.build`` or
+    ``tvm.build`` (deprecated in 0.27, still what many scripts call)."""
+    target = tvm.target.Target({"kind": "cuda", "arch": arch})
+    mod = tvm.IRModule({"main": func})
+    if entry == "compile":
+        return tvm.compile(mod, target=target, tir_pipeline="tirx").mod.imports[0] \
+            .inspect_source()
+    build = tvm.tirx.build if entry == "tirx.build" else tvm.build
+    return build(mod, target=target, pipeline="tirx").imports[0].inspect_source()
+
+
+@pytest.mark.filterwarnings("ignore:build is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("entry", ["compile", "tirx.build", "build"])
+def test_both_entry_points_plan_and_emit_the_demo(entry):
+    """Kernel authors reach TVM through tvm.compile(tir_pipeline=) or tvm.build(pipeline=)."""
+    from tvm_tma.demo import demo_kernel
+
+    cuda = _built_cuda(entry, demo_kernel())
+    asm = re.findall(r'asm volatile\("(cp\.async\.bulk\.tensor[^"]*)"', cuda)
+    assert sorted(asm) == [
+        "cp.async.bulk.tensor.3d.global.shared::cta.bulk_group [%0, {%1, %2, %3}], [%4];",
+        "cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::complete_tx::bytes "
+        "[%0], [%1, {%2, %3, %4}], [%5];",
+    ]
+    assert _kernel_signature(cuda).count("const __grid_constant__ CUtensorMap") == 2
+    assemble(cuda)
+
+
+@pytest.mark.filterwarnings("ignore:build is deprecated:DeprecationWarning")
+def test_default_pipeline_is_not_a_tirx_pipeline():
+    """TVM's default pipeline fails inside TVM for any TIRx kernel: the README says to pass
+    pipeline="tirx" (tvm.build) or tir_pipeline="tirx" (tvm.compile)."""
+    from tvm_tma.demo import demo_kernel
+
+    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    with pytest.raises(Exception, match="are not passed in as API arguments"):
+        tvm.build(tvm.IRModule({"main": demo_kernel()}), target=target)

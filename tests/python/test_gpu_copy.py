@@ -56,3 +56,25 @@ def test_one_encode_per_distinct_map_per_launch():
     executable["main"](data)
     torch.cuda.synchronize()
     assert encode_count() - before == 1
+
+
+@pytest.mark.gpu
+@pytest.mark.filterwarnings("ignore:build is deprecated:DeprecationWarning")
+@pytest.mark.parametrize("entry", ["tirx.build", "build"])
+def test_demo_through_the_build_entry_points(entry):
+    """tvm.build / tvm.tirx.build(pipeline="tirx") plan, encode and copy like tvm.compile."""
+    import numpy as np
+    import torch
+    import tvm
+
+    from tvm_tma.demo import COLS, ROWS, demo_kernel
+
+    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
+    build = tvm.tirx.build if entry == "tirx.build" else tvm.build
+    module = build(tvm.IRModule({"main": demo_kernel()}), target=target, pipeline="tirx")
+    bits = np.random.default_rng(7).integers(0, 1 << 15, size=(ROWS, COLS), dtype=np.int16)
+    source = torch.from_numpy(bits).cuda().view(torch.float16)
+    out = torch.full((ROWS, COLS), -1, dtype=torch.int16, device="cuda").view(torch.float16)
+    module["tma_roundtrip"](source, out)
+    torch.cuda.synchronize()
+    assert torch.equal(out.view(torch.int16), source.view(torch.int16))
