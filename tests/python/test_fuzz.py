@@ -13,12 +13,13 @@ import os
 import re
 import time
 from collections import Counter
+from pathlib import Path
 
 import pytest
 
 from tvm_tma.planner import RULES
 from tvm_tma.planner.plan_types import IssueAxis
-from tvm_tma.testing import fuzz
+from tvm_tma.testing import fuzz, fuzz_oracle, fuzz_run, fuzz_shrink
 from tvm_tma.testing.copy_cases import CopyCase
 
 CI_CASES = 10_000
@@ -102,12 +103,13 @@ GOOD = CopyCase("good", "float16", "g2s", (32, 256), (8, 64), (16, 128), (16, 12
 
 
 def _patch_plans(monkeypatch, edit):
-    real = fuzz.plans_of
+    """Edit every plan the oracle sees (``check_case`` looks ``plans_of`` up in fuzz_oracle)."""
+    real = fuzz_oracle.plans_of
 
     def edited(case):
         return [(edit(p), env) for p, env in real(case)]
 
-    monkeypatch.setattr(fuzz, "plans_of", edited)
+    monkeypatch.setattr(fuzz_oracle, "plans_of", edited)
 
 
 def test_a_good_case_is_accepted():
@@ -140,14 +142,14 @@ def test_crashes_and_hangs_are_mismatches(monkeypatch):
     def crash(case):
         raise RuntimeError("boom")
 
-    monkeypatch.setattr(fuzz, "plans_of", crash)
+    monkeypatch.setattr(fuzz_oracle, "plans_of", crash)
     outcome = fuzz.check_case(GOOD)
     assert outcome.status == "mismatch" and outcome.kind == "crash:plan:RuntimeError"
 
     def hang(case):
         time.sleep(5)
 
-    monkeypatch.setattr(fuzz, "plans_of", hang)
+    monkeypatch.setattr(fuzz_oracle, "plans_of", hang)
     start = time.perf_counter()
     outcome = fuzz.check_case(GOOD, timeout=0.2)
     assert (outcome.status, outcome.kind) == ("mismatch", "timeout")
@@ -249,7 +251,8 @@ def test_command_line_fails_on_a_mismatch(capsys, monkeypatch, tmp_path):
             return fuzz.Outcome("mismatch", kind="synthetic", problem="planted")
         return outcome
 
-    monkeypatch.setattr(fuzz, "check_case", broken)
+    for module in (fuzz_run, fuzz_shrink):  # the batch driver and the shrinker call it
+        monkeypatch.setattr(module, "check_case", broken)
     code = fuzz.main(["--cases", "30", "--seed", "3", "--jobs", "1", "--shrink-budget", "20",
                       "--save-failures", str(tmp_path)])
     last = capsys.readouterr().out.strip().splitlines()[-1]
@@ -276,3 +279,19 @@ def test_fuzzed_kernels_are_bit_exact_on_gpu():
     chosen = [(i, case) for i, case in chosen if fuzz.kernel_compatible(case)][:40]
     gpu = fuzz.run_gpu(chosen, jobs=max(1, min(os.cpu_count() or 1, 8)))
     assert gpu.kernels == len(chosen) and gpu.mismatches == 0, gpu.failures[:5]
+
+
+# --------------------------------------------------------------------------------------------
+# The fuzzer's own layout
+# --------------------------------------------------------------------------------------------
+
+MAX_MODULE_LINES = 400
+
+
+def test_fuzz_modules_stay_small():
+    """Each fuzzer module keeps one job: none grows past MAX_MODULE_LINES lines."""
+    testing = Path(fuzz.__file__).parent
+    modules = sorted(testing.glob("fuzz*.py"))
+    assert testing / "fuzz.py" in modules and len(modules) > 1
+    sizes = {path.name: len(path.read_text().splitlines()) for path in modules}
+    assert all(lines <= MAX_MODULE_LINES for lines in sizes.values()), sizes

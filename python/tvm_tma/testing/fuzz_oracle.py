@@ -1,0 +1,254 @@
+"""The fuzzer's oracle: one case -> the planner -> hardware invariants and the TMA model.
+
+It exists apart from the generator and the drivers because it is the part every consumer
+shares: the batch runner, the shrinker (its failure predicate), the CLI and the generated
+regression tests (``from tvm_tma.testing.fuzz import check_case``) all judge a case here.
+
+The planner must either refuse with a rule of :data:`~tvm_tma.planner.RULES`, or return plans
+that satisfy the hardware invariants (checked here independently of the planner's own rules)
+and that, run on the TMA model over the whole global allocation and the whole shared arena,
+give exactly the bytes numpy's copy gives. A crash, a refusal without a known rule or a case
+that runs past its time limit is a mismatch too.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import signal
+import threading
+import traceback
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from ..planner import RULES, PlanError
+from ..planner.plan_types import DESCRIPTOR_DTYPE_BYTES, SWIZZLE_GEOMETRY
+from .copy_cases import CopyCase, expected_after, shared_layout_of
+from .fuzz_cases import MAX_RANK
+from .layout_eval import evaluate, layout_offsets
+from .runner import inputs, model_buffers, plans_of, run_model_buffers
+from .tma_model import box_addresses
+
+if TYPE_CHECKING:
+    from ..planner import TmaPlan
+
+MAX_BOX = 256
+SMEM_ALIGN = 128
+#: Seconds one case may take before it counts as a mismatch (typical: a few milliseconds).
+CASE_TIMEOUT = 10.0
+
+
+@dataclass
+class Outcome:
+    """What one case did. ``kind`` names the failure class (the shrinker keeps it fixed)."""
+
+    status: str  # "accepted", "refused" or "mismatch"
+    rule: str | None = None
+    kind: str = ""
+    problem: str = ""
+    issues: int = 0
+
+
+class CaseTimeout(Exception):
+    """A case ran past its time limit (a planner that does not terminate, say)."""
+
+
+@contextlib.contextmanager
+def _time_limit(seconds: float | None) -> Iterator[None]:
+    """Raise :class:`CaseTimeout` in this (main) thread after ``seconds`` of wall time."""
+    usable = (seconds and hasattr(signal, "setitimer")
+              and threading.current_thread() is threading.main_thread())
+    if not usable:
+        yield
+        return
+
+    def expire(signum: int, frame: object) -> None:
+        raise CaseTimeout(f"no answer within {seconds} s")
+
+    previous = signal.signal(signal.SIGALRM, expire)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def check_case(case: CopyCase, data_seed: int = 0, timeout: float | None = CASE_TIMEOUT
+               ) -> Outcome:
+    """Plan ``case``; check a refusal's rule, or the plans' invariants and bytes on the model.
+
+    A case that takes over ``timeout`` seconds (planning included) is a mismatch of kind
+    ``timeout``: a planner that loops must fail the run, not stall it.
+    """
+    try:
+        with _time_limit(timeout):
+            return _check_case(case, data_seed)
+    except CaseTimeout as error:
+        return Outcome("mismatch", kind="timeout", problem=str(error))
+
+
+def _check_case(case: CopyCase, data_seed: int) -> Outcome:
+    try:
+        plans = plans_of(case)
+    except PlanError as error:
+        if error.rule in RULES:
+            return Outcome("refused", rule=error.rule)
+        return Outcome("mismatch", kind="unknown-rule", problem=str(error))
+    except CaseTimeout:
+        raise
+    except Exception as error:  # noqa: BLE001 -- any other exception is a planner failure
+        return _crash("plan", error)
+    try:
+        problems = plan_invariants(case, plans)
+    except CaseTimeout:
+        raise
+    except Exception as error:  # noqa: BLE001
+        return _crash("invariants", error)
+    if problems:
+        name, detail = problems[0]
+        return Outcome("mismatch", kind=f"invariant:{name}", problem=detail)
+    try:
+        problem = model_mismatch(case, plans, data_seed)
+    except CaseTimeout:
+        raise
+    except Exception as error:  # noqa: BLE001
+        return _crash("model", error)
+    issues = sum(p.num_issues for p, _ in plans)
+    if problem:
+        return Outcome("mismatch", kind="bytes", problem=problem, issues=issues)
+    return Outcome("accepted", issues=issues)
+
+
+def _crash(stage: str, error: Exception) -> Outcome:
+    where = traceback.extract_tb(error.__traceback__)[-1]
+    return Outcome("mismatch", kind=f"crash:{stage}:{type(error).__name__}",
+                   problem=f"{type(error).__name__}: {error} (at {where.filename}:{where.lineno})")
+
+
+def _int(value: object, env: Mapping) -> int:
+    return int(evaluate(value, env))
+
+
+def plan_invariants(case: CopyCase, plans: list[tuple[TmaPlan, dict]]
+                    ) -> list[tuple[str, str]]:
+    """Every hardware invariant an accepted plan must satisfy, checked on concrete values.
+
+    Returns (name, detail) for each violation; empty when the plans are legal.
+    """
+    problems: list[tuple[str, str]] = []
+
+    def fail(name: str, detail: str) -> None:
+        problems.append((name, detail))
+
+    width = case.element_bytes
+    kind, _, argument = case.shared_layout.partition(":")
+    want_swizzle = int(argument) if kind == "swizzle" else 0
+    arena_bytes = (int(arena_offsets(case).max()) + 1) * width
+    storage_bytes = case.global_storage_elems * width
+    shared_seen: list[np.ndarray] = []
+    for copy_plan, env in plans:
+        spec = copy_plan.tensor_map
+        rank = spec.rank
+        if copy_plan.direction != case.direction:
+            fail("direction", f"plan direction {copy_plan.direction} for a {case.direction} copy")
+        if not 1 <= rank <= MAX_RANK:
+            fail("rank", f"rank {rank}")
+            continue
+        lengths = (len(spec.global_dims), len(spec.global_strides) + 1, len(spec.box_dims),
+                   len(spec.element_strides), len(copy_plan.coordinates))
+        if set(lengths) != {rank}:
+            fail("rank", f"field lengths {lengths} for rank {rank}")
+            continue
+        if any(not 1 <= b <= MAX_BOX for b in spec.box_dims):
+            fail("box-dim", f"box {spec.box_dims}")
+        if any(e != 1 for e in spec.element_strides):
+            fail("element-strides", f"element strides {spec.element_strides}")
+        if spec.dtype not in DESCRIPTOR_DTYPE_BYTES or spec.element_bytes % width:
+            fail("descriptor-dtype", f"{spec.dtype} for {case.dtype}")
+        if spec.swizzle != (want_swizzle if want_swizzle else 0):
+            fail("swizzle", f"swizzle {spec.swizzle} for layout {case.shared_layout}")
+        if (spec.interleave, spec.l2_promotion, spec.oob_fill) != (0, 2, 0):
+            fail("options", f"interleave/l2/oob {spec.interleave}/{spec.l2_promotion}/"
+                            f"{spec.oob_fill}")
+        inner = spec.box_dims[0] * spec.element_bytes
+        if spec.swizzle:
+            span, period = SWIZZLE_GEOMETRY.get(spec.swizzle, (None, None))
+            if inner != span:
+                fail("swizzle-span", f"inner box {inner} bytes, span {span}")
+            if period is None or (case.smem_elem_offset * width) % period:
+                fail("swizzle-base-period", f"buffer at byte {case.smem_elem_offset * width}")
+        elif inner % 16:
+            fail("inner-box-16B", f"inner box {inner} bytes")
+        strides = [_int(s, env) for s in spec.global_strides]
+        if any(s % 16 or not 0 <= s < (1 << 40) for s in strides):
+            fail("global-stride", f"strides {strides}")
+        dims = [_int(d, env) for d in spec.global_dims]
+        if any(not 0 < d <= (1 << 32) for d in dims):
+            fail("global-dim", f"dims {dims}")
+        if copy_plan.bytes_per_issue * copy_plan.num_issues != case.copy_bytes:
+            fail("bytes", f"{copy_plan.bytes_per_issue} B x {copy_plan.num_issues} issues != "
+                          f"{case.copy_bytes} B")
+        for axis in copy_plan.issue_axes:
+            if axis.extent < 1 or not 0 <= axis.coord_dim < rank:
+                fail("issue-axis", f"{axis}")
+        if problems:
+            continue
+        for issue in copy_plan.issues():
+            smem = _int(issue.smem_offset, env) * width
+            coords = [_int(c, env) for c in issue.coordinates]
+            if smem % SMEM_ALIGN:
+                fail("smem-align-128", f"issue at shared byte {smem}")
+                break
+            if (coords[0] * spec.element_bytes) % 16:
+                fail("inner-coordinate-16B", f"issue at {coords}: dimension 0 starts "
+                                             f"{coords[0] * spec.element_bytes} bytes in")
+                break
+            g_off, s_addr, inside = box_addresses(spec, coords, smem, dims)
+            if not inside.all():
+                fail("out-of-bounds", f"issue at {coords} leaves the tensor {dims}")
+                break
+            if g_off.min() < 0 or g_off.max() + spec.element_bytes > storage_bytes:
+                fail("global-range", f"issue at {coords} reaches bytes [{g_off.min()}, "
+                                     f"{g_off.max()}] of a {storage_bytes}-byte allocation")
+                break
+            if s_addr.min() < 0 or s_addr.max() + spec.element_bytes > arena_bytes:
+                fail("shared-range", f"issue at shared byte {smem} reaches "
+                                     f"[{s_addr.min()}, {s_addr.max()}] of {arena_bytes}")
+                break
+            shared_seen.append(s_addr)
+    if not problems and shared_seen:
+        every = np.concatenate(shared_seen)
+        if np.unique(every).size != every.size:
+            fail("overlap", "two issues write the same shared address")
+    return problems
+
+
+_OFFSETS_CACHE: dict[int, tuple[CopyCase, np.ndarray]] = {}
+
+
+def arena_offsets(case: CopyCase) -> np.ndarray:
+    """Arena element offsets of the shared buffer (one entry: a case is checked at a time)."""
+    hit = _OFFSETS_CACHE.get(0)
+    if hit is not None and hit[0] is case:
+        return hit[1]
+    offsets = case.smem_elem_offset + layout_offsets(shared_layout_of(case), case.shared_shape)
+    _OFFSETS_CACHE[0] = (case, offsets)
+    return offsets
+
+
+def model_mismatch(case: CopyCase, plans: list[tuple[TmaPlan, dict]], data_seed: int = 0
+                   ) -> str:
+    """'' when the plans, run on the TMA model, move exactly the bytes numpy's copy moves."""
+    offsets = arena_offsets(case)
+    global_in, shared_in = inputs(case, data_seed)
+    want = model_buffers(case, *expected_after(case, global_in, shared_in), offsets)
+    got = run_model_buffers(case, global_in, shared_in, plans=plans, arena_offsets=offsets)
+    problems = []
+    for label, have, expect in zip(("global", "shared"), got, want):
+        wrong = np.flatnonzero(have != expect)
+        if wrong.size:
+            problems.append(f"{label}: {wrong.size} bytes differ, first at byte {wrong[0]}")
+    return "; ".join(problems)

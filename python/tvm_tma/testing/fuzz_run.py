@@ -1,0 +1,125 @@
+"""The fuzzer's batch driver: check a stream of cases, in worker processes, and tally them.
+
+It exists apart from the oracle so that one case's verdict (:func:`check_case`) stays free of
+process pools, timings and counters; this module only walks ``random_case(seed, 0..N-1)``,
+splits the indices over spawned workers and merges their :class:`Summary` (counts, refusal
+rules, failures, coverage) in index order, so a run's counts and failures do not depend on
+``jobs``. The GPU mode reuses its :func:`spawn_pool`.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
+from dataclasses import dataclass, field
+
+from .copy_cases import CopyCase
+from .fuzz_cases import random_case
+from .fuzz_oracle import Outcome, check_case
+
+
+@dataclass
+class Summary:
+    """What a run of many cases did: counts, refusal rules, failures and coverage."""
+
+    cases: int = 0
+    accepted: int = 0
+    refused: int = 0
+    mismatches: int = 0
+    rules: Counter[str] = field(default_factory=Counter)
+    failures: list[tuple[int, Outcome]] = field(default_factory=list)
+    issues: int = 0
+    seconds: float = 0.0  # wall time of the whole run
+    coverage: Counter[tuple[str, str]] = field(default_factory=Counter)
+    accepted_indices: list[int] = field(default_factory=list)
+    slowest: tuple[float, int] = (0.0, -1)  # (seconds, index) of the slowest case
+
+    def add(self, index: int, case: CopyCase, outcome: Outcome, seconds: float = 0.0) -> None:
+        self.cases += 1
+        self.issues += outcome.issues
+        self.slowest = max(self.slowest, (seconds, index))
+        if outcome.status == "accepted":
+            self.accepted += 1
+            self.accepted_indices.append(index)
+        elif outcome.status == "refused":
+            self.refused += 1
+            self.rules[outcome.rule] += 1
+        else:
+            self.mismatches += 1
+            self.failures.append((index, outcome))
+        for key in coverage_keys(case):
+            self.coverage[(key, outcome.status)] += 1
+
+    def merge(self, other: Summary) -> None:
+        self.cases += other.cases
+        self.accepted += other.accepted
+        self.refused += other.refused
+        self.mismatches += other.mismatches
+        self.rules.update(other.rules)
+        self.failures.extend(other.failures)
+        self.issues += other.issues
+        self.coverage.update(other.coverage)
+        self.accepted_indices.extend(other.accepted_indices)
+        self.slowest = max(self.slowest, other.slowest)
+
+    @property
+    def line(self) -> str:
+        return (f"{self.cases} cases, {self.accepted} accepted, {self.refused} refused, "
+                f"{self.mismatches} mismatches")
+
+
+def coverage_keys(case: CopyCase) -> list[str]:
+    """Features of a case, for the coverage table (and the generator's tests)."""
+    kind = case.shared_layout.split(":")[0]
+    layout = case.shared_layout if kind == "swizzle" else kind
+    keys = [f"dtype={case.dtype}", f"rank={len(case.global_shape)}", f"layout={layout}",
+            f"direction={case.direction}"]
+    if case.stages:
+        keys.append("stages")
+    if case.global_strides is not None and not case.global_is_dense:
+        keys.append("strided-global")
+    if case.global_offset:
+        keys.append("global-offset")
+    if case.smem_elem_offset:
+        keys.append("smem-offset")
+    if case.shared_extent is not None:
+        keys.append("shared-subregion")
+    return keys
+
+
+def _check_range(seed: int, indices: Iterable[int], data_seed: int) -> Summary:
+    summary = Summary()
+    for index in indices:
+        start = time.perf_counter()
+        case = random_case(seed, index)
+        outcome = check_case(case, data_seed)
+        summary.add(index, case, outcome, time.perf_counter() - start)
+    return summary
+
+
+def run_fuzz(cases: int, seed: int, jobs: int = 1, data_seed: int = 0) -> Summary:
+    """Check ``cases`` cases of stream ``seed`` in ``jobs`` processes (1: in this one)."""
+    start = time.perf_counter()
+    if jobs <= 1:
+        summary = _check_range(seed, range(cases), data_seed)
+    else:
+        summary = Summary()
+        with spawn_pool(jobs) as pool:
+            futures = [pool.submit(_check_range, seed, range(k, cases, jobs), data_seed)
+                       for k in range(jobs)]
+            for future in futures:
+                summary.merge(future.result())
+    summary.failures.sort(key=lambda item: item[0])
+    summary.accepted_indices.sort()
+    summary.seconds = time.perf_counter() - start
+    return summary
+
+
+def spawn_pool(jobs: int) -> ProcessPoolExecutor:
+    """A pool of ``jobs`` worker processes started with ``spawn``."""
+    import multiprocessing
+
+    # TVM starts threads on import; fork after that is unsafe, so workers start fresh.
+    return ProcessPoolExecutor(max_workers=jobs, mp_context=multiprocessing.get_context("spawn"))

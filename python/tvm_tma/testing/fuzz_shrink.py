@@ -1,0 +1,292 @@
+"""The fuzzer's shrinker and regression-file writer: a failing case -> a small pytest module.
+
+It exists apart from the oracle and the drivers because minimizing is a search over case
+*edits* (drop a stage, a stride, a dimension, halve an extent, simplify the layout or dtype),
+driven only by a failure predicate; it knows nothing about plans. :func:`minimize_failure`
+keeps the failure's ``kind`` fixed while it shrinks, and :func:`save_regression` writes the
+result as ``test_case_<hash>.py``, which imports ``check_case`` from the ``fuzz`` facade.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import textwrap
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+from .copy_cases import CopyCase, shared_layout_of
+from .fuzz_cases import MAX_RANK
+from .fuzz_oracle import CASE_TIMEOUT, Outcome, check_case
+from .layout_eval import layout_offsets
+
+#: Where the suite collects the saved regression tests (the CLI's ``--save-failures`` hint).
+REGRESSION_DIR = Path("tests/python/fuzz_regressions")
+
+
+def valid_case(case: CopyCase) -> bool:
+    """The case describes a real copy: its shared layout exists and its region fits."""
+    try:
+        if not case.global_shape or len(case.global_shape) > MAX_RANK:
+            return False
+        if any(n < 1 for n in case.global_shape) or any(e < 1 for e in case.global_extent):
+            return False
+        if len({len(case.global_shape), len(case.global_start), len(case.global_extent)}) != 1:
+            return False
+        if case.global_strides is not None and len(case.global_strides) != len(
+                case.global_shape):
+            return False
+        if case.stages and (case.stages < 1 or len(case.shared_shape) < 2):
+            return False
+        for s, e, n in zip(case.s_start, case.s_extent, case.shared_shape):
+            if s < 0 or e < 1 or s + e > n:
+                return False
+        if len(case.s_start) != len(case.shared_shape) or len(case.s_extent) != len(
+                case.shared_shape):
+            return False
+        offsets = layout_offsets(shared_layout_of(case), case.shared_shape)
+        return int(offsets.min()) >= 0
+    except Exception:  # noqa: BLE001 -- a layout TVM cannot build is not a case
+        return False
+
+
+def shrink(case: CopyCase, fails: Callable[[CopyCase], bool], budget: int = 400) -> CopyCase:
+    """Greedily simplify ``case`` while ``fails`` holds (at most ``budget`` predicate calls)."""
+    current = case
+    calls = 0
+    progress = True
+    while progress and calls < budget:
+        progress = False
+        for candidate in _simpler(current):
+            if candidate == current or not valid_case(candidate):
+                continue
+            calls += 1
+            if fails(candidate):
+                current = candidate
+                progress = True
+                break
+            if calls >= budget:
+                break
+    return current
+
+
+def _replace(case: CopyCase, **changes: object) -> CopyCase:
+    return dataclasses.replace(case, **changes)
+
+
+def _simpler(case: CopyCase) -> Iterator[CopyCase]:
+    """Candidate simplifications of ``case``, boldest first."""
+    yield from _unstaged(case)
+    if case.global_offset:
+        yield _replace(case, global_offset=0)
+    if case.global_strides is not None:
+        yield _replace(case, global_strides=None)
+        yield from _denser_strides(case)
+    if case.smem_elem_offset:
+        yield _replace(case, smem_elem_offset=0)
+        yield _replace(case, smem_elem_offset=case.smem_elem_offset // 2)
+    yield from _simpler_layouts(case)
+    yield from _dropped_global_dims(case)
+    yield from _dropped_shared_dims(case)
+    yield from _smaller_extents(case)
+    yield from _tighter_global(case)
+    yield from _tighter_shared(case)
+    yield from _simpler_dtypes(case)
+    if case.direction == "s2g":
+        yield _replace(case, direction="g2s")
+
+
+def _unstaged(case: CopyCase) -> Iterator[CopyCase]:
+    if not case.stages:
+        return
+    yield _replace(case, stages=0, shared_shape=case.shared_shape[1:],
+                   shared_start=None if case.shared_start is None else case.shared_start[1:],
+                   shared_extent=None if case.shared_extent is None else case.shared_extent[1:])
+    if case.stages > 1:
+        yield _replace(case, stages=case.stages - 1,
+                       shared_shape=(case.stages - 1, *case.shared_shape[1:]))
+
+
+def _denser_strides(case: CopyCase) -> Iterator[CopyCase]:
+    strides = list(case.global_strides)
+    for d in range(len(strides)):
+        dense = 1 if d == len(strides) - 1 else strides[d + 1] * case.global_shape[d + 1]
+        if strides[d] > dense and (d == len(strides) - 1 or strides[d + 1] <= strides[d]):
+            yield _replace(case, global_strides=(*strides[:d], dense, *strides[d + 1:]))
+
+
+def _simpler_layouts(case: CopyCase) -> Iterator[CopyCase]:
+    kind, _, argument = case.shared_layout.partition(":")
+    if kind != "row":
+        yield _replace(case, shared_layout="row")
+    if kind == "padded" and int(argument) > 1:
+        yield _replace(case, shared_layout=f"padded:{int(argument) // 2}")
+    if kind == "blocked":
+        rows, gap = (int(v) for v in argument.split(":"))
+        if gap:
+            yield _replace(case, shared_layout=f"blocked:{rows}:0")
+            yield _replace(case, shared_layout=f"blocked:{rows}:{gap // 2}")
+    if kind == "swizzle" and int(argument) > 0:
+        yield _replace(case, shared_layout=f"swizzle:{int(argument) - 1}")
+
+
+def _drop(values: tuple[int, ...] | None, d: int) -> tuple[int, ...] | None:
+    return None if values is None else (*values[:d], *values[d + 1:])
+
+
+def _dropped_global_dims(case: CopyCase) -> Iterator[CopyCase]:
+    for d, extent in enumerate(case.global_extent):
+        if extent != 1 or len(case.global_shape) == 1 or (case.stages and d == 0):
+            continue
+        yield _replace(case, global_shape=_drop(case.global_shape, d),
+                       global_start=_drop(case.global_start, d),
+                       global_extent=_drop(case.global_extent, d),
+                       global_strides=_drop(case.global_strides, d))
+
+
+def _dropped_shared_dims(case: CopyCase) -> Iterator[CopyCase]:
+    first = 1 if case.stages else 0
+    for d in range(first, len(case.shared_shape)):
+        if case.shared_shape[d] != 1 or len(case.shared_shape) - first == 1:
+            continue
+        yield _replace(case, shared_shape=_drop(case.shared_shape, d),
+                       shared_start=_drop(case.shared_start, d),
+                       shared_extent=_drop(case.shared_extent, d))
+
+
+def paired_dims(case: CopyCase) -> list[tuple[int, int]] | None:
+    """(global dim, shared dim) pairs of the non-unit extents, when both sides list the same."""
+    first = 1 if case.stages else 0
+    g_dims = [d for d, e in enumerate(case.global_extent) if e != 1]
+    s_dims = [d for d in range(first, len(case.shared_shape)) if case.s_extent[d] != 1]
+    if [case.global_extent[d] for d in g_dims] != [case.s_extent[d] for d in s_dims]:
+        return None
+    return list(zip(g_dims, s_dims))
+
+
+def _smaller_extents(case: CopyCase) -> Iterator[CopyCase]:
+    pairs = paired_dims(case)
+    if pairs is None:
+        return
+    for g, s in pairs:
+        extent = case.global_extent[g]
+        for smaller in sorted({1, extent // 2}, reverse=True):
+            if smaller < 1 or smaller == extent:
+                continue
+            g_ext = (*case.global_extent[:g], smaller, *case.global_extent[g + 1:])
+            s_ext = (*case.s_extent[:s], smaller, *case.s_extent[s + 1:])
+            if case.shared_extent is None:
+                shape = (*case.shared_shape[:s], smaller, *case.shared_shape[s + 1:])
+                yield _replace(case, global_extent=g_ext, shared_shape=shape)
+            yield _replace(case, global_extent=g_ext, shared_start=tuple(case.s_start),
+                           shared_extent=s_ext)
+
+
+def _tighter_global(case: CopyCase) -> Iterator[CopyCase]:
+    for d in range(len(case.global_shape)):
+        reach = case.global_extent[d] * (max(case.stages, 1) if d == 0 else 1)
+        start = case.global_start[d]
+        for smaller in sorted({0, start % 16, start // 2}):
+            if smaller >= start:
+                continue
+            shape = (*case.global_shape[:d], max(1, case.global_shape[d] - start + smaller),
+                     *case.global_shape[d + 1:])
+            yield _replace(case, global_start=(*case.global_start[:d], smaller,
+                                               *case.global_start[d + 1:]), global_shape=shape)
+        if case.global_shape[d] > start + reach:
+            shape = (*case.global_shape[:d], start + reach, *case.global_shape[d + 1:])
+            yield _replace(case, global_shape=shape)
+            half = max(start + reach, (case.global_shape[d] + start + reach) // 2)
+            yield _replace(case, global_shape=(*case.global_shape[:d], half,
+                                               *case.global_shape[d + 1:]))
+
+
+def _tighter_shared(case: CopyCase) -> Iterator[CopyCase]:
+    if case.shared_extent is None:
+        return
+    first = 1 if case.stages else 0
+    if tuple(case.s_extent[first:]) == tuple(case.shared_shape[first:]):
+        yield _replace(case, shared_start=None, shared_extent=None)
+    for d in range(first, len(case.shared_shape)):
+        start, extent = case.s_start[d], case.s_extent[d]
+        if start:
+            yield _replace(case, shared_start=(*case.s_start[:d], 0, *case.s_start[d + 1:]),
+                           shared_shape=(*case.shared_shape[:d], case.shared_shape[d] - start,
+                                         *case.shared_shape[d + 1:]))
+        if case.shared_shape[d] > start + extent:
+            yield _replace(case, shared_shape=(*case.shared_shape[:d], start + extent,
+                                               *case.shared_shape[d + 1:]))
+
+
+def _simpler_dtypes(case: CopyCase) -> Iterator[CopyCase]:
+    same_width = {"bfloat16": "float16", "int8": "uint8", "float8_e4m3fn": "uint8",
+                  "float8_e5m2": "uint8"}
+    if case.dtype in same_width:
+        yield _replace(case, dtype=same_width[case.dtype])
+
+
+def case_digest(case: CopyCase) -> str:
+    """A stable short hash of a case's content (its name excluded)."""
+    fields = dataclasses.asdict(_replace(case, name=""))
+    return hashlib.sha1(repr(sorted(fields.items())).encode()).hexdigest()[:12]
+
+
+def case_source(case: CopyCase, indent: str = "    ") -> str:
+    """``CopyCase(...)`` as Python source, one field per line."""
+    lines = ["CopyCase("]
+    for item in dataclasses.fields(case):
+        value = getattr(case, item.name)
+        if value == item.default or (item.name == "expect" and not value):
+            continue
+        lines.append(f"{indent}{item.name}={value!r},")
+    lines.append(")")
+    return "\n".join(lines)
+
+
+def regression_source(case: CopyCase, outcome: Outcome, origin: str) -> str:
+    """The text of the regression test module that pins ``case`` (see :func:`save_regression`)."""
+    digest = case_digest(case)
+    problem = " ".join(outcome.problem.split())[:300]
+    return f'''"""Fuzzer regression {digest}: {outcome.kind}.
+
+Minimized from {origin}. Failure when found:
+{_wrap(problem)}
+"""
+
+from tvm_tma.testing.copy_cases import CopyCase
+from tvm_tma.testing.fuzz import check_case
+
+CASE = {case_source(case)}
+
+
+def test_fuzz_regression_{digest}():
+    outcome = check_case(CASE)
+    assert outcome.status != "mismatch", f"{{outcome.kind}}: {{outcome.problem}}"
+'''
+
+
+def _wrap(text: str, width: int = 96) -> str:
+    return "\n".join(textwrap.wrap(text, width)) or "(no detail)"
+
+
+def save_regression(case: CopyCase, outcome: Outcome, directory: Path | str,
+                    origin: str = "") -> Path:
+    """Write ``case`` as ``<directory>/test_case_<hash>.py`` (a pytest module)."""
+    directory = Path(directory)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / f"test_case_{case_digest(case)}.py"
+    path.write_text(regression_source(case, outcome, origin or case.name))
+    return path
+
+
+def minimize_failure(case: CopyCase, outcome: Outcome, data_seed: int = 0,
+                     budget: int = 400) -> tuple[CopyCase, Outcome]:
+    """The smallest case found that fails the same way (same ``kind``) as ``case``."""
+
+    timeout = 2.0 if outcome.kind == "timeout" else CASE_TIMEOUT
+
+    def fails(candidate: CopyCase) -> bool:
+        return check_case(candidate, data_seed, timeout).kind == outcome.kind
+
+    small = shrink(case, fails, budget)
+    return small, check_case(small, data_seed)
