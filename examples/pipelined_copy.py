@@ -151,10 +151,8 @@ def pipelined_copy_kernel(shape: PipelineShape):
     layout = ring_layout(shape)
     load_hint, store_hint = shape.load_hint, shape.store_hint
 
-    def origin(lane, k):
-        """(row, column) of lane's k-th tile. The min() is a no-op under the k < my_tiles
-        guards; it lets the planner prove the box inside the tensor for every k < rounds."""
-        tile = T.min(lane + k * lanes, num_tiles - 1)
+    def origin(tile):
+        """(row, column) of a tile's first element."""
         return tile // per_row * tm, tile % per_row * tn
 
     # fmt: off
@@ -174,33 +172,34 @@ def pipelined_copy_kernel(shape: PipelineShape):
         producer = T.meta_var(tid // 32)
         lane = T.meta_var(cta * producers + producer)
         first = T.meta_var(producer * stages)  # its first slot in the ring
-        # How many tiles this producer copies: `rounds`, or one fewer for the last lanes.
-        my_tiles = T.meta_var((num_tiles - lane + lanes - 1) // lanes)
         if tid % 32 == 0:
             for s in T.serial(stages):
                 T.ptx.mbarrier.init.shared.b64(full.ptr_to([first + s]), T.uint32(1))
             T.ptx.fence.proxy.async_.shared__cta()
-            # Prologue: fill every stage.
+            # Prologue: fill every stage. This lane's k-th tile is lane + k * lanes.
             for k in T.serial(stages):
-                if k < my_tiles:
-                    r0, c0 = T.meta_var(origin(lane, k))
+                tile = lane + k * lanes
+                if tile < num_tiles:
+                    r0, c0 = T.meta_var(origin(tile))
                     Tx.copy_async(ring[first + k, :, :], A[r0:r0 + tm, c0:c0 + tn],
                                   dispatch="tma", mbar=full.ptr_to([first + k]),
                                   cache_hint=load_hint)
                     T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([first + k]),
                                                                T.uint32(tile_bytes))
             for k in T.serial(rounds):
-                if k < my_tiles:
+                tile = lane + k * lanes
+                if tile < num_tiles:
                     slot = T.meta_var(first + k % stages)
-                    r0, c0 = T.meta_var(origin(lane, k))
+                    r0, c0 = T.meta_var(origin(tile))
                     T.cuda.mbarrier_wait(full.ptr_to([slot]), (k // stages) % 2)
                     Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], ring[slot, :, :], dispatch="tma",
                                   cache_hint=store_hint)
                     T.ptx.cp.async_.bulk.commit_group()
                     # Refill the previous tile's stage once its store has read it.
-                    if k >= 1 and k - 1 + stages < my_tiles:
+                    refill = lane + (k - 1 + stages) * lanes
+                    if k >= 1 and refill < num_tiles:
                         prev = T.meta_var(first + (k - 1) % stages)
-                        nr0, nc0 = T.meta_var(origin(lane, k - 1 + stages))
+                        nr0, nc0 = T.meta_var(origin(refill))
                         T.ptx.cp.async_.bulk.wait_group.read(1)
                         Tx.copy_async(ring[prev, :, :], A[nr0:nr0 + tm, nc0:nc0 + tn],
                                       dispatch="tma", mbar=full.ptr_to([prev]),
@@ -242,10 +241,8 @@ def dynamic_pipelined_copy_kernel(shape: PipelineShape):
     load_hint, store_hint = shape.load_hint, shape.store_hint
 
     def origin(tile):
-        """(row, column) of a tile. The clamp is a no-op for the indices that are loaded
-        (all are < num_tiles); it lets the planner prove every box inside the tensor."""
-        clamped = T.max(T.min(tile, num_tiles - 1), 0)
-        return clamped // per_row * tm, clamped % per_row * tn
+        """(row, column) of a tile's first element."""
+        return tile // per_row * tm, tile % per_row * tn
 
     # fmt: off
     @T.prim_func
@@ -264,6 +261,7 @@ def dynamic_pipelined_copy_kernel(shape: PipelineShape):
                              elem_offset=BARRIER_BYTES * 8 // tvm.DataType(dtype).bits,
                              layout=layout)
         k = T.alloc_buffer((1,), "int32", scope="local")  # this producer's tile count
+        tile = T.alloc_buffer((1,), "int32", scope="local")  # the tile of its k-th stage
         drawn = T.alloc_buffer((1,), "int32", scope="local")  # the next tile, drawn ahead
         producer = T.meta_var(tid // 32)
         lane = T.meta_var(cta * producers + producer)
@@ -274,9 +272,10 @@ def dynamic_pipelined_copy_kernel(shape: PipelineShape):
             T.ptx.fence.proxy.async_.shared__cta()
             # Prologue: the first `stages` tiles of every lane are static.
             for s in T.serial(stages):
-                held[first + s] = lane + s * lanes
-                if lane + s * lanes < num_tiles:
-                    r0, c0 = T.meta_var(origin(lane + s * lanes))
+                first_tile = lane + s * lanes
+                held[first + s] = first_tile
+                if first_tile < num_tiles:
+                    r0, c0 = T.meta_var(origin(first_tile))
                     Tx.copy_async(ring[first + s, :, :], A[r0:r0 + tm, c0:c0 + tn],
                                   dispatch="tma", mbar=full.ptr_to([first + s]),
                                   cache_hint=load_hint)
@@ -284,9 +283,12 @@ def dynamic_pipelined_copy_kernel(shape: PipelineShape):
                                                                T.uint32(tile_bytes))
             drawn[0] = first_dynamic + T.cuda.atomic_add(work.ptr_to([0]), 1)
             k[0] = 0
-            while held[first + k[0] % stages] < num_tiles:
+            tile[0] = held[first]
+            while tile[0] < num_tiles:
+                # Held tiles are lane + s * lanes or drawn ones: never negative.
+                T.assume(tile[0] >= 0)
                 slot = T.meta_var(first + k[0] % stages)
-                r0, c0 = T.meta_var(origin(held[slot]))
+                r0, c0 = T.meta_var(origin(tile[0]))
                 T.cuda.mbarrier_wait(full.ptr_to([slot]), k[0] // stages % 2)
                 Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], ring[slot, :, :], dispatch="tma",
                               cache_hint=store_hint)
@@ -298,6 +300,8 @@ def dynamic_pipelined_copy_kernel(shape: PipelineShape):
                     T.ptx.cp.async_.bulk.wait_group.read(1)
                     held[prev] = drawn[0]
                     if drawn[0] < num_tiles:
+                        # An atomic counter that starts at zero: first_dynamic or later.
+                        T.assume(drawn[0] >= first_dynamic)
                         nr0, nc0 = T.meta_var(origin(drawn[0]))
                         Tx.copy_async(ring[prev, :, :], A[nr0:nr0 + tm, nc0:nc0 + tn],
                                       dispatch="tma", mbar=full.ptr_to([prev]),
@@ -306,6 +310,7 @@ def dynamic_pipelined_copy_kernel(shape: PipelineShape):
                                                                    T.uint32(tile_bytes))
                         drawn[0] = first_dynamic + T.cuda.atomic_add(work.ptr_to([0]), 1)
                 k[0] = k[0] + 1
+                tile[0] = held[first + k[0] % stages]
             T.ptx.cp.async_.bulk.wait_group.read(0)
             # The last producer to finish resets the counters for the next launch.
             T.cuda.thread_fence()

@@ -22,11 +22,12 @@ def _autoload() -> None:
         return
     _state["loading"] = True
     try:
-        from . import dispatch
+        from . import assume, dispatch
         from ._runtime import load_runtime
 
         load_runtime()
         dispatch.register()
+        assume.register()
         _state["loaded"] = True
     finally:
         _state["loading"] = False

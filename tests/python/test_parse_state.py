@@ -52,7 +52,7 @@ def test_scope_id_ranges_travel_in_the_copy():
     func = _parse_one(7)
     (site,) = tma_copies(func)
     facts = [str(f) for f in site.op.config[FACTS_KEY]]
-    assert facts == ["0 <= cta and cta < 7", "0 <= tid and tid < 128"]
+    assert facts == ["0 <= cta and cta < 7", "0 <= tid and tid < 128", "tid == 0"]
 
 
 def test_parsing_a_thousand_kernels_leaves_no_entries_behind():

@@ -51,9 +51,12 @@ def test_persistent_kernel_device_code():
     assert len(loads) == 2 and len(stores) == 1  # prologue + refill; one store
     # 4 tiles per row of 512 columns; the ring starts 1024 bytes (512 halves) in.
     assert "(((half*)dyn_ptr)[((k * 16384) + 512)])" in loads[0]
-    assert "(&(A_tensormap))), ((((k * 5) + ((int)blockIdx.x)) & 3) * 128)" in loads[0]
-    assert "(&(B_tensormap))), ((min(((k_1 * 5) + ((int)blockIdx.x)), 31) & 3) * 128)" \
-        in stores[0]
+    # Tile t = lane + k * lanes is a local scalar; the guard t < 32 bounds it (no clamp).
+    assert "(&(A_tensormap))), ((tile_ptr[0] & 3) * 128), ((tile_ptr[0] >> 2) * 128)" \
+        in loads[0]
+    assert "tile_ptr[0] = ((k * 5) + ((int)blockIdx.x));" in cuda
+    assert "(&(B_tensormap))), ((tile_ptr_1[0] & 3) * 128)" in stores[0]
+    assert not re.search(r"\bmin\(\(", cuda)  # no clamp of the tile index
     assert len(assemble(cuda)) > 0
 
 
@@ -81,8 +84,8 @@ def test_dynamic_schedule_device_code():
     assert draws == ["10", "10"]  # 2 stages x 5 lanes are the static prologue's tiles
     assert "while (1) {" in cuda
     # The loop ends when the slot to store holds an index past the 32 tiles.
-    assert re.search(r"if \(!\(\(\(\(int\*\)dyn_ptr\)\[.*\+ 128\)\] < 32\)\)\) \{ break; \}",
-                     cuda)
+    assert "if (!((tile_ptr[0] < 32))) { break; }" in cuda
+    assert "tile_ptr[0] = ((int*)dyn_ptr)[((k_ptr[0] & 1) + 128)];" in cuda
     assert "if (tvm_builtin_cuda_atomic_add((&(work_ptr[1])), 1) == 4) {" in cuda
     assert cuda.index("tvm_builtin_cuda_thread_fence();") < cuda.index("(&(work_ptr[1]))")
     # Every load carries the evict_first policy; the stores carry none.

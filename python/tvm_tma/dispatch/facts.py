@@ -1,26 +1,45 @@
 """Kernel facts a copy carries from parse time to lowering, inside its own IR.
 
-The planner can only prove a CTA-dependent copy in bounds if it knows the range of
-``cta = T.cta_id([132])``; TVM 0.27 gives a dispatch the launch IterVars and the enclosing
-loop ranges, but not the script's scope ids. The parse hook reads them from the builder's
-frames (:mod:`tvm_tma.parse_frames`) and writes them, as boolean expressions, into the
-copy's own config under :data:`FACTS_KEY`. The facts therefore live exactly as long as the
-kernel's IR does: nothing is kept per process, and a kernel printed and parsed again gets
-them captured afresh.
+The planner proves a copy in bounds from what holds where the copy stands: the ranges of
+``cta = T.cta_id([132])`` and the other scope ids, the conditions of the enclosing ``if``s
+(``if t < num_tiles:``), ``T.assume(...)`` statements, and the values of local scalars
+(``t = cta + i * grid``). TVM 0.27 gives a dispatch only the launch IterVars and the
+enclosing loop ranges, so the parse hook reads the rest from the builder's open frames
+(:mod:`tvm_tma.parse_frames`) and writes it, as boolean expressions, into the copy's own
+config under :data:`FACTS_KEY`. The facts live exactly as long as the kernel's IR: nothing
+is kept per process, and a kernel printed and parsed again gets them captured afresh.
 
-A fact is a ``PrimExpr`` of type bool. ``lo <= v and v < hi`` on a variable binds ``v`` to
-the range ``[lo, hi)``; any other fact is an assumption the prover may use.
+A fact must hold *at the copy*, on every path that reaches it, in every loop iteration.
+Facts over immutable variables (scope ids, loop variables, parameters) always do. A fact
+that reads shared or global memory never does (another thread may write it). A fact that
+reads a thread's own local buffer (a scalar ``t``) is kept only if nothing between it and
+the copy can change that buffer: no statement already written between them mentions the
+buffer (other than reading it into a different buffer), and no loop opens between them
+(a later iteration could run code that follows the copy and changes it).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import dataclass
 
-from ..parse_frames import scope_id_defs_being_parsed
+import tvm
+
+from ..parse_frames import frames_being_parsed, scope_id_defs_being_parsed
 from ..planner.proofs import range_fact
 
 #: The config key of ``copy_async`` that holds the captured facts (reserved by "tma").
 FACTS_KEY = "tma_facts"
+
+_LOOP_FRAMES = ("ForFrame", "WhileFrame")
+_COPY_OPS = ("tirx.tile.copy", "tirx.tile.copy_async")
+
+
+@dataclass(frozen=True)
+class _Candidate:
+    fact: object
+    frame: int  # index of the frame whose statement (or condition) states it
+    after: int  # statements of that frame after this index run before the copy
 
 
 def _scope_id_facts() -> list:
@@ -34,10 +53,109 @@ def _scope_id_facts() -> list:
     return facts
 
 
+def _buffer_vars(node) -> set:
+    """The buffers an expression or statement mentions (their data Vars)."""
+    return {v for v in tvm.tirx.analysis.undefined_vars(node)
+            if type(v.ty).__name__ == "BufferType"}
+
+
+def _assumed(stmt):
+    """The condition of ``T.assume(cond)``, else None."""
+    value = getattr(stmt, "value", None) if type(stmt).__name__ == "Evaluate" else None
+    op = getattr(value, "op", None)
+    if type(value).__name__ == "Call" and getattr(op, "name", "") == "tirx.assume":
+        return value.args[0]
+    return None
+
+
+def _scalar_value(stmt):
+    """``load == value`` for ``t = value`` into a one-element local buffer, else None."""
+    if type(stmt).__name__ != "BufferStore":
+        return None
+    buffer = stmt.buffer
+    if str(buffer.scope()) != "local" or len(stmt.indices) != 1:
+        return None
+    if _buffer_vars(stmt.value):  # the value reads other buffers: it may be stale
+        return None
+    return tvm.tirx.EQ(buffer[stmt.indices[0]], stmt.value)
+
+
+def _candidates(frames: list) -> list[_Candidate]:
+    found = []
+    for index, frame in enumerate(frames):
+        for position, stmt in enumerate(getattr(frame, "stmts", ())):
+            fact = _assumed(stmt)
+            if fact is None:
+                fact = _scalar_value(stmt)
+            if fact is not None:
+                found.append(_Candidate(fact, index, position))
+        kind = type(frame).__name__
+        following = type(frames[index + 1]).__name__ if index + 1 < len(frames) else ""
+        if kind == "WhileFrame":  # re-tested before every pass through the body
+            found.append(_Candidate(frame.condition, index, -1))
+        if kind == "IfFrame" and following in ("ThenFrame", "ElseFrame"):
+            condition = frame.condition
+            fact = condition if following == "ThenFrame" else tvm.sym.Analyzer().simplify(
+                tvm.tirx.Not(condition))
+            found.append(_Candidate(fact, index, len(getattr(frame, "stmts", ()))))
+    return found
+
+
+def _writes(stmt, buffers: set) -> bool:
+    """Whether ``stmt`` may change one of ``buffers``.
+
+    Compound statements are looked into (conditions and regions only read); a leaf that
+    mentions a buffer in any other way (a call taking its address, say) counts as a write.
+    """
+    kind = type(stmt).__name__
+    if kind == "SeqStmt":
+        return any(_writes(child, buffers) for child in stmt.seq)
+    if kind == "IfThenElse":
+        return _writes(stmt.then_case, buffers) or (
+            stmt.else_case is not None and _writes(stmt.else_case, buffers))
+    if kind in ("For", "While", "AttrStmt"):
+        return _writes(stmt.body, buffers)
+    if kind == "BufferStore":
+        return stmt.buffer in buffers
+    if kind == "TilePrimitiveCall" and str(stmt.op.name) in _COPY_OPS:
+        return stmt.args[0].source in buffers  # a copy writes its first operand only
+    if _assumed(stmt) is not None:
+        return False
+    return bool(_buffer_vars(stmt) & buffers)
+
+
+def _holds_at_copy(candidate: _Candidate, frames: list) -> bool:
+    buffers = _buffer_vars(candidate.fact)
+    if not buffers:
+        return True
+    if any(str(var.ty.storage_scope) != "local" for var in buffers):
+        return False  # shared or global memory: another thread may change it at any time
+    later_frames = frames[candidate.frame + 1:]
+    if any(type(frame).__name__ in _LOOP_FRAMES for frame in later_frames):
+        return False
+    between = list(getattr(frames[candidate.frame], "stmts", ()))[candidate.after + 1:]
+    for frame in later_frames:
+        between += list(getattr(frame, "stmts", ()))
+    return not any(_writes(stmt, buffers) for stmt in between)
+
+
+def _context_facts() -> list:
+    """Guards, assumptions and scalar values that hold at the copy.
+
+    Reading the builder's frames leans on TVM internals; if a future TVM changes them, a
+    copy loses these facts (and may be refused), but parsing never fails because of them.
+    """
+    frames = frames_being_parsed() or []
+    try:
+        return [c.fact for c in _candidates(frames) if _holds_at_copy(c, frames)]
+    except Exception:  # noqa: BLE001  (fewer facts only ever means more refusals)
+        return []
+
+
 def capture_into(config: dict) -> None:
     """Write the facts of the kernel being parsed into ``config`` (replacing stale ones)."""
     config.pop(FACTS_KEY, None)
-    facts = _scope_id_facts()
+    facts = _scope_id_facts() + _context_facts()
     if facts:
         config[FACTS_KEY] = facts
 

@@ -28,7 +28,8 @@ RULE_HINTS: dict[str, str] = {
     "region's start (A[r0:r1, c0:c1]) instead of a view with an elem_offset",
     "coordinate": "start the region on a multiple of the box along the split dimension",
     "region-bounds": "keep the region inside the tensor: declare the index's range "
-    "(T.cta_id([n]) / loop extents) so that start + extent <= size is provable",
+    "(T.cta_id([n]) / loop extents) or guard it (t = cta + i * grid; if t < num_tiles:) so "
+    "that start + extent <= size is provable",
     "inner-coordinate-16B": "start the region's innermost index on a multiple of 16 bytes",
     "smem-align-128": "put the shared tile (and each region start) on a 128-byte boundary of "
     "a shared.dyn allocation",

@@ -68,13 +68,13 @@ class Prover:
         self.analyzer = Analyzer()
         self.assumptions: dict = {}  # Var or fact -> its text, in the order given
         self.established: list[Established] = []
-        self._scopes = []
         bound = set()
         for var, rng in (var_ranges or {}).items():
             if isinstance(rng, tvm.ir.Range):
                 self.analyzer.bind(var, rng)
                 bound.add(var)
                 self.assumptions[var] = _range_text(var, rng)
+        constraints = []
         for fact in facts:
             found = as_range(fact)
             if found is not None and found[0] not in bound:
@@ -82,17 +82,58 @@ class Prover:
                 bound.add(found[0])
                 self.assumptions[found[0]] = _range_text(*found)
                 continue
-            scope = self.analyzer.constraint_scope(fact)
-            scope.__enter__()  # held for the prover's lifetime
-            self._scopes.append(scope)
+            constraints.append(fact)
             self.assumptions[fact] = str(fact)
+        constraints += [bound for fact in constraints for bound in self._value_bounds(fact)]
+        # One scope holding every assumption, entered for the prover's lifetime: TVM checks
+        # on exit that nested scopes close in order, which garbage collection would not do.
+        self._scope = None
+        #: The facts contradict each other: no execution reaches the copy (a refill guarded
+        #: by ``k >= 1`` in a loop of one round, say). Its position-dependent safety facts
+        #: then hold vacuously (:meth:`establish`); everything else is still proven, from the
+        #: ranges alone, since an analyzer under contradictory constraints proves anything.
+        self.unreachable = False
+        if constraints:
+            together = tvm.tirx.all(*constraints)
+            self._scope = self.analyzer.constraint_scope(together)
+            self._scope.__enter__()
+            # Under its own facts a contradictory conjunction folds to false (bounds of one
+            # value that cross, say); one that cannot be decided stays symbolic.
+            if as_int(self.analyzer.simplify(together)) == 0:
+                self._scope.__exit__(None, None, None)
+                self._scope = None
+                self.unreachable = True
 
-    def establish(self, condition, what: str) -> bool:
-        """Prove a safety fact; when it holds, record it (with the facts it may rest on)."""
+    def _value_bounds(self, fact) -> list:
+        """For ``x == value`` (a local scalar's value), the bounds ``value`` has under the
+        ranges bound so far, stated on ``x``: what the analyzer needs to bound ``x``."""
+        if not isinstance(fact, tvm.tirx.EQ):
+            return []
+        bound = self.analyzer.const_int_bound(fact.b)
+        found = []
+        if abs(bound.min_value) < 1 << 62:
+            found.append(fact.a >= bound.min_value)
+        if abs(bound.max_value) < 1 << 62:
+            found.append(fact.a <= bound.max_value)
+        return found
+
+    def establish(self, condition, what: str, *, position: bool = True) -> bool:
+        """Prove a safety fact; when it holds, record it (with the facts it may rest on).
+
+        ``position`` marks a fact about where this copy reads or writes (its region, its
+        addresses): in a copy no execution reaches (:attr:`unreachable`) such a fact holds
+        vacuously. Facts about the tensor map itself (``position=False``) do not: the host
+        encodes the map whether or not the copy ever runs.
+        """
         if hasattr(condition, "asobject"):  # ``a == b`` on PrimExprs is a lazy EqualOp
             condition = condition.asobject()
         if not self.prove(condition):
-            return False
+            if not (self.unreachable and position):
+                return False
+            self.established.append(Established(what, str(condition), (
+                "unreachable: the facts at the copy contradict each other",
+                *self.assumptions.values())))
+            return True
         mentioned = set() if isinstance(condition, bool) else set(
             tvm.tirx.analysis.undefined_vars(condition))
         if mentioned:  # constant facts need no record: they hold for every launch
@@ -130,6 +171,8 @@ class Prover:
     def establish_divisible(self, value: Expr, divisor: int, what: str) -> bool:
         """:meth:`divisible`, recorded like :meth:`establish` when ``value`` is symbolic."""
         if not self.divisible(value, divisor):
+            if as_int(self.simplify(value)) is None:  # symbolic: vacuous if unreachable
+                return self.establish(tvm.tirx.floormod(value, divisor) == 0, what)
             return False
         value = self.simplify(value)
         if as_int(value) is None:

@@ -143,7 +143,7 @@ def _allocation_alignment(ctx: Context) -> int:
 
 def _prove_or_defer(prover: Prover, condition, rule: str, detail: str) -> None:
     """Refuse what is provably false; leave run-time-only facts to the C++ encoder."""
-    if prover.establish(condition, rule):
+    if prover.establish(condition, rule, position=False):
         return
     folded = prover.simplify(condition)
     if as_int(folded) is not None or prover.refutable(condition):
