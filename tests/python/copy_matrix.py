@@ -79,12 +79,17 @@ SPECIAL = [
              (4, 1024),
              expect=dict(rank=2, dtype="uint32", box_dims=(256, 4), coordinates=(256, 4),
                          num_issues=1)),
-    # A contiguous 512 x 64 float16 block: columns box 64, rows 512 = 2 x 256 -> one issue.
+    # A whole 512 x 64 float16 tensor is one run of 32768 halves: cut into rows of 1024
+    # halves (2 KiB), promoted to 256 uint64 -> a (256, 32) box, one issue.
     CopyCase("f16-512x64-block", "float16", "g2s", (512, 64), (0, 0), (512, 64), (512, 64),
-             expect=dict(rank=3, global_dims=(64, 256, 2), global_strides=(128, 32768),
-                         box_dims=(64, 256, 2), num_issues=1)),
+             expect=dict(rank=2, dtype="uint64", global_dims=(256, 32),
+                         global_strides=(2048,), box_dims=(256, 32), num_issues=1)),
+    # Whole rows 8..520 of a 1024 x 64 tensor: one run of 32768 halves starting at half 512;
+    # the widest cut the start sits on is 512 halves (1 KiB rows, promoted to 256 uint32)
+    # x 64 rows, at (0, 1).
     CopyCase("f16-512x64-at-row-8", "float16", "s2g", (1024, 64), (8, 0), (512, 64),
-             (512, 64), expect=dict(rank=3, box_dims=(64, 8, 64), num_issues=1)),
+             (512, 64), expect=dict(rank=2, dtype="uint32", box_dims=(256, 64),
+                                    coordinates=(0, 1), num_issues=1)),
     # Padded shared rows (pitch 128 elements = 256 B): rows are not dense, so each row is one
     # 128-byte issue stepping the shared address by 256 B. The global tensor is contiguous
     # (row pitch 128 = its width), so rows fold into one dimension of 32 * 128 elements:
@@ -128,15 +133,17 @@ SPECIAL = [
     # The packed 16-byte-atom layout TVM uses for unswizzled MMA operands: inner box 16 B.
     CopyCase("f16-mma-interleaved", "float16", "g2s", (32, 64), (8, 0), (8, 64), (8, 64),
              "swizzle:0", expect=dict(rank=3, box_dims=(8, 8, 8), num_issues=1)),
+    # A whole 16 x 32 float32 tensor is one run of 512 floats: 256 uint64 in one box.
     CopyCase("f32-full-tensor-store", "float32", "s2g", (16, 32), (0, 0), (16, 32), (16, 32),
-             expect=dict(rank=2, global_dims=(32, 16), box_dims=(32, 16), num_issues=1)),
+             expect=dict(rank=1, dtype="uint64", global_dims=(256,), box_dims=(256,),
+                         num_issues=1)),
     # L2 cache hints: the plan is unchanged; every issue carries .L2::cache_hint and one
     # createpolicy per copy builds the policy (before the 8-step issue loop, not in it).
     CopyCase("f16-padded-rows-evict-first", "float16", "g2s", (32, 128), (3, 64), (8, 64),
              (8, 64), "padded:64", cache_hint="evict_first",
              expect=dict(rank=1, box_dims=(64,), coordinates=(448,), num_issues=8)),
     CopyCase("f32-store-evict-last", "float32", "s2g", (16, 32), (0, 0), (16, 32), (16, 32),
-             cache_hint="evict_last", expect=dict(rank=2, box_dims=(32, 16), num_issues=1)),
+             cache_hint="evict_last", expect=dict(rank=1, box_dims=(256,), num_issues=1)),
     CopyCase("stages-g2s-evict-normal", "float16", "g2s", (64, 256), (8, 0), (8, 256),
              (3, 8, 256), "swizzle:3", stages=3, cache_hint="evict_normal",
              expect=dict(rank=3, box_dims=(64, 8, 4), num_issues=1)),

@@ -116,10 +116,11 @@ def test_identical_tensor_maps_share_one_descriptor(second_rows):
     calls = [line.strip() for line in cuda.splitlines()
              if line.strip().startswith("tvm_tma_load_")]
     assert len(calls) == 2
-    # Same map, stage 0 at coordinates (0, 0); stage 1 (8 * 64 elements in) at (0, rows).
-    assert "(((half*)dyn_ptr)[0])" in calls[0] and "(&(A_tensormap))), 0, 0," in calls[0]
+    # Whole rows are one run: a rank-1 map of uint32 (two halves each), box 256 = 8 rows.
+    # Stage 0 at coordinate 0; stage 1 (8 * 64 elements in shared) at rows * 64 / 2.
+    assert "(((half*)dyn_ptr)[0])" in calls[0] and "(&(A_tensormap))), 0, (" in calls[0]
     assert "(((half*)dyn_ptr)[512])" in calls[1]
-    assert f"(&(A_tensormap))), 0, {second_rows}," in calls[1]
+    assert f"(&(A_tensormap))), {second_rows * 32}, (" in calls[1]
 
 
 def _encode_calls(host_llvm: str) -> int:
@@ -168,8 +169,8 @@ def test_cache_hint_expression_is_passed_through_to_both_directions():
     # fmt: off
     @T.prim_func
     def k(A_ptr: T.handle, B_ptr: T.handle):
-        A = T.match_buffer(A_ptr, (64, 64), "float16", layout=TileLayout(S[64, 64]))
-        B = T.match_buffer(B_ptr, (64, 64), "float16", layout=TileLayout(S[64, 64]))
+        A = T.match_buffer(A_ptr, (64, 128), "float16", layout=TileLayout(S[64, 128]))
+        B = T.match_buffer(B_ptr, (64, 128), "float16", layout=TileLayout(S[64, 128]))
         T.device_entry()
         T.cta_id([1])
         tid = T.thread_id([32])
@@ -181,11 +182,11 @@ def test_cache_hint_expression_is_passed_through_to_both_directions():
         if tid == 0:
             T.ptx.createpolicy.fractional.L2__evict_first.b64(streamed[0], T.float32(0.5))
             T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
-            Tx.copy_async(tile[:, :], A[8:16, :], dispatch="tma", mbar=mbar.ptr_to([0]),
+            Tx.copy_async(tile[:, :], A[8:16, 0:64], dispatch="tma", mbar=mbar.ptr_to([0]),
                           cache_hint=streamed[0])
             T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(1024))
             T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
-            Tx.copy_async(B[16:24, :], tile[:, :], dispatch="tma", cache_hint=streamed[0])
+            Tx.copy_async(B[16:24, 0:64], tile[:, :], dispatch="tma", cache_hint=streamed[0])
             T.ptx.cp.async_.bulk.commit_group()
             T.ptx.cp.async_.bulk.wait_group(0)
     # fmt: on
@@ -233,10 +234,35 @@ def test_parse_time_region_check_matches_upstream_tma_variants():
         _reshaping_copy("ldgsts")
 
 
-def test_reshaping_copy_is_declined_by_the_predicate():
-    with pytest.raises(Exception) as info:
-        _compile(_reshaping_copy("tma"))
-    assert "validate_copy_op" in str(info.value) and "[extent]" in str(info.value)
+def test_reshaping_copy_plans():
+    """TIRx pairs the regions' elements in row-major order: 512 halves fill the 8 x 64 tile
+    as one run (rank 1, promoted to 256 uint32)."""
+    cuda, _ = _compile(_reshaping_copy("tma"))
+    (call,) = [line.strip() for line in cuda.splitlines()
+               if line.strip().startswith("tvm_tma_load_")]
+    assert "(&(A_tensormap))), 0, (" in call
+    assert "cp.async.bulk.tensor.1d.shared::cluster.global" in cuda
+
+
+def test_region_element_counts_must_match():
+    """Built without the parser (which checks equal bytes), a copy whose regions hold
+    different element counts fails the predicate with [extent]."""
+    from tvm_tma.dispatch.predicates import check_copy
+    from tvm_tma.planner import PlanError
+
+    smem = tvm.tirx.decl_buffer((8, 64), "float16", "smem", scope="shared.dyn",
+                                layout=TileLayout(S[8, 64]))
+    glob = tvm.tirx.decl_buffer((1024,), "float16", "A", layout=TileLayout(S[1024]))
+    dst = tvm.tirx.BufferRegion(smem, [tvm.ir.Range(0, 8), tvm.ir.Range(0, 64)])
+    src = tvm.tirx.BufferRegion(glob, [tvm.ir.Range(0, 1000)])
+
+    class Op:
+        args = (dst, src)
+
+    with pytest.raises(PlanError) as info:
+        check_copy(Op())
+    assert info.value.rule == "extent" and "512" in info.value.detail \
+        and "1000" in info.value.detail
 
 
 def test_seed_encode_arguments_in_driver_order():
@@ -295,7 +321,8 @@ def test_cta_dependent_coordinates_use_the_scope_id_range():
     cuda, _ = _compile(_per_cta_kernel(rows=32, ctas=4))
     call = next(line.strip() for line in cuda.splitlines()
                 if line.strip().startswith("tvm_tma_load_"))
-    assert "(&(A_tensormap))), 0, (((int)blockIdx.x) * 8)," in call
+    # Whole rows are one run (rank 1, promoted to uint32): rows 8 cta.. start at 256 cta.
+    assert "(&(A_tensormap))), (((int)blockIdx.x) * 256)," in call
     assert len(assemble(cuda)) > 0
 
 

@@ -20,10 +20,12 @@ INPUTS = Path(__file__).parent / "explain_inputs"
 #: (line, rule, detail) of each copy of explain_inputs/refusals.py, in order; every detail
 #: names the value that broke the rule.
 REFUSALS = [
-    (36, "extent", "dst extents ['32', '64'] != src extents ['64', '32']"),
+    (36, "layout-mismatch", "shared iterator of extent 32 and global extent 24 do not divide "
+     "each other"),
     (37, "dtype", "dst dtype float16 != src dtype int16"),
     (38, "region-bounds", "global dimension 0: region [cta * 64, cta * 64 + 64) is not "
-     "provably inside [0, 256)"),
+     "provably inside [0, 256); a tile that may cross the tensor's edge needs "
+     'oob="zero" or "nan"'),
     (40, "inner-coordinate-16B", "the box starts 8 bytes into dimension 0, not provably a "
      "multiple of 16"),
     (41, "innermost-stride", "the region's stride-1 shared axis has global stride 64 "

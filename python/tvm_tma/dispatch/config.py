@@ -10,9 +10,15 @@ from ..planner.errors import refuse
 from ..planner.proofs import Prover
 from .facts import FACTS_KEY
 from .operands import read_mbar
+from .roots import ARGUMENT_KEY
 
 #: Options the variant understands; anything else is refused by name, never ignored.
-SUPPORTED_OPTIONS = ("mbar", "cache_hint")
+SUPPORTED_OPTIONS = ("mbar", "cache_hint", "oob")
+#: Keys the parse hook writes (not options a kernel author passes).
+CAPTURED_KEYS = (FACTS_KEY, ARGUMENT_KEY)
+#: ``oob=`` values by direction: fill a load's out-of-bounds elements with zeros or NaN, or
+#: drop a store's.
+OOB_OPTIONS = {"g2s": ("zero", "nan"), "s2g": ("skip",)}
 
 #: ``cache_hint=<name>``: the L2 eviction priority the dispatch builds a policy for with
 #: ``createpolicy.fractional.L2::<name>.b64`` (fraction 1.0: every line of the copy).
@@ -24,6 +30,8 @@ class CopyOptions:
     mbar: object | None  # the mbarrier address a g2s copy completes on
     #: None, one of POLICY_NAMES, or a 64-bit policy expression (``createpolicy``'s result)
     cache_hint: object | None = None
+    #: None (the region must lie inside the tensor) or one of OOB_OPTIONS[direction]
+    oob: str | None = None
 
 
 def _read_cache_hint(value):
@@ -51,7 +59,7 @@ def _read_cache_hint(value):
 def read_options(config, direction: str, prover=None) -> CopyOptions:
     """Validate the options for a copy in ``direction`` ("g2s" / "s2g")."""
     unknown = sorted(str(key) for key in config
-                     if str(key) not in SUPPORTED_OPTIONS and str(key) != FACTS_KEY)
+                     if str(key) not in SUPPORTED_OPTIONS and str(key) not in CAPTURED_KEYS)
     if unknown:
         raise refuse(
             "config",
@@ -73,4 +81,22 @@ def read_options(config, direction: str, prover=None) -> CopyOptions:
         )
     if mbar is not None:
         mbar = read_mbar(mbar, prover if prover is not None else Prover())
-    return CopyOptions(mbar=mbar, cache_hint=_read_cache_hint(config.get("cache_hint")))
+    return CopyOptions(mbar=mbar, cache_hint=_read_cache_hint(config.get("cache_hint")),
+                       oob=_read_oob(config.get("oob"), direction))
+
+
+def _read_oob(value, direction: str) -> str | None:
+    """``oob=``: a name from OOB_OPTIONS for the copy's direction."""
+    if value is None:
+        return None
+    if isinstance(value, tvm.ir.StringImm):
+        value = value.value
+    allowed = OOB_OPTIONS[direction]
+    if value in allowed:
+        return value
+    kind = "global->shared" if direction == "g2s" else "shared->global"
+    other = next((d for d, names in OOB_OPTIONS.items() if value in names), None)
+    hint = "" if other is None else (
+        f" ({value!r} is for {'global->shared' if other == 'g2s' else 'shared->global'} copies)")
+    raise refuse("oob", f"oob={value!r} is not an out-of-bounds option of a {kind} copy{hint}; "
+                 f"it takes one of {list(allowed)}")

@@ -16,18 +16,19 @@ from ..planner.plan_types import TensorMapSpec
 from .build import build_prim_func
 
 
-def _cache_key(spec: TensorMapSpec, buffer_name: str, slot: int) -> str:
+def _cache_key(spec: TensorMapSpec, buffer_name: str, base_offset, slot: int) -> str:
     fields = (spec.dtype, spec.global_dims, spec.global_strides, spec.box_dims,
               spec.element_strides, spec.interleave, spec.swizzle, spec.l2_promotion,
-              spec.oob_fill)
+              spec.oob_fill, base_offset)
     return "tvm_tma.tensormap:" + buffer_name + ":" + ":".join(map(str, fields)) + f"#{slot}"
 
 
-def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx):
-    """The kernel-parameter variable holding ``spec`` over ``global_buffer`` (encoded once)."""
+def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx, base_offset=0):
+    """The kernel-parameter variable holding ``spec`` over ``global_buffer``'s data plus
+    ``base_offset`` elements (encoded once per kernel)."""
     slot = 0
     while True:
-        key = _cache_key(spec, global_buffer.name, slot)
+        key = _cache_key(spec, global_buffer.name, base_offset, slot)
         cached = sctx.cache_get(key)
         if cached is None:
             break
@@ -38,7 +39,7 @@ def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx):
     bound = []
 
     def encode():
-        bound.append(bind_encoded_map(spec, global_buffer))
+        bound.append(bind_encoded_map(spec, global_buffer, base_offset=base_offset))
         T.evaluate(T.tvm_kernel_replace_point())
 
     host_stmt = build_prim_func(encode).body

@@ -5,16 +5,25 @@ from __future__ import annotations
 from tvm.tirx.operator.tile_primitive import predicate
 
 from ..planner.errors import PlanError, refuse
-from ..planner.proofs import Prover
+from ..planner.proofs import Prover, as_int
 
 
-def _non_unit_extents(region) -> list:
-    return [r.extent for r in region.region if not Prover().prove(r.extent == 1)]
+def _element_count(region, side: str) -> int:
+    count = 1
+    for extent in (r.extent for r in region.region):
+        value = as_int(Prover().simplify(extent))
+        if value is None:
+            raise refuse("extent", f"{side} region extent {extent} is not static")
+        count *= value
+    return count
 
 
 def check_copy(op) -> None:
-    """Both sides have layouts, one global and one shared, equal dtype, equal extents.
+    """Both sides have layouts, one global and one shared, equal dtype, equal element counts.
 
+    TIRx pairs the elements of the two regions in row-major order, so the shapes may differ
+    (a shared ``[128, 128]`` tile filled from a global ``[1, 32, 4, 128]`` region); whether
+    the two orders factor into common axes is the planner's question (``layout-mismatch``).
     Raises :class:`PlanError` naming the rule (``direction``, ``layout``, ``dtype``,
     ``extent``).
     """
@@ -31,14 +40,11 @@ def check_copy(op) -> None:
             raise refuse("layout", f"{side} buffer {region.source.name} has no layout")
     if str(dst.source.dtype) != str(src.source.dtype):
         raise refuse("dtype", f"dst dtype {dst.source.dtype} != src dtype {src.source.dtype}")
-    dst_extents, src_extents = _non_unit_extents(dst), _non_unit_extents(src)
-    prover = Prover()
-    same = len(dst_extents) == len(src_extents) and all(
-        prover.prove(a == b) for a, b in zip(dst_extents, src_extents)
-    )
-    if not same:
-        raise refuse("extent", f"dst extents {[str(e) for e in dst_extents]} != src extents "
-                     f"{[str(e) for e in src_extents]}")
+    dst_count, src_count = _element_count(dst, "dst"), _element_count(src, "src")
+    if dst_count != src_count:
+        raise refuse("extent", f"dst region {[str(r.extent) for r in dst.region]} holds "
+                     f"{dst_count} elements but src region {[str(r.extent) for r in src.region]}"
+                     f" holds {src_count}")
 
 
 def check_scope(scope_name: str) -> None:

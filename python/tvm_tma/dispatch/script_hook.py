@@ -6,8 +6,9 @@ TMA copy is byte-oriented, so "tma" must be judged the same way. The builder loo
 up as a module global on every call, so wrapping that global is the one extension point that
 leaves every other dispatch untouched.
 
-The same hook writes the kernel's scope-id ranges into the copy's config while the copy is
-parsed (:mod:`.facts`), so that the planner can prove bounds of CTA-dependent coordinates.
+The same hook writes what only the parser can see into the copy's config: the facts that
+hold at the copy (:mod:`.facts`), so that the planner can prove bounds of CTA-dependent
+coordinates, and the kernel argument a global view aliases (:mod:`.roots`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from __future__ import annotations
 import tvm.tirx.script.builder.tirx as _builder
 
 from .facts import capture_into
+from .roots import capture_argument
 
 #: The upstream variant whose parse-time rule "tma" shares (equal payload bytes).
 _BYTE_CHECKED_VARIANT = "tma_auto"
@@ -28,6 +30,7 @@ def install() -> None:
     def check_copy_regions_match(dst, src, config, name, dispatch=None):
         if dispatch == "tma":
             capture_into(config)
+            capture_argument(config, dst, src)
             dispatch = _BYTE_CHECKED_VARIANT
         return original(dst, src, config, name, dispatch)
 

@@ -14,6 +14,7 @@ from .descriptors import tensor_map_for
 from .facts import facts_of
 from .issue import emit_issues
 from .predicates import PREDICATES
+from .roots import argument_of
 
 VARIANT = "tma"
 PRIORITY = 10
@@ -41,7 +42,7 @@ def plan_copy(op, var_ranges: dict) -> PlannedCopy:
     direction = copy_direction(dst, src)
     prover = Prover(var_ranges, facts_of(op.config))
     options = read_options(op.config, direction, prover)
-    copy_plan = plan(dst, src, prover=prover)
+    copy_plan = plan(dst, src, prover=prover, oob=options.oob, argument=argument_of(op.config))
     shared_region, global_region = (dst, src) if direction == "g2s" else (src, dst)
     return PlannedCopy(direction, options, copy_plan, prover, shared_region, global_region)
 
@@ -64,7 +65,8 @@ def lower_tma_copy(op, sctx):
         planned = plan_copy(op, kernel_var_ranges(sctx))
     except PlanError as error:
         fail(str(error))
-    tensor_map = tensor_map_for(planned.plan.tensor_map, planned.global_region.source, sctx)
+    tensor_map = tensor_map_for(planned.plan.tensor_map, planned.global_region.source, sctx,
+                                planned.plan.base_offset)
     return emit_issues(planned.plan, tensor_map, planned.shared_region.source,
                        planned.options.mbar, str(sctx.target.arch), planned.prover,
                        planned.options.cache_hint)

@@ -5,11 +5,12 @@ from __future__ import annotations
 RULE_HINTS: dict[str, str] = {
     "direction": "copy between a global buffer and a shared / shared.dyn buffer",
     "dtype": "give both buffers the same element type",
-    "extent": "make both regions static and equal in size (unit dims may differ)",
+    "extent": "make both regions static and hold the same number of elements",
     "layout": "declare both buffers with a TileLayout (or a TMA swizzle over one) that "
     "covers their shape",
     "layout-mismatch": "make the region shapes factor into common axes: one side's extents "
-    "must divide the other's, innermost first",
+    "must divide the other's, innermost first (a [128, 128] tile from a [32, 4, 128] "
+    "region does; [6, 4] from [4, 6] does not)",
     "shared-chain": "give the shared tile a stride-1 (row-major) innermost axis",
     "shared-injective": "use a shared layout that gives every element its own address",
     "innermost-stride": "copy along the global tensor's contiguous (stride-1) dimension, or "
@@ -24,12 +25,16 @@ RULE_HINTS: dict[str, str] = {
     "global-stride": "pad the global rows so every stride is a multiple of 16 bytes",
     "global-dim": "keep every global dimension between 1 and 2^32 elements",
     "global-address-align": "allocate the global tensor 16-byte aligned",
-    "global-view-offset": "copy from the kernel argument itself with the offset in the "
-    "region's start (A[r0:r1, c0:c1]) instead of a view with an elem_offset",
+    "global-view-offset": "copy from the kernel argument with the offset in the region's "
+    "start (A[r0:r1, c0:c1]), or keep a CTA-dependent view's copies inside the view",
     "coordinate": "start the region on a multiple of the box along the split dimension",
     "region-bounds": "keep the region inside the tensor: declare the index's range "
     "(T.cta_id([n]) / loop extents) or guard it (t = cta + i * grid; if t < num_tiles:) so "
-    "that start + extent <= size is provable",
+    "that start + extent <= size is provable; for an edge tile pass oob=\"zero\" / \"nan\" "
+    "(loads) or oob=\"skip\" (stores, which must still start inside)",
+    "oob": "pass oob=\"zero\" or \"nan\" on loads and oob=\"skip\" on stores; NaN fill needs "
+    "a float16/bfloat16/float32/float64 tensor; a store crossing the end of the rows needs "
+    "rows whose width is a multiple of 16 bytes",
     "inner-coordinate-16B": "start the region's innermost index on a multiple of 16 bytes",
     "smem-align-128": "put the shared tile (and each region start) on a 128-byte boundary of "
     "a shared.dyn allocation",

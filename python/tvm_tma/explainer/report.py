@@ -27,6 +27,13 @@ def _planned(copy: CopyExplanation) -> list[str]:
     lines.append("    first issue: coordinates "
                  f"({', '.join(str(c) for c in plan.coordinates)}), shared offset "
                  f"{plan.smem_offset} elements")
+    if not (isinstance(plan.base_offset, int) and plan.base_offset == 0):
+        lines.append(f"    map base: the global buffer's data + {plan.base_offset} elements")
+    if plan.edge_dims:
+        fate = ("skipped" if plan.direction == "s2g" else
+                "NaN" if plan.tensor_map.oob_fill else "zeros")
+        lines.append(f"    edges: the copy may cross map dims {list(plan.edge_dims)}; "
+                     f"out-of-bounds elements are {fate}")
     lines += _issue_loop(plan)
     lines += [f"    note: {note}" for note in plan.notes]
     if copy.established:

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import tvm
 from tvm.script import tirx as T
 
 from ..planner.plan_types import TensorMapSpec
@@ -41,7 +42,16 @@ def encode_arguments(spec: TensorMapSpec, base) -> list:
     ]
 
 
-def bind_encoded_map(spec: TensorMapSpec, buffer, name: str | None = None):
+def map_base(buffer, base_offset=0):
+    """The global address a map over ``buffer`` starts at: its data pointer, plus
+    ``base_offset`` elements for a view whose offset is not folded into coordinates."""
+    if isinstance(base_offset, int) and base_offset == 0:
+        return buffer.data
+    width = tvm.DataType(str(buffer.dtype)).bits // 8
+    return tvm.tirx.handle_add_byte_offset(buffer.data, base_offset * width)
+
+
+def bind_encoded_map(spec: TensorMapSpec, buffer, name: str | None = None, base_offset=0):
     """Emit (into the statement being built) a tensor-map stack slot and its encode.
 
     Returns the map variable.
@@ -49,7 +59,7 @@ def bind_encoded_map(spec: TensorMapSpec, buffer, name: str | None = None):
     tensor_map = T.Var(name or f"{buffer.name}_tensormap", ty=T.handle("tensormap").ty)
     T.Bind(T.tvm_stack_alloca("tensormap", 1), var=tensor_map)
     T.evaluate(T.call_packed(ENCODE_FUNCTION, tensor_map,
-                             *encode_arguments(spec, buffer.data)))
+                             *encode_arguments(spec, map_base(buffer, base_offset))))
     return tensor_map
 
 

@@ -6,10 +6,11 @@ from collections.abc import Iterable, Mapping
 
 from .descriptor import Context, build_plan
 from .errors import refuse
+from .global_view import LOAD_OOB, STORE_OOB, read_global
 from .plan_types import TmaPlan
 from .proofs import Prover
 from .refine import refine
-from .views import read_global, read_shared
+from .views import read_shared
 
 
 def copy_direction(dst, src) -> str:
@@ -26,13 +27,16 @@ def copy_direction(dst, src) -> str:
 
 
 def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
-         prover: Prover | None = None) -> TmaPlan:
+         prover: Prover | None = None, oob: str | None = None, argument=None) -> TmaPlan:
     """Plan ``copy(dst, src)`` between a global and a shared BufferRegion.
 
     ``var_ranges`` maps the kernel's variables (block ids, loop vars) to their ``Range`` and
     ``facts`` are boolean facts known at the copy (see :class:`Prover`), so alignments and
     bounds that depend on them can be proven; or pass a ready ``prover`` (it then records
-    what the plan rests on). Raises :class:`PlanError`.
+    what the plan rests on). ``oob`` lets the region cross the global view's edges:
+    ``"zero"``/``"nan"`` fill a load's out-of-bounds elements, ``"skip"`` drops a store's.
+    ``argument`` is the kernel argument the global buffer is a view of (if it is one).
+    Raises :class:`PlanError`.
     """
     direction = copy_direction(dst, src)
     shared_region, global_region = (dst, src) if direction == "g2s" else (src, dst)
@@ -44,7 +48,18 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
         )
     if prover is None:
         prover = Prover(var_ranges, facts)
+    _check_oob(oob, direction)
     shared = read_shared(shared_region, prover)
-    global_view = read_global(global_region, prover)
+    global_view = read_global(global_region, prover, direction, oob, argument)
     axes = refine(shared, global_view)
     return build_plan(axes, Context(shared, global_view, direction, prover))
+
+
+def _check_oob(oob: str | None, direction: str) -> None:
+    allowed = LOAD_OOB if direction == "g2s" else STORE_OOB
+    if oob is None or oob in allowed:
+        return
+    kind = "global->shared" if direction == "g2s" else "shared->global"
+    other = "shared->global" if direction == "g2s" else "global->shared"
+    hint = f" (that one is for {other} copies)" if oob in LOAD_OOB + STORE_OOB else ""
+    raise refuse("oob", f"oob={oob!r} on a {kind} copy{hint}; it takes {list(allowed)}")

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from .global_view import GlobalView
 from .proofs import Prover
-from .views import GlobalView, SharedView
+from .views import SharedView
 
 #: A tiled tensor map has at most five dimensions.
 MAX_RANK = 5

@@ -44,6 +44,9 @@ class _Dim:
     box: int
     coord: Expr
     steps: list[tuple[int, int, int]] = field(default_factory=list)  # (extent, smem, coord step)
+    #: Every issue's box provably lies in [0, size) along this dim. A dim the copy may cross
+    #: (``oob=``) keeps ``inside=False``, and no rewrite may change where its edge falls.
+    inside: bool = True
 
 
 def descriptor_dtype(dtype: str, element_bytes: int) -> str:
@@ -101,10 +104,11 @@ def _plan_for_chain(axes: list[CopyAxis], chain: list[CopyAxis], ctx: Context) -
             if axis.outermost:
                 return _Dim(prover.simplify(tvm.tirx.floordiv(g.size, axis.inner)),
                             prover.simplify(g.stride * axis.inner), 1,
-                            prover.simplify(tvm.tirx.floordiv(g.start, axis.inner))), 1
+                            prover.simplify(tvm.tirx.floordiv(g.start, axis.inner)),
+                            inside=g.inside), 1
             return _Dim(axis.extent, prover.simplify(g.stride * axis.inner), 1, 0), 1
         if axis.gdim not in whole_dim:
-            whole_dim[axis.gdim] = _Dim(g.size, g.stride, 1, g.start)
+            whole_dim[axis.gdim] = _Dim(g.size, g.stride, 1, g.start, inside=g.inside)
         return whole_dim[axis.gdim], axis.inner
 
     box_dims: list[_Dim] = []
@@ -130,7 +134,7 @@ def _plan_for_chain(axes: list[CopyAxis], chain: list[CopyAxis], ctx: Context) -
             dim.box = axis.extent
             box_dims.append(dim)
             continue
-        factor = _split_factor(axis.extent, limit, dim.coord, first, ctx)
+        factor = _split_factor(axis.extent, limit, dim, first, ctx)
         if factor is not None:
             # The inner `factor` elements become this box dim; the rest continues the chain.
             box_dims.append(_Dim(factor, dim.stride, factor, 0))
@@ -149,20 +153,25 @@ def _plan_for_chain(axes: list[CopyAxis], chain: list[CopyAxis], ctx: Context) -
             _add_step(axis, dim_for, box_dims, other_dims)
     for d, g in enumerate(gdims):
         if g.extent == 1 and not prover.prove(g.size == 1) and d not in whole_dim:
-            other_dims.append(_Dim(g.size, g.stride, 1, g.start))
+            other_dims.append(_Dim(g.size, g.stride, 1, g.start, inside=g.inside))
     for dim in whole_dim.values():
         if dim not in box_dims and dim not in other_dims:
             other_dims.append(dim)
-    dims = _fold(box_dims, other_dims, prover)
+    dims = _fold(box_dims, other_dims, prover, bool(ctx.shared.swizzle))
     return _finish(dims, ctx)
 
 
 def _split_allowed(axes: list[CopyAxis], gdim: int, ctx: Context) -> bool:
-    """A global dim may become several map dims only if its start sits on a piece boundary."""
+    """A global dim may become several map dims only if its start sits on a piece boundary
+    and, where the copy may cross its end, its size does too (else the outer map dim,
+    ``size // inner`` long, would end before the tensor does)."""
     outer = [a for a in axes if a.gdim == gdim and a.outermost]
     if not outer or outer[0].inner == 1:
         return True
-    return ctx.prover.divisible(ctx.global_view.dims[gdim].start, outer[0].inner)
+    dim = ctx.global_view.dims[gdim]
+    inner = outer[0].inner
+    return ctx.prover.divisible(dim.start, inner) and (
+        dim.inside or ctx.prover.divisible(dim.size, inner))
 
 
 def _add_step(axis: CopyAxis, dim_for, box_dims: list[_Dim], other_dims: list[_Dim]) -> None:
@@ -197,7 +206,12 @@ def _box_limit(axis: CopyAxis, coord: Expr, first: bool, ctx: Context) -> int:
 
 
 def _promotion_room(extent: int, coord: Expr, ctx: Context) -> int:
-    """The widest element-type factor (1, 2, 4, 8 bytes total) dimension 0 could take."""
+    """The widest element-type factor (1, 2, 4, 8 bytes total) dimension 0 could take.
+
+    None under NaN fill: the fill needs the tensor's own floating-point element type.
+    """
+    if ctx.global_view.oob == "nan":
+        return 1
     factor = 1
     while (
         ctx.shared.element_bytes * factor * 2 <= 8
@@ -208,16 +222,17 @@ def _promotion_room(extent: int, coord: Expr, ctx: Context) -> int:
     return factor
 
 
-def _split_factor(extent: int, limit: int, coord: Expr, first: bool, ctx: Context) -> int | None:
+def _split_factor(extent: int, limit: int, dim: _Dim, first: bool, ctx: Context) -> int | None:
     """The largest legal inner piece at which the axis can become two map dims.
 
     Only proper factors (2 .. extent-1) split anything: a factor of 1 would re-queue the same
-    axis forever (a prime extent over 256 has no other).
+    axis forever (a prime extent over 256 has no other). On a dim the copy may cross, the
+    dim's size must split too, or the outer map dim would end before the tensor.
     """
     for factor in range(min(limit, extent - 1), 1, -1):
         if extent % factor == 0 and _legal_inner(factor, first, ctx) and ctx.prover.divisible(
-            coord, factor
-        ):
+            dim.coord, factor
+        ) and (dim.inside or ctx.prover.divisible(dim.size, factor)):
             return factor
     return None
 
@@ -245,12 +260,15 @@ def _legal_inner(factor: int, first: bool, ctx: Context) -> bool:
     return width * scale <= 8 and factor % scale == 0
 
 
-def _fold(box_dims: list[_Dim], other_dims: list[_Dim], prover: Prover) -> list[_Dim]:
+def _fold(box_dims: list[_Dim], other_dims: list[_Dim], prover: Prover, swizzled: bool
+          ) -> list[_Dim]:
     """Fold dims into neighbours they are contiguous with in global memory (fewer dims).
 
     A box-1 dim ``a`` folds into ``b`` when ``stride_a == stride_b * size_b``: the pair is one
     dimension of ``size_a * size_b`` with coordinate ``coord_a * size_b + coord_b``. Two box
-    dims fold only when ``b`` is boxed whole and they are neighbours in the chain.
+    dims fold only when ``b`` is boxed whole and they are neighbours in the chain, and never
+    into a swizzled dimension 0 (its box is exactly the swizzle span). ``b`` must never be
+    crossed: the folded dim's edge is only ``a``'s.
     """
     dims = box_dims + other_dims
     boxed = len(box_dims)
@@ -259,12 +277,13 @@ def _fold(box_dims: list[_Dim], other_dims: list[_Dim], prover: Prover) -> list[
         changed = False
         for ai, a in enumerate(dims):
             for bi, b in enumerate(dims):
-                if a is b or not prover.prove(a.stride == b.stride * b.size):
+                if a is b or not b.inside or not prover.prove(a.stride == b.stride * b.size):
                     continue
                 if a.box > 1 and not (
                     bi + 1 == ai < boxed and prover.prove(b.size == b.box)
                     and prover.prove(b.coord == 0)
                     and not b.steps and a.box * b.box <= MAX_BOX
+                    and not (bi == 0 and swizzled)
                 ):
                     continue
                 b.box *= a.box
@@ -272,6 +291,7 @@ def _fold(box_dims: list[_Dim], other_dims: list[_Dim], prover: Prover) -> list[
                 b.steps.extend((n, smem, prover.simplify(step * b.size)) for n, smem, step in
                                a.steps)
                 b.size = prover.simplify(a.size * b.size)
+                b.inside = a.inside  # b is never crossed: the folded dim's edge is a's
                 if ai < boxed:
                     boxed -= 1
                 del dims[ai]
@@ -292,9 +312,12 @@ def _promote(dims: list[_Dim], ctx: Context) -> tuple[str, int]:
         if width * factor > 8:
             raise refuse("box-dim", f"inner box of {dim0.box} elements exceeds 256 even as "
                          "8-byte elements")
+        if ctx.global_view.oob == "nan":
+            raise refuse("box-dim", f"inner box of {dim0.box} elements exceeds 256 and NaN "
+                         f"fill keeps the {shared.dtype} element type (no promotion)")
         if dim0.box % factor or not ctx.prover.divisible(dim0.coord, factor) or any(
             step % factor for _, _, step in dim0.steps
-        ):
+        ) or not (dim0.inside or ctx.prover.divisible(dim0.size, factor)):
             raise refuse(
                 "box-dim",
                 f"inner box of {dim0.box} {width}-byte elements exceeds 256 and cannot be "
@@ -322,6 +345,7 @@ def _finish(dims: list[_Dim], ctx: Context) -> TmaPlan:
         box_dims=tuple(d.box for d in dims),
         element_strides=tuple(1 for _ in dims),
         swizzle=ctx.shared.swizzle,
+        oob_fill=1 if ctx.global_view.oob == "nan" else 0,
     )
     issue_axes = tuple(
         IssueAxis(extent, smem, index, step)
@@ -335,6 +359,8 @@ def _finish(dims: list[_Dim], ctx: Context) -> TmaPlan:
         smem_offset=ctx.shared.region_offset,
         issue_axes=issue_axes,
         notes=(f"dimension 0 promoted x{factor}",) if factor > 1 else (),
+        base_offset=ctx.global_view.base_offset,
+        edge_dims=tuple(index for index, d in enumerate(dims) if not d.inside),
     )
     check_plan(plan, ctx)
     return plan

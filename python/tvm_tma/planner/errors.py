@@ -9,9 +9,10 @@ from __future__ import annotations
 RULES: dict[str, str] = {
     "direction": "TMA copies global<->shared; other scope pairs are not TMA copies",
     "dtype": "both sides of the copy must have the same element type",
-    "extent": "copy extents must be static and equal on both sides once unit dims are dropped",
+    "extent": "copy extents must be static and both regions must hold as many elements",
     "layout": "both buffers need a memory layout the planner can read",
-    "layout-mismatch": "the shared and global layouts cannot be factored into common axes",
+    "layout-mismatch": "the two regions' row-major element orders (and layouts) do not factor "
+    "into common axes",
     "shared-chain": "no shared-memory axis has stride 1, so no dense TMA box can be formed",
     "shared-injective": "the shared layout maps two elements to one address",
     "innermost-stride": "the box's innermost axis must be contiguous (stride 1) in global memory",
@@ -23,9 +24,13 @@ RULES: dict[str, str] = {
     "global-stride": "global strides must be multiples of 16 bytes and below 2^40",
     "global-dim": "global dimensions must be in (0, 2^32]",
     "global-address-align": "the global base address must be 16-byte aligned",
-    "global-view-offset": "the global buffer must start at its data pointer (elem_offset 0)",
+    "global-view-offset": "a global view's offset must become whole coordinates of a view "
+    "the host can bound, or a base address the host can compute",
     "coordinate": "a split global axis must start on a multiple of its inner extent",
-    "region-bounds": "the copied region must provably lie inside the global tensor",
+    "region-bounds": "the copied region must provably lie inside the global tensor (or, "
+    "with oob=, may cross its end but a store never its start)",
+    "oob": "oob= is \"zero\" or \"nan\" (floating types) on global->shared and \"skip\" on "
+    "shared->global, and must be honoured exactly",
     "inner-coordinate-16B": "each box must start on a 16-byte boundary along dimension 0 "
     "(the H100 faults with an illegal instruction otherwise)",
     "smem-align-128": "every issue's shared address must be provably 128-byte aligned",

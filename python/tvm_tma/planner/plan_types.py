@@ -92,7 +92,8 @@ class TmaPlan:
 
     ``smem_offset`` is the element offset of the first issue's shared address from the start
     of the shared buffer's data (its ``elem_offset`` included). ``coordinates`` are the first
-    issue's tensor coordinates, in driver order.
+    issue's tensor coordinates, in driver order; the map's base is the global buffer's data
+    pointer plus ``base_offset`` elements.
     """
 
     direction: str
@@ -101,6 +102,11 @@ class TmaPlan:
     smem_offset: Expr
     issue_axes: tuple[IssueAxis, ...] = field(default=())
     notes: tuple[str, ...] = field(default=())
+    #: Elements (of the copy's dtype) from the global buffer's data pointer to the map's
+    #: base: 0, or a view's offset that could not become coordinates.
+    base_offset: Expr = 0
+    #: Map dims the copy may cross (``oob=``): the hardware fills or skips past their edges.
+    edge_dims: tuple[int, ...] = field(default=())
 
     @property
     def rank(self) -> int:

@@ -68,7 +68,9 @@ class Prover:
         self.analyzer = Analyzer()
         self.assumptions: dict = {}  # Var or fact -> its text, in the order given
         self.established: list[Established] = []
-        bound = set()
+        bound: set = set()
+        #: Variables the kernel binds on the device (scope ids, loops, launch indices).
+        self.device_vars = bound
         for var, rng in (var_ranges or {}).items():
             if isinstance(rng, tvm.ir.Range):
                 self.analyzer.bind(var, rng)
@@ -84,7 +86,7 @@ class Prover:
                 continue
             constraints.append(fact)
             self.assumptions[fact] = str(fact)
-        constraints += [bound for fact in constraints for bound in self._value_bounds(fact)]
+        constraints += [limit for fact in constraints for limit in self._value_bounds(fact)]
         # One scope holding every assumption, entered for the prover's lifetime: TVM checks
         # on exit that nested scopes close in order, which garbage collection would not do.
         self._scope = None
@@ -141,6 +143,14 @@ class Prover:
                           if _mentions(key, mentioned))
             self.established.append(Established(what, str(condition), using))
         return True
+
+    def is_host_expr(self, value: Expr) -> bool:
+        """Whether the host can compute ``value`` before the launch: it reads no buffer and
+        no variable the device binds (ranges are only ever given for device variables)."""
+        if as_int(value) is not None:
+            return True
+        return not any(type(var.ty).__name__ == "BufferType" or var in self.device_vars
+                       for var in tvm.tirx.analysis.undefined_vars(value))
 
     def simplify(self, value: Expr) -> Expr:
         """Fold ``value``; constants come back as plain ints."""

@@ -13,7 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from .errors import refuse
-from .views import GlobalView, SharedView
+from .global_view import GlobalView
+from .views import SharedView
 
 
 @dataclass(frozen=True)

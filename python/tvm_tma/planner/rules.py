@@ -20,6 +20,8 @@ from .proofs import Prover, as_int
 SMEM_ALIGN = 128
 #: Dynamic shared memory starts 1024-byte aligned (CUTLASS relies on the same).
 DYNAMIC_SMEM_BASE_ALIGN = 1024
+#: Tensor-map element types with a NaN to fill out-of-bounds elements with.
+NAN_FILL_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
 
 def check_plan(plan: TmaPlan, ctx: Context) -> None:
@@ -27,7 +29,7 @@ def check_plan(plan: TmaPlan, ctx: Context) -> None:
     _check_shape(spec)
     _check_global(plan, ctx)
     _check_inner_coordinate(plan, ctx)
-    _check_bounds(ctx)
+    _check_edges(plan, ctx)
     _check_shared(plan, ctx)
 
 
@@ -91,16 +93,27 @@ def _check_inner_coordinate(plan: TmaPlan, ctx: Context) -> None:
             )
 
 
-def _check_bounds(ctx: Context) -> None:
-    prover = ctx.prover
-    for index, dim in enumerate(ctx.global_view.dims):
-        inside = tvm.tirx.all(dim.start >= 0, dim.start + dim.extent <= dim.size)
-        if not prover.establish(inside, f"region-bounds (global dimension {index})"):
+def _check_edges(plan: TmaPlan, ctx: Context) -> None:
+    """What ``oob=`` needs beyond the region bounds (proven, per dim, at L1).
+
+    NaN fill exists only for floating-point map types. A store that crosses the end of
+    dimension 0 writes out-of-bounds elements up to the next 16-byte boundary (measured on
+    the H100), so that end must itself sit on 16 bytes, or the store would write past the
+    view into its neighbour.
+    """
+    spec = plan.tensor_map
+    oob = ctx.global_view.oob
+    if oob == "nan" and spec.dtype not in NAN_FILL_DTYPES:
+        raise refuse("oob", f'oob="nan" needs a floating-point tensor map type '
+                     f"({', '.join(NAN_FILL_DTYPES)}); {ctx.shared.dtype} has none")
+    if plan.direction == "s2g" and 0 in plan.edge_dims:
+        end = ctx.prover.simplify(spec.global_dims[0] * spec.element_bytes)
+        if not ctx.prover.establish_divisible(end, 16, "store-edge-16B"):
             raise refuse(
-                "region-bounds",
-                f"global dimension {index}: region [{dim.start}, {dim.start} + {dim.extent}) is "
-                f"not provably inside [0, {dim.size})",
-            )
+                "oob",
+                f"the store may cross the end of dimension 0 ({end} bytes), which is not a "
+                "multiple of 16 bytes: TMA stores write past that end up to the next 16-byte "
+                "boundary, into whatever follows")
 
 
 def _check_shared(plan: TmaPlan, ctx: Context) -> None:

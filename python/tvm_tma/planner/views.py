@@ -1,9 +1,10 @@
-"""L1, part one: read each side of a copy into plain numbers the planner can reason about.
+"""L1, part one: read the shared side of a copy into plain numbers the planner can reason
+about, and the layout helpers both sides share.
 
 A shared region becomes a list of (extent, stride) iterators over the region's row-major
-index space plus its swizzle; a global region becomes one (size, stride, start, extent)
-record per buffer dimension. Layouts come from TVM's layout classes (``TileLayout`` and the
-swizzling ``ComposeLayout``), exactly as kernel authors declare them.
+index space plus its swizzle (the global side is :mod:`.global_view`). Layouts come from
+TVM's layout classes (``TileLayout`` and the swizzling ``ComposeLayout``), exactly as kernel
+authors declare them.
 """
 
 from __future__ import annotations
@@ -32,29 +33,12 @@ class SharedView:
     scope: str  # "shared.dyn" (1024-byte aligned arena) or "shared"
 
 
-@dataclass(frozen=True)
-class GlobalDim:
-    """One dimension of the global buffer and the part of it the copy touches."""
-
-    size: Expr
-    stride: Expr  # elements
-    start: Expr
-    extent: int
-
-
-@dataclass(frozen=True)
-class GlobalView:
-    dtype: str
-    element_bytes: int
-    dims: tuple[GlobalDim, ...]
-
-
 def region_bounds(region) -> tuple[list[Expr], list[Expr]]:
     """(starts, extents) of a BufferRegion's ranges."""
     return [r.min for r in region.region], [r.extent for r in region.region]
 
 
-def _static_extents(extents: list[Expr], side: str) -> list[int]:
+def static_extents(extents: list[Expr], side: str) -> list[int]:
     values = [as_int(e) for e in extents]
     if any(v is None for v in values):
         raise refuse("extent", f"{side} region extents {[str(e) for e in extents]} are not static")
@@ -108,7 +92,7 @@ def _tile_of(layout, shape) -> TileLayout:
     return tile
 
 
-def _memory_offset(layout: TileLayout) -> Expr:
+def memory_offset(layout: TileLayout) -> Expr:
     total: Expr = 0
     for axis, value in layout.offset.items():
         if not axis.is_memory():
@@ -117,7 +101,7 @@ def _memory_offset(layout: TileLayout) -> Expr:
     return total
 
 
-def _check_memory_layout(layout: TileLayout, side: str) -> None:
+def check_memory_layout(layout: TileLayout, side: str) -> None:
     if len(layout.replica) > 0:
         raise refuse("layout", f"{side} layout {layout} replicates data across threads")
     for iterator in layout.shard:
@@ -132,12 +116,12 @@ def read_shared(region, prover: Prover) -> SharedView:
         raise refuse("layout", f"shared buffer {buffer.name} has no layout")
     swizzle = swizzle_mode(buffer.layout, dtype)
     starts, extents = region_bounds(region)
-    static_extents = _static_extents(extents, "shared")
+    region_extents = static_extents(extents, "shared")
     tile = _tile_of(buffer.layout, buffer.shape)
-    _check_memory_layout(tile, "shared")
+    check_memory_layout(tile, "shared")
     try:
         sliced = tile.slice(list(buffer.shape),
-                            [(s, s + e) for s, e in zip(starts, static_extents)])
+                            [(s, s + e) for s, e in zip(starts, region_extents)])
     except (tvm.error.InternalError, ValueError, TypeError) as error:
         raise refuse("layout", f"shared layout {tile} does not fit buffer {buffer.name} of "
                      f"shape {list(buffer.shape)}: {str(error).splitlines()[-1]}") from None
@@ -145,9 +129,9 @@ def read_shared(region, prover: Prover) -> SharedView:
         raise refuse(
             "layout",
             f"shared layout {tile} cannot be sliced to start={[str(s) for s in starts]} "
-            f"extent={static_extents}",
+            f"extent={region_extents}",
         )
-    _check_memory_layout(sliced, "shared")
+    check_memory_layout(sliced, "shared")
     iters = []
     for iterator in sliced.shard:
         extent, stride = as_int(iterator.extent), as_int(prover.simplify(iterator.stride))
@@ -160,7 +144,7 @@ def read_shared(region, prover: Prover) -> SharedView:
         element_bytes=tvm.DataType(dtype).bits // 8,
         swizzle=swizzle,
         iters=tuple(iters),
-        region_offset=prover.simplify(buffer.elem_offset + _memory_offset(sliced)),
+        region_offset=prover.simplify(buffer.elem_offset + memory_offset(sliced)),
         buffer_offset=prover.simplify(buffer.elem_offset),
         scope=buffer.scope(),
     )
@@ -184,40 +168,4 @@ def element_offset(buffer, indices, prover: Prover) -> Expr:
     if not isinstance(sliced, TileLayout):
         raise refuse("layout", f"layout {tile} of {buffer.name} cannot locate element "
                      f"{[str(i) for i in indices]}")
-    return prover.simplify(buffer.elem_offset + _memory_offset(sliced))
-
-
-def read_global(region, prover: Prover) -> GlobalView:
-    buffer = region.source
-    dtype = str(buffer.dtype)
-    layout = buffer.layout
-    if not isinstance(layout, TileLayout):
-        raise refuse("layout", f"global buffer {buffer.name} needs a TileLayout, got {layout}")
-    _check_memory_layout(layout, "global")
-    if not prover.prove(buffer.elem_offset == 0) or not prover.prove(_memory_offset(layout) == 0):
-        raise refuse(
-            "global-view-offset",
-            f"global buffer {buffer.name} starts at elem_offset {buffer.elem_offset} "
-            f"(layout offset {_memory_offset(layout)}); TMA encodes its data pointer as the base",
-        )
-    try:
-        grouped, separators = layout.group(list(buffer.shape))
-    except (TypeError, ValueError, tvm.error.InternalError) as error:
-        raise refuse("layout", f"global layout {layout} does not follow shape {buffer.shape}: "
-                     f"{error}") from None
-    starts, extents = region_bounds(region)
-    static_extents = _static_extents(extents, "global")
-    dims = []
-    for dim, (start, extent) in enumerate(zip(starts, static_extents)):
-        group = [it for it in grouped.shard[separators[dim] : separators[dim + 1]]
-                 if as_int(it.extent) != 1]
-        if len(group) > 1:
-            raise refuse(
-                "layout",
-                f"global dimension {dim} of {buffer.name} is laid out as {len(group)} strided "
-                "pieces; TMA needs one stride per dimension",
-            )
-        stride = prover.simplify(group[0].stride) if group else 0
-        dims.append(GlobalDim(prover.simplify(buffer.shape[dim]), stride,
-                              prover.simplify(start), extent))
-    return GlobalView(dtype, tvm.DataType(dtype).bits // 8, tuple(dims))
+    return prover.simplify(buffer.elem_offset + memory_offset(sliced))

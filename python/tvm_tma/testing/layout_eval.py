@@ -43,6 +43,8 @@ def evaluate(expr, env: Mapping) -> np.ndarray:
         raise KeyError(f"unbound variable {expr}")
     if kind == "Cast":
         return evaluate(expr.value, env)
+    if kind == "Let":  # a raw swizzle ComposeLayout names its intermediate values
+        return evaluate(expr.body, {**env, expr.var: evaluate(expr.value, env)})
     if kind in _BINARY:
         return _BINARY[kind](evaluate(expr.a, env), evaluate(expr.b, env))
     raise NotImplementedError(f"{kind} in layout expression: {expr}")

@@ -33,7 +33,7 @@ def bad_copies(A_ptr: T.handle, N_ptr: T.handle, P_ptr: T.handle, C_ptr: T.handl
     mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=ARENA // 8 - 1)
     regs = T.alloc_buffer((64, 64), "float16", scope="local")
     if tid == 0:
-        Tx.copy_async(tile[0:32, :], A[0:64, 0:32], dispatch="tma", mbar=mbar.ptr_to([0]))
+        Tx.copy_async(tile[0:24, 0:32], A[0:32, 0:24], dispatch="tma", mbar=mbar.ptr_to([0]))
         Tx.copy_async(tile[:, :], N[0:64, :], dispatch="tma", mbar=mbar.ptr_to([0]))
         Tx.copy_async(tile[:, :], A[cta * 64:cta * 64 + 64, :], dispatch="tma",
                       mbar=mbar.ptr_to([0]))

@@ -1,0 +1,337 @@
+"""L1, the global side: canonicalize a global region into dims a tensor map can describe.
+
+A kernel author's global operand is rarely "a kernel argument, one stride per dimension":
+it may be a view (``A.sub[16:512, 8:72]``, ``T.decl_buffer(..., A.data, elem_offset=8)``,
+``A.sub[4096:8192].view(64, 64)``) that starts somewhere inside its argument, its layout
+may lay one logical dimension out as several strided pieces (a tiled or interleaved
+``TileLayout``), and its contiguous dims may be cut finer than the hardware rules need
+(a whole ``uint8 [64, 8]`` tensor is one 512-byte run). This module rewrites the region,
+without changing which addresses it names, into :class:`GlobalDim` s:
+
+1. *pieces*: every layout piece of a dimension becomes its own dim, with the region's start
+   and extent split across the pieces (refused when the region cuts a piece partially);
+2. *the view's offset*: folded into the coordinates along the view's own dims (the map's
+   base stays the argument's data pointer and its upper edges stay the view's), else
+   encoded as the map's base (``data + offset``, 16-byte alignment proven or checked at run
+   time), else -- for a view placed by a CTA-dependent offset -- translated into the
+   coordinates of the kernel argument it aliases;
+3. *merge*: a dim covered whole whose outer neighbour continues it in memory merges into that
+   neighbour (before any box, 16-byte or 256-element rule is applied);
+4. *bounds*: each dim records whether the region provably lies inside it. Without ``oob``
+   every dim must; with it, the planner keeps the tensor map's bounds equal to the view's on
+   every dim that may be crossed (:mod:`.descriptor` checks that each later rewrite does).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import tvm
+from tvm.tirx.layout import TileLayout
+
+from .errors import refuse
+from .proofs import Expr, Prover, as_int
+from .views import check_memory_layout, memory_offset, region_bounds, static_extents
+
+#: Largest size of one tensor-map dimension (cuTensorMapEncodeTiled: globalDim <= 2^32).
+MAX_GLOBAL_DIM = 1 << 32
+#: ``oob=`` values: what happens to the elements of a box outside the tensor.
+LOAD_OOB = ("zero", "nan")
+STORE_OOB = ("skip",)
+
+
+@dataclass(frozen=True)
+class GlobalDim:
+    """One dimension of the tensor map's view of global memory and the region along it.
+
+    ``inside`` records that the region provably lies in ``[0, size)`` along this dim; a dim
+    that is not inside is one the copy may cross (``oob=``), so the hardware's bounds on it
+    must stay exactly the view's. ``name`` says where the dim came from, for messages.
+    """
+
+    size: Expr
+    stride: Expr  # elements
+    start: Expr
+    extent: int
+    inside: bool = True
+    name: str = ""
+
+
+@dataclass(frozen=True)
+class GlobalView:
+    """The global side of a copy: its dims, outermost first, and the map's base.
+
+    ``base_offset`` is the element offset of the tensor map's base from the buffer's data
+    pointer (0 unless a view's offset could not be folded into the coordinates).
+    """
+
+    dtype: str
+    element_bytes: int
+    dims: tuple[GlobalDim, ...]
+    base_offset: Expr = 0
+    oob: str | None = None
+
+    @property
+    def edge_dims(self) -> tuple[int, ...]:
+        """Indices of the dims the region may cross (only ever non-empty with ``oob``)."""
+        return tuple(i for i, d in enumerate(self.dims) if not d.inside)
+
+
+def read_global(region, prover: Prover, direction: str, oob: str | None = None,
+                argument=None) -> GlobalView:
+    """Canonicalize a global BufferRegion (see the module docstring).
+
+    ``argument`` is the kernel argument (a Buffer) whose data the region's buffer aliases,
+    when the parser could see it; it is needed only for views placed by a CTA-dependent
+    offset.
+    """
+    buffer = region.source
+    dtype = str(buffer.dtype)
+    width = tvm.DataType(dtype).bits // 8
+    layout = buffer.layout
+    if not isinstance(layout, TileLayout):
+        raise refuse("layout", f"global buffer {buffer.name} needs a TileLayout, got {layout}")
+    check_memory_layout(layout, "global")
+    dims = _bound(_pieces(region, prover), prover, direction, oob)
+    offset = prover.simplify(buffer.elem_offset + memory_offset(layout))
+    dims, base = _place_view(dims, offset, width, buffer, prover, argument)
+    dims = _merge_whole(dims, prover)
+    return GlobalView(dtype, width, tuple(dims), base, oob)
+
+
+def _pieces(region, prover: Prover) -> list[GlobalDim]:
+    """One GlobalDim per layout piece of every buffer dim (outermost first)."""
+    buffer = region.source
+    try:
+        grouped, separators = buffer.layout.group(list(buffer.shape))
+    except (TypeError, ValueError, tvm.error.InternalError) as error:
+        raise refuse("layout", f"global layout {buffer.layout} does not follow shape "
+                     f"{list(buffer.shape)}: {str(error).splitlines()[-1]}") from None
+    starts, extents = region_bounds(region)
+    dims: list[GlobalDim] = []
+    for d, (start, extent) in enumerate(zip(starts, static_extents(extents, "global"))):
+        pieces = [it for it in grouped.shard[separators[d]:separators[d + 1]]
+                  if as_int(it.extent) != 1]
+        name = f"global dimension {d}"
+        if len(pieces) <= 1:
+            stride = prover.simplify(pieces[0].stride) if pieces else 0
+            dims.append(GlobalDim(prover.simplify(buffer.shape[d]), stride,
+                                  prover.simplify(start), extent, name=name))
+            continue
+        dims.extend(_split_pieces(pieces, prover.simplify(start), extent, name, prover))
+    return dims
+
+
+def _split_pieces(pieces, start: Expr, extent: int, name: str, prover: Prover
+                  ) -> list[GlobalDim]:
+    """The region ``[start, start + extent)`` of a dim laid out as ``pieces`` (outer first),
+    as one region per piece: each inner piece is covered whole (and the rest moves out) or
+    holds the whole remaining region inside one of its rows."""
+    out: list[GlobalDim] = []
+    count = len(pieces)
+    for index in range(count - 1, 0, -1):  # innermost piece first; the outermost takes the rest
+        piece = pieces[index]
+        size = as_int(piece.extent)
+        label = f"{name} (piece {index} of {count})"
+        if size is None:
+            raise refuse("layout", f"{label} has symbolic extent {piece.extent}; only the "
+                         "outermost piece of a dimension may be symbolic")
+        stride = prover.simplify(piece.stride)
+        if extent % size == 0 and prover.divisible(start, size):
+            out.append(GlobalDim(size, stride, 0, size, name=label))
+            start, extent = prover.simplify(tvm.tirx.floordiv(start, size)), extent // size
+        elif extent <= size and prover.prove(tvm.tirx.floormod(start, size) + extent <= size):
+            out.append(GlobalDim(size, stride, prover.simplify(tvm.tirx.floormod(start, size)),
+                                 extent, name=label))
+            start, extent = prover.simplify(tvm.tirx.floordiv(start, size)), 1
+        else:
+            raise refuse("layout", f"the region [{start}, {start} + {extent}) of {name} cuts "
+                         f"its layout piece of {size} elements (stride {stride}) partially; "
+                         "TMA needs each piece covered whole or the region inside one row")
+    outer = pieces[0]
+    out.append(GlobalDim(prover.simplify(outer.extent), prover.simplify(outer.stride), start,
+                         extent, name=f"{name} (piece 0 of {count})"))
+    out.reverse()
+    return out
+
+
+def _place_view(dims: list[GlobalDim], offset: Expr, width: int, buffer, prover: Prover,
+                argument) -> tuple[list[GlobalDim], Expr]:
+    """Where the tensor map starts: fold the view's offset into coordinates, or use it as
+    the base, or express the region in the kernel argument's coordinates."""
+    if _is_zero(offset, prover):
+        return dims, 0
+    folded = _fold_offset(dims, offset, prover)
+    if folded is not None:
+        return folded, 0
+    if prover.is_host_expr(offset):
+        aligned = tvm.tirx.floormod(offset * width, 16) == 0
+        if as_int(offset) is not None and (as_int(offset) * width) % 16 or (
+                as_int(offset) is None and prover.refutable(aligned)):
+            raise refuse(
+                "global-address-align",
+                f"global view {buffer.name} starts {prover.simplify(offset * width)} bytes "
+                "past its data pointer, not a multiple of 16, and the offset cannot be folded "
+                "into the coordinates (the region may start before the view)")
+        return dims, offset
+    translated = _in_argument(dims, offset, prover, argument)
+    if translated is not None:
+        return translated, 0
+    raise refuse(
+        "global-view-offset",
+        f"global view {buffer.name} starts at the CTA-dependent offset {offset}: the tensor map "
+        "is encoded on the host, so it needs the view's offset as whole coordinates of a view "
+        "it can bound there (index the argument directly, A[r0:r0 + m, ...], or keep the copy "
+        "inside the view)")
+
+
+def _fold_offset(dims: list[GlobalDim], offset: Expr, prover: Prover
+                 ) -> list[GlobalDim] | None:
+    """``offset`` as whole coordinates ``k`` along the view's own dims (static strides):
+    the map's dims grow to ``k + size`` (same upper edges) and the region starts at
+    ``k + start``. Valid only where the region cannot start before the view (a lower edge
+    the map would no longer have) and where ``k`` is known on the host."""
+    coordinates = _split_offset(offset, [d.stride for d in dims], [d.size for d in dims],
+                                prover)
+    if coordinates is None:
+        return None
+    out = []
+    for dim, k in zip(dims, coordinates):
+        if _is_zero(k, prover):
+            out.append(dim)
+            continue
+        if not prover.is_host_expr(k) or not prover.prove(tvm.tirx.all(k >= 0,
+                                                                        dim.start >= 0)):
+            return None
+        out.append(replace(dim, size=prover.simplify(dim.size + k),
+                           start=prover.simplify(dim.start + k)))
+    return out
+
+
+def _split_offset(offset: Expr, strides: list, sizes: list, prover: Prover) -> list | None:
+    """Whole coordinates ``k`` with ``sum(k[i] * strides[i]) == offset``, largest stride
+    first, or None. Dims of size 1 take no part (their stride means nothing); the other
+    strides must be distinct positive constants."""
+    static = [as_int(s) for s in strides]
+    used = [i for i, size in enumerate(sizes) if as_int(size) != 1]
+    if any(static[i] is None or static[i] <= 0 for i in used) or len(
+            {static[i] for i in used}) != len(used):
+        return None
+    coordinates: list = [0] * len(strides)
+    rest: Expr = offset
+    for index in sorted(used, key=lambda i: -static[i]):
+        coordinates[index] = prover.simplify(tvm.tirx.floordiv(rest, static[index]))
+        rest = prover.simplify(tvm.tirx.floormod(rest, static[index]))
+    return coordinates if _is_zero(rest, prover) else None
+
+
+def _in_argument(dims: list[GlobalDim], offset: Expr, prover: Prover, argument
+                 ) -> list[GlobalDim] | None:
+    """The region in the coordinates of the kernel argument the view aliases.
+
+    For a view whose dims are some of the argument's dims (same strides, as ``A.sub[...]``
+    and ``A.tile(...)`` make them): the offset is split along the argument's strides and
+    added to the region's starts; the argument's own shape bounds the map. The region was
+    proven inside the view (:func:`_bound`); here it must also be inside the argument.
+    """
+    if argument is None or not all(d.inside for d in dims):
+        return None
+    arg_dims = _pieces(_whole_region(argument), prover)
+    starts = _split_offset(offset, [d.stride for d in arg_dims], [d.size for d in arg_dims],
+                           prover)
+    if starts is None:
+        return None
+    by_stride = {as_int(d.stride): i for i, d in enumerate(arg_dims) if as_int(d.size) != 1}
+    extents = [1] * len(arg_dims)
+    taken: set[int] = set()
+    for dim in dims:
+        if as_int(dim.size) == 1:
+            continue
+        index = by_stride.get(as_int(dim.stride))
+        if index is None or index in taken:
+            return None  # not a sub-box of the argument
+        taken.add(index)
+        starts[index] = prover.simplify(starts[index] + dim.start)
+        extents[index] = dim.extent
+    placed = []
+    for arg_dim, start, extent in zip(arg_dims, starts, extents):
+        dim = GlobalDim(arg_dim.size, arg_dim.stride, start, extent,
+                        name=f"{argument.name} {arg_dim.name}")
+        if not _inside(dim, prover):
+            return None
+        placed.append(dim)
+    return placed
+
+
+def _is_zero(value: Expr, prover: Prover) -> bool:
+    return as_int(value) == 0 if as_int(value) is not None else prover.prove(
+        tvm.tirx.EQ(value, 0))
+
+
+def _whole_region(buffer):
+    return tvm.tirx.BufferRegion(buffer, [tvm.ir.Range.from_min_extent(0, s)
+                                          for s in buffer.shape])
+
+
+def _inside(dim: GlobalDim, prover: Prover) -> bool:
+    return prover.prove(tvm.tirx.all(dim.start >= 0, dim.start + dim.extent <= dim.size))
+
+
+def _bound(dims: list[GlobalDim], prover: Prover, direction: str, oob: str | None
+           ) -> list[GlobalDim]:
+    """Record which dims the region provably stays inside; refuse what ``oob`` does not
+    allow: without it the region must be inside every dim, and a store (``oob="skip"``) may
+    cross a dim's end but never start before it (the H100 faults)."""
+    out = []
+    for dim in dims:
+        inside = tvm.tirx.all(dim.start >= 0, dim.start + dim.extent <= dim.size)
+        if prover.establish(inside, f"region-bounds ({dim.name})"):
+            out.append(replace(dim, inside=True))
+            continue
+        if oob is None:
+            options = '"zero" or "nan"' if direction == "g2s" else '"skip"'
+            raise refuse(
+                "region-bounds",
+                f"{dim.name}: region [{dim.start}, {dim.start} + {dim.extent}) is not provably "
+                f"inside [0, {dim.size}); a tile that may cross the tensor's edge needs "
+                f"oob={options}")
+        if direction == "s2g" and not prover.establish(dim.start >= 0,
+                                                       f"store-start ({dim.name})"):
+            raise refuse(
+                "region-bounds",
+                f"{dim.name}: a store's region [{dim.start}, {dim.start} + {dim.extent}) may "
+                "start before the tensor; TMA stores may cross a tensor's end, never its start "
+                "(the hardware faults)")
+        out.append(replace(dim, inside=False))
+    return out
+
+
+def _merge_whole(dims: list[GlobalDim], prover: Prover) -> list[GlobalDim]:
+    """Merge every dim covered whole into its outer neighbour when the two are one run of
+    memory (``stride_outer == stride_inner * size_inner``): then a whole ``uint8 [64, 8]``
+    tensor is one 512-element dim, and the box rules see the run, not its rows."""
+    merged: list[GlobalDim] = []
+    for dim in reversed(dims):  # innermost first
+        if merged:
+            inner = merged[-1]
+            whole = inner.inside and prover.prove(
+                tvm.tirx.all(inner.start == 0, inner.size == inner.extent))
+            if whole and prover.prove(dim.stride == inner.stride * inner.size) and _fits(
+                    dim.size, inner.size, prover):
+                merged[-1] = GlobalDim(
+                    prover.simplify(dim.size * inner.size), inner.stride,
+                    prover.simplify(dim.start * inner.size), dim.extent * inner.extent,
+                    dim.inside, f"{dim.name} x {inner.name}")
+                continue
+        merged.append(dim)
+    merged.reverse()
+    return merged
+
+
+def _fits(size_a: Expr, size_b: Expr, prover: Prover) -> bool:
+    """``size_a * size_b`` is provably a legal tensor-map dim (at most 2^32 elements)."""
+    a, b = as_int(size_a), as_int(size_b)
+    if a is not None and b is not None:
+        return a * b <= MAX_GLOBAL_DIM
+    wide = tvm.tirx.Cast("int64", size_a) * tvm.tirx.Cast("int64", size_b)
+    return prover.prove(wide <= tvm.tirx.const(MAX_GLOBAL_DIM, "int64"))
