@@ -6,6 +6,8 @@ from the planner or from upstream TVM.
 
 from __future__ import annotations
 
+from copy_matrix_views import CASES as AUTHOR_CASES
+
 from tvm_tma.testing.copy_cases import CopyCase
 
 DTYPES = ("float16", "bfloat16", "float32", "int8", "uint8", "float8_e4m3fn", "float8_e5m2")
@@ -155,4 +157,5 @@ CASES = (
     + [_row_tile(d, "g2s") for d in DTYPES[:3]]
     + [_row_tile(d, "s2g") for d in DTYPES[3:]]
     + SPECIAL
+    + AUTHOR_CASES
 )

@@ -7,6 +7,7 @@ import re
 import numpy as np
 import pytest
 from copy_matrix import CASES
+from copy_matrix_views import CASES as AUTHOR_CASES
 
 from tvm_tma.testing.copy_cases import expected_after
 from tvm_tma.testing.runner import assemble, compile_case, inputs, plans_of, run_model
@@ -19,7 +20,8 @@ def _facts(copy_plan):
     return dict(rank=spec.rank, swizzle=spec.swizzle, dtype=spec.dtype,
                 global_dims=tuple(spec.global_dims), global_strides=tuple(spec.global_strides),
                 box_dims=spec.box_dims, coordinates=tuple(copy_plan.coordinates),
-                num_issues=copy_plan.num_issues)
+                num_issues=copy_plan.num_issues, base_offset=copy_plan.base_offset,
+                edge_dims=copy_plan.edge_dims, oob_fill=spec.oob_fill)
 
 
 def test_matrix_covers_the_acceptance_grid():
@@ -37,6 +39,22 @@ def test_matrix_covers_the_acceptance_grid():
     assert len(CASES) >= 40
 
 
+def test_matrix_covers_the_author_forms():
+    """Issue 11: views, reshapes, pieces, folds and edge tiles, 30 cases or more; edge
+    tiles cross dim 0, an outer dim and both, in 2-D, 3-D and swizzled layouts, with every
+    oob= option."""
+    assert len(AUTHOR_CASES) >= 30
+    names = {case.name.split("-")[0] for case in AUTHOR_CASES}
+    assert names == {"view", "reshape", "pieces", "fold", "edge"}
+    edges = [case for case in AUTHOR_CASES if case.oob]
+    assert {case.oob for case in edges} == {"zero", "nan", "skip"}
+    crossed = {case.expect["edge_dims"] for case in edges}
+    assert {(0,), (1,), (0, 1)} <= crossed
+    assert any(len(case.global_shape) == 3 for case in edges)
+    assert any(case.shared_layout.startswith("swizzle") for case in edges)
+    assert {case.direction for case in edges if case.global_offset} == {"g2s", "s2g"}
+
+
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_plan_fields(case):
     copy_plan, _ = plans_of(case)[0]
@@ -45,7 +63,9 @@ def test_plan_fields(case):
     spec = copy_plan.tensor_map
     assert 1 <= spec.rank <= 5 and all(1 <= b <= 256 for b in spec.box_dims)
     assert spec.element_strides == (1,) * spec.rank
-    assert (spec.interleave, spec.l2_promotion, spec.oob_fill) == (0, 2, 0)
+    assert (spec.interleave, spec.l2_promotion) == (0, 2)
+    assert spec.oob_fill == (1 if case.oob == "nan" else 0)
+    assert bool(copy_plan.edge_dims) == (case.oob is not None)
     assert copy_plan.bytes_per_issue * copy_plan.num_issues == case.copy_bytes
 
 

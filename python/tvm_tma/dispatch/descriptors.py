@@ -16,19 +16,20 @@ from ..planner.plan_types import TensorMapSpec
 from .build import build_prim_func
 
 
-def _cache_key(spec: TensorMapSpec, buffer_name: str, base_offset, slot: int) -> str:
+def _cache_key(spec: TensorMapSpec, buffer_name: str, base_bytes, slot: int) -> str:
     fields = (spec.dtype, spec.global_dims, spec.global_strides, spec.box_dims,
               spec.element_strides, spec.interleave, spec.swizzle, spec.l2_promotion,
-              spec.oob_fill, base_offset)
+              spec.oob_fill, base_bytes)
     return "tvm_tma.tensormap:" + buffer_name + ":" + ":".join(map(str, fields)) + f"#{slot}"
 
 
-def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx, base_offset=0):
+def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx, base_bytes=0):
     """The kernel-parameter variable holding ``spec`` over ``global_buffer``'s data plus
-    ``base_offset`` elements (encoded once per kernel)."""
+    ``base_bytes`` (encoded once per kernel); ``global_buffer`` must be visible on the host
+    (a kernel argument)."""
     slot = 0
     while True:
-        key = _cache_key(spec, global_buffer.name, base_offset, slot)
+        key = _cache_key(spec, global_buffer.name, base_bytes, slot)
         cached = sctx.cache_get(key)
         if cached is None:
             break
@@ -39,7 +40,7 @@ def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx, base_offset=0):
     bound = []
 
     def encode():
-        bound.append(bind_encoded_map(spec, global_buffer, base_offset=base_offset))
+        bound.append(bind_encoded_map(spec, global_buffer, base_bytes=base_bytes))
         T.evaluate(T.tvm_kernel_replace_point())
 
     host_stmt = build_prim_func(encode).body

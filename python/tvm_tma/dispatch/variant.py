@@ -65,8 +65,13 @@ def lower_tma_copy(op, sctx):
         planned = plan_copy(op, kernel_var_ranges(sctx))
     except PlanError as error:
         fail(str(error))
-    tensor_map = tensor_map_for(planned.plan.tensor_map, planned.global_region.source, sctx,
-                                planned.plan.base_offset)
+    # The map is encoded on the host over the kernel argument the global operand aliases
+    # (a view declared in device code does not exist there); the view shares its data.
+    view = planned.global_region.source
+    argument = argument_of(op.config)
+    host_buffer = view if argument is None else argument
+    base_bytes = planned.plan.base_offset * (tvm.DataType(str(view.dtype)).bits // 8)
+    tensor_map = tensor_map_for(planned.plan.tensor_map, host_buffer, sctx, base_bytes)
     return emit_issues(planned.plan, tensor_map, planned.shared_region.source,
                        planned.options.mbar, str(sctx.target.arch), planned.prover,
                        planned.options.cache_hint)

@@ -42,24 +42,24 @@ def encode_arguments(spec: TensorMapSpec, base) -> list:
     ]
 
 
-def map_base(buffer, base_offset=0):
+def map_base(buffer, base_bytes=0):
     """The global address a map over ``buffer`` starts at: its data pointer, plus
-    ``base_offset`` elements for a view whose offset is not folded into coordinates."""
-    if isinstance(base_offset, int) and base_offset == 0:
+    ``base_bytes`` for a view whose offset is not folded into coordinates."""
+    if isinstance(base_bytes, int) and base_bytes == 0:
         return buffer.data
-    width = tvm.DataType(str(buffer.dtype)).bits // 8
-    return tvm.tirx.handle_add_byte_offset(buffer.data, base_offset * width)
+    return tvm.tirx.handle_add_byte_offset(buffer.data, base_bytes)
 
 
-def bind_encoded_map(spec: TensorMapSpec, buffer, name: str | None = None, base_offset=0):
-    """Emit (into the statement being built) a tensor-map stack slot and its encode.
+def bind_encoded_map(spec: TensorMapSpec, buffer, name: str | None = None, base_bytes=0):
+    """Emit (into the statement being built) a tensor-map stack slot and its encode over
+    ``buffer``'s data plus ``base_bytes``.
 
     Returns the map variable.
     """
     tensor_map = T.Var(name or f"{buffer.name}_tensormap", ty=T.handle("tensormap").ty)
     T.Bind(T.tvm_stack_alloca("tensormap", 1), var=tensor_map)
     T.evaluate(T.call_packed(ENCODE_FUNCTION, tensor_map,
-                             *encode_arguments(spec, map_base(buffer, base_offset))))
+                             *encode_arguments(spec, map_base(buffer, base_bytes))))
     return tensor_map
 
 

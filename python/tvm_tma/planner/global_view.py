@@ -205,7 +205,16 @@ def _fold_offset(dims: list[GlobalDim], offset: Expr, prover: Prover
             return None
         out.append(replace(dim, size=prover.simplify(dim.size + k),
                            start=prover.simplify(dim.start + k)))
-    return out
+    return out if _nested(out, prover) else None
+
+
+def _nested(dims: list[GlobalDim], prover: Prover) -> bool:
+    """Each dim's span ends before the next larger stride begins (``size * stride <=
+    next stride``), as in any padded row-major tensor: a fold that grows a dim past that
+    would describe overlapping rows, which the planner never asks the hardware for."""
+    ordered = sorted((d for d in dims if as_int(d.size) != 1), key=lambda d: as_int(d.stride))
+    return all(prover.prove(inner.size * inner.stride <= outer.stride)
+               for inner, outer in zip(ordered, ordered[1:]))
 
 
 def _split_offset(offset: Expr, strides: list, sizes: list, prover: Prover) -> list | None:

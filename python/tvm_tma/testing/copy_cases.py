@@ -43,8 +43,15 @@ class CopyCase:
 
     The global tensor is a view into a flat allocation: ``global_strides`` are its element
     strides (``None``: row-major and dense, padded rows otherwise) and ``global_offset`` is
-    the element index of its origin in the allocation (the planner refuses a non-zero one).
-    Bytes of the allocation outside the view hold :data:`GLOBAL_PAD_BYTE`.
+    the element index of its origin in the allocation. A view at offset 0 is the kernel's
+    argument (matched with its strides); a view at another offset is declared inside the
+    kernel over the flat allocation, as kernel authors write views
+    (``T.decl_buffer(shape, dtype, A.data, elem_offset=...)``). Bytes of the allocation
+    outside the view hold :data:`GLOBAL_PAD_BYTE`.
+
+    ``oob`` (``"zero"``/``"nan"`` for g2s, ``"skip"`` for s2g) lets the global region cross
+    the view's edges (a load's region may even start before it): a load fills the elements
+    outside the view, a store leaves them alone.
     """
 
     name: str
@@ -64,6 +71,12 @@ class CopyCase:
     global_offset: int = 0  # elements from the allocation start to the view's origin
     #: ``cache_hint=`` of the copy: an L2 eviction priority name, or None for no hint
     cache_hint: str | None = None
+    #: ``oob=`` of the copy, or None: the region must lie inside the view
+    oob: str | None = None
+    #: A global layout whose dims are several strided pieces, ``(piece extents, piece
+    #: strides)`` of ``TileLayout(S[extents : strides])`` over ``global_shape`` (a tiled or
+    #: interleaved tensor); None: one stride per dim (``global_strides``)
+    global_tiles: tuple[tuple[int, ...], tuple[int, ...]] | None = None
 
     @property
     def element_bytes(self) -> int:
@@ -95,13 +108,26 @@ class CopyCase:
     @property
     def global_is_dense(self) -> bool:
         """The view is its whole allocation, row-major (the kernel takes a plain array)."""
-        return self.global_offset == 0 and self.g_strides == row_major_strides(self.global_shape)
+        return (self.global_offset == 0 and self.global_tiles is None
+                and self.g_strides == row_major_strides(self.global_shape))
+
+    @property
+    def view_in_kernel(self) -> bool:
+        """The kernel takes the flat allocation and declares the view over it."""
+        return self.global_offset != 0 or self.global_tiles is not None
 
     @property
     def global_storage_elems(self) -> int:
-        """Elements of the allocation the view lives in (its largest offset + 1)."""
-        reach = sum((n - 1) * abs(s) for n, s in zip(self.global_shape, self.g_strides))
-        return self.global_offset + reach + 1
+        """Elements of the allocation the view lives in: up to its largest offset, and for a
+        view declared in the kernel 256 bytes more (a copy that wrote past the view would
+        show there)."""
+        if self.global_tiles is not None:
+            extents, strides = self.global_tiles
+            reach = sum((n - 1) * abs(s) for n, s in zip(extents, strides))
+        else:
+            reach = sum((n - 1) * abs(s) for n, s in zip(self.global_shape, self.g_strides))
+        tail = 256 // self.element_bytes if self.view_in_kernel else 0
+        return self.global_offset + reach + 1 + tail
 
     @property
     def shared_bytes(self) -> int:
@@ -162,6 +188,9 @@ def shared_span(case: CopyCase) -> int:
 
 
 def global_layout_of(case: CopyCase) -> TileLayout:
+    if case.global_tiles is not None:
+        extents, strides = case.global_tiles
+        return TileLayout(S[tuple(extents) : tuple(strides)])
     if case.global_strides is None:
         return TileLayout(S[tuple(case.global_shape)])
     return TileLayout(S[tuple(case.global_shape) : tuple(case.global_strides)])
@@ -169,6 +198,8 @@ def global_layout_of(case: CopyCase) -> TileLayout:
 
 def global_offsets(case: CopyCase) -> np.ndarray:
     """Allocation element index of every element of the global view (array of its shape)."""
+    if case.global_tiles is not None:
+        return case.global_offset + layout_offsets(global_layout_of(case), case.global_shape)
     grids = np.indices(case.global_shape, dtype=np.int64)
     offsets = np.full(case.global_shape, case.global_offset, dtype=np.int64)
     for grid, stride in zip(grids, case.g_strides):
@@ -188,13 +219,21 @@ def _ranges(starts, extents):
     return [tvm.ir.Range.from_min_extent(s, e) for s, e in zip(starts, extents)]
 
 
+def storage_argument(case: CopyCase):
+    """The flat allocation a view declared in the kernel aliases (the kernel's argument)."""
+    storage = case.global_storage_elems
+    return tvm.tirx.decl_buffer((storage,), case.dtype, "A_storage",
+                                layout=TileLayout(S[storage]))
+
+
 def planner_regions(case: CopyCase, stage=0):
     """(dst, src) BufferRegions as the dispatch would see them, for planner-only tests."""
     layout = shared_layout_of(case)
     shared = tvm.tirx.decl_buffer(case.shared_shape, case.dtype, "smem",
                                   elem_offset=case.smem_elem_offset, layout=layout,
                                   scope="shared.dyn")
-    glob = tvm.tirx.decl_buffer(case.global_shape, case.dtype, "A",
+    data = storage_argument(case).data if case.view_in_kernel else None
+    glob = tvm.tirx.decl_buffer(case.global_shape, case.dtype, "A", data=data,
                                 elem_offset=case.global_offset, layout=global_layout_of(case))
     s_start, g_start = case.stage_starts(stage)
     s_region = tvm.tirx.BufferRegion(shared, _ranges(s_start, case.s_extent))
@@ -233,8 +272,11 @@ def build_kernel(case: CopyCase, dispatch: str = "tma"):
     nbytes = case.copy_bytes * stages
     g2s = case.direction == "g2s"
     g_layout = global_layout_of(case)
-    g_args = {} if case.global_is_dense else dict(strides=case.g_strides,
-                                                  elem_offset=case.global_offset)
+    g_args = {} if case.global_is_dense else dict(strides=case.g_strides)
+    in_kernel = case.view_in_kernel
+    arg_shape = (case.global_storage_elems,) if in_kernel else g_shape
+    arg_layout = TileLayout(S[arg_shape]) if in_kernel else g_layout
+    options = {} if case.oob is None else {"oob": case.oob}
 
     def regions(stage, smem, glob):
         s_start, g_start = case.stage_starts(stage)
@@ -245,8 +287,14 @@ def build_kernel(case: CopyCase, dispatch: str = "tma"):
     # fmt: off
     @T.prim_func
     def main(A_ptr: T.handle, D_ptr: T.handle):
-        A = T.match_buffer(A_ptr, g_shape, dtype, layout=g_layout, **g_args)
+        G = T.match_buffer(A_ptr, arg_shape, dtype, layout=arg_layout,
+                           **({} if in_kernel else g_args))
         D = T.match_buffer(D_ptr, s_shape, dtype, layout=TileLayout(S[tuple(s_shape)]))
+        if in_kernel:  # a view at an offset inside the argument, as a kernel author writes it
+            A = T.decl_buffer(g_shape, dtype, G.data, elem_offset=case.global_offset,
+                              layout=g_layout)
+        else:
+            A = T.meta_var(G)
         T.device_entry()
         T.cta_id([1])
         tid = T.thread_id([THREADS])
@@ -265,9 +313,10 @@ def build_kernel(case: CopyCase, dispatch: str = "tma"):
                 dst, src = T.meta_var(regions(stage, smem, A))
                 if g2s:
                     Tx.copy_async(dst, src, dispatch=dispatch, mbar=mbar.ptr_to([0]),
-                                  cache_hint=case.cache_hint)
+                                  cache_hint=case.cache_hint, **options)
                 else:
-                    Tx.copy_async(dst, src, dispatch=dispatch, cache_hint=case.cache_hint)
+                    Tx.copy_async(dst, src, dispatch=dispatch, cache_hint=case.cache_hint,
+                                  **options)
             if g2s:
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(nbytes))
             else:
@@ -296,14 +345,51 @@ def numpy_dtype(dtype: str):
     return special.get(dtype, np.dtype(dtype))
 
 
+#: What a load with ``oob="nan"`` writes for an element outside the tensor, by dtype. TMA
+#: fills every 16-bit half-word with 0x7FF7 (measured on the H100; a quiet NaN in float16
+#: and bfloat16, and 0x7FF77FF7 is one in float32).
+NAN_FILL_BYTES = {"float16": b"\xf7\x7f", "bfloat16": b"\xf7\x7f",
+                  "float32": b"\xf7\x7f\xf7\x7f", "float64": b"\xf7\x7f" * 4}
+
+
+def _region_indices(starts, extents, shape):
+    """Row-major index arrays of a region that may cross ``shape``'s edges, and which of its
+    elements lie inside."""
+    grids = np.indices(tuple(extents), dtype=np.int64).reshape(len(extents), -1)
+    index = [grid + int(start) for grid, start in zip(grids, starts)]
+    inside = np.ones(grids.shape[1], dtype=bool)
+    for axis, extent in zip(index, shape):
+        inside &= (axis >= 0) & (axis < extent)
+    return index, inside
+
+
 def expected_after(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray):
-    """(global, shared-as-logical-array) after the copy, from the layouts' meaning alone."""
+    """(global, shared-as-logical-array) after the copy, from the layouts' meaning alone.
+
+    The two regions pair their elements in row-major order (TIRx ``copy_async``); with
+    ``oob`` the global region may cross the view's edges: a load writes the fill there, a
+    store leaves the tensor alone.
+    """
     glob, shared = global_in.copy(), shared_in.copy()
     for stage in range(max(case.stages, 1)):
         s_start, g_start = case.stage_starts(stage)
-        s_sl, g_sl = _slices(s_start, case.s_extent), _slices(g_start, case.global_extent)
+        s_sl = _slices(s_start, case.s_extent)
+        g_index, inside = _region_indices(g_start, case.global_extent, case.global_shape)
+        g_inside = tuple(axis[inside] for axis in g_index)
+        tile = shared[s_sl]
+        flat = tile.reshape(-1).copy()
         if case.direction == "g2s":
-            shared[s_sl] = glob[g_sl].reshape(shared[s_sl].shape)
+            flat[~inside] = _fill(case, int((~inside).sum()))
+            flat[inside] = glob[g_inside]
+            shared[s_sl] = flat.reshape(tile.shape)
         else:
-            glob[g_sl] = shared[s_sl].reshape(glob[g_sl].shape)
+            glob[g_inside] = flat[inside]
     return glob, shared
+
+
+def _fill(case: CopyCase, count: int) -> np.ndarray:
+    """``count`` out-of-bounds elements as a load with ``case.oob`` fills them."""
+    width = case.element_bytes
+    pattern = NAN_FILL_BYTES[case.dtype] if case.oob == "nan" else bytes(width)
+    raw = np.frombuffer(pattern * count, dtype=np.uint8)
+    return raw.view(numpy_dtype(case.dtype))

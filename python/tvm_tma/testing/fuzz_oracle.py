@@ -170,7 +170,8 @@ def plan_invariants(case: CopyCase, plans: list[tuple[TmaPlan, dict]]
             fail("descriptor-dtype", f"{spec.dtype} for {case.dtype}")
         if spec.swizzle != (want_swizzle if want_swizzle else 0):
             fail("swizzle", f"swizzle {spec.swizzle} for layout {case.shared_layout}")
-        if (spec.interleave, spec.l2_promotion, spec.oob_fill) != (0, 2, 0):
+        if (spec.interleave, spec.l2_promotion, spec.oob_fill) != (
+                0, 2, 1 if case.oob == "nan" else 0):
             fail("options", f"interleave/l2/oob {spec.interleave}/{spec.l2_promotion}/"
                             f"{spec.oob_fill}")
         inner = spec.box_dims[0] * spec.element_bytes
@@ -206,11 +207,17 @@ def plan_invariants(case: CopyCase, plans: list[tuple[TmaPlan, dict]]
                 fail("inner-coordinate-16B", f"issue at {coords}: dimension 0 starts "
                                              f"{coords[0] * spec.element_bytes} bytes in")
                 break
-            g_off, s_addr, inside = box_addresses(spec, coords, smem, dims)
-            if not inside.all():
+            if copy_plan.direction == "s2g" and min(coords) < 0:
+                fail("store-start", f"store issue at {coords} starts before the tensor")
+                break
+            base = _int(copy_plan.base_offset, env) * width
+            g_off, s_addr, inside = box_addresses(spec, coords, smem, dims, base_byte=base)
+            if not inside.all() and case.oob is None:
                 fail("out-of-bounds", f"issue at {coords} leaves the tensor {dims}")
                 break
-            if g_off.min() < 0 or g_off.max() + spec.element_bytes > storage_bytes:
+            g_off = g_off[inside]
+            if g_off.size and (g_off.min() < 0
+                               or g_off.max() + spec.element_bytes > storage_bytes):
                 fail("global-range", f"issue at {coords} reaches bytes [{g_off.min()}, "
                                      f"{g_off.max()}] of a {storage_bytes}-byte allocation")
                 break

@@ -74,10 +74,10 @@ def assemble(cuda_source: str, arch: str = "sm_90a") -> bytes:
 def plans_of(case: CopyCase) -> list[tuple[TmaPlan, dict]]:
     """The plan of every stage, with the variable binding that selects the stage."""
     if not case.stages:
-        return [(plan(*planner_regions(case)), {})]
+        return [(plan(*planner_regions(case), oob=case.oob), {})]
     stage = tvm.tirx.Var("stage", "int32")
     ranges = {stage: tvm.ir.Range.from_min_extent(0, case.stages)}
-    staged = plan(*planner_regions(case, stage), var_ranges=ranges)
+    staged = plan(*planner_regions(case, stage), var_ranges=ranges, oob=case.oob)
     return [(staged, {stage: value}) for value in range(case.stages)]
 
 
@@ -160,7 +160,9 @@ def run_on_gpu(case: CopyCase, built: Built, seed: int = 0) -> tuple[bool, str]:
         return raw.view(getattr(torch, case.dtype)).reshape(array.shape).cuda()
 
     glob, shared = to_device(global_storage(case, global_in)), to_device(shared_in)
-    if case.global_is_dense:
+    if case.view_in_kernel:
+        view = glob  # the kernel declares the view over the whole allocation
+    elif case.global_is_dense:
         view = glob.reshape(case.global_shape)
     else:
         view = glob.as_strided(case.global_shape, case.g_strides, case.global_offset)

@@ -59,8 +59,12 @@ def shared_footprint(spec: TensorMapSpec) -> int:
 
 
 def box_addresses(spec: TensorMapSpec, coords, smem_byte_address: int, global_dims=None,
-                  store: bool = False):
-    """(global byte offsets, shared byte addresses, in-bounds mask), one per moved element."""
+                  store: bool = False, base_byte: int = 0):
+    """(global byte offsets, shared byte addresses, in-bounds mask), one per moved element.
+
+    Global offsets count from the allocation the model holds; the map's base is
+    ``base_byte`` into it.
+    """
     rank = spec.rank
     dims = [int(d) for d in (global_dims if global_dims is not None else spec.global_dims)]
     if store:  # stores bound dimension 0 at its next 16-byte boundary
@@ -69,7 +73,7 @@ def box_addresses(spec: TensorMapSpec, coords, smem_byte_address: int, global_di
     grid = np.indices(tuple(reversed(shape)), dtype=np.int64).reshape(rank, -1)[::-1]
     strides = [spec.element_bytes, *[int(s) for s in spec.global_strides]]
     inside = np.ones(grid.shape[1], dtype=bool)
-    global_offset = np.zeros(grid.shape[1], dtype=np.int64)
+    global_offset = np.full(grid.shape[1], base_byte, dtype=np.int64)
     for k in range(rank):
         position = int(coords[k]) + grid[k] * spec.element_strides[k]
         inside &= (position >= 0) & (position < dims[k])
@@ -90,10 +94,11 @@ def _byte_index(offsets: np.ndarray, width: int) -> np.ndarray:
 
 
 def load_tile(spec: TensorMapSpec, coords, smem_byte_address: int, global_bytes: np.ndarray,
-              shared_bytes: np.ndarray, global_dims=None) -> None:
+              shared_bytes: np.ndarray, global_dims=None, base_byte: int = 0) -> None:
     """``cp.async.bulk.tensor`` global -> shared, in place on ``shared_bytes``."""
     width = spec.element_bytes
-    g_off, s_addr, inside = box_addresses(spec, coords, smem_byte_address, global_dims)
+    g_off, s_addr, inside = box_addresses(spec, coords, smem_byte_address, global_dims,
+                                          base_byte=base_byte)
     shared_bytes[_byte_index(s_addr[inside], width)] = global_bytes[
         _byte_index(g_off[inside], width)]
     outside = _byte_index(s_addr[~inside], width)
@@ -105,11 +110,11 @@ def load_tile(spec: TensorMapSpec, coords, smem_byte_address: int, global_bytes:
 
 
 def store_tile(spec: TensorMapSpec, coords, smem_byte_address: int, global_bytes: np.ndarray,
-               shared_bytes: np.ndarray, global_dims=None) -> None:
+               shared_bytes: np.ndarray, global_dims=None, base_byte: int = 0) -> None:
     """``cp.async.bulk.tensor`` shared -> global; out-of-bounds elements are dropped."""
     width = spec.element_bytes
     g_off, s_addr, inside = box_addresses(spec, coords, smem_byte_address, global_dims,
-                                          store=True)
+                                          store=True, base_byte=base_byte)
     global_bytes[_byte_index(g_off[inside], width)] = shared_bytes[
         _byte_index(s_addr[inside], width)]
 
@@ -163,8 +168,9 @@ def execute_plan(
     env = env or {}
     spec = plan.tensor_map
     dims = [int(evaluate(d, env)) for d in spec.global_dims]
+    base = int(evaluate(plan.base_offset, env)) * element_bytes
     move = load_tile if plan.direction == "g2s" else store_tile
     for issue in plan.issues():
         coords = [int(evaluate(c, env)) for c in issue.coordinates]
         smem = int(evaluate(issue.smem_offset, env)) * element_bytes
-        move(spec, coords, smem, global_bytes, shared_bytes, dims)
+        move(spec, coords, smem, global_bytes, shared_bytes, dims, base_byte=base)
