@@ -345,3 +345,98 @@ def test_mbar_in_shared_memory_plans(operand):
     built = compile_kernel(_kernel(f", mbar={operand}"))
     assert built.tma_call_sites == 1
     assemble(built.cuda_source)
+
+
+# ---- issue 11: oob=, views and layout pieces -------------------------------------------
+
+
+def _edge_regions(direction="g2s", start=(960, 0), shape=(1000, 64), extent=(64, 64),
+                  dtype="float16", strides=None):
+    glob = _global(shape, dtype=dtype, strides=strides)
+    g = tvm.tirx.BufferRegion(glob, _ranges(start, extent))
+    s = _whole(_shared(extent, dtype=dtype))
+    return (s, g) if direction == "g2s" else (g, s)
+
+
+def test_region_crossing_the_end_names_the_oob_option():
+    error = _refusal(*_edge_regions())
+    assert error.rule == "region-bounds"
+    assert "[960, 960 + 64) is not provably inside [0, 1000)" in error.detail
+    assert 'needs oob="zero" or "nan"' in error.detail
+    store = _refusal(*_edge_regions("s2g"))
+    assert 'needs oob="skip"' in store.detail
+
+
+@pytest.mark.parametrize("direction, oob, hint", [
+    ("g2s", "skip", "that one is for shared->global copies"),
+    ("s2g", "zero", "that one is for global->shared copies"),
+    ("g2s", "clamp", "it takes ['zero', 'nan']"),
+])
+def test_oob_option_must_fit_the_direction(direction, oob, hint):
+    error = _refusal(*_edge_regions(direction), oob=oob)
+    assert error.rule == "oob" and f"oob={oob!r}" in error.detail and hint in error.detail
+
+
+@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "int32"])
+def test_nan_fill_needs_a_floating_point_map_type(dtype):
+    error = _refusal(*_edge_regions(dtype=dtype, shape=(1000, 64)), oob="nan")
+    assert error.rule == "oob" and "floating-point" in error.detail and dtype in error.detail
+
+
+def test_a_store_may_not_start_before_the_tensor():
+    error = _refusal(*_edge_regions("s2g", start=(-8, 0)), oob="skip")
+    assert error.rule == "region-bounds"
+    assert "may start before the tensor" in error.detail and "[-8, -8 + 64)" in error.detail
+
+
+def test_a_store_crossing_dim0_needs_its_end_on_16_bytes():
+    # Rows of 100 halves (200 bytes) 104 apart: a store past column 100 would write up to
+    # byte 208, into the padding that follows each row.
+    error = _refusal(*_edge_regions("s2g", start=(0, 96), shape=(64, 100), extent=(8, 16),
+                                    strides=(104, 1)), oob="skip")
+    assert error.rule == "oob" and "200 bytes" in error.detail
+    # The same load is fine: loads fill exactly, element by element.
+    copy = plan(*_edge_regions("g2s", start=(0, 96), shape=(64, 100), extent=(8, 16),
+                               strides=(104, 1)), oob="zero")
+    assert copy.edge_dims == (0,)
+
+
+def test_nan_fill_keeps_the_float_type_instead_of_promoting():
+    # 512 contiguous halves crossing the end of a 1000-half tensor: zero fill would promote
+    # to 256 uint32; NaN must stay float16, so two 256-half boxes.
+    glob = _global((1000,))
+    g = tvm.tirx.BufferRegion(glob, _ranges([768], [512]))
+    zero = plan(_whole(_shared((512,))), g, oob="zero")
+    nan = plan(_whole(_shared((512,))), g, oob="nan")
+    assert zero.tensor_map.dtype == "uint32" and zero.tensor_map.box_dims == (256,)
+    # float16 boxes of at most 256: the run is cut where 1000 is cut too (8 x 125), so the
+    # outer dim still ends exactly at the tensor's end
+    assert nan.tensor_map.dtype == "float16" and nan.tensor_map.oob_fill == 1
+    assert nan.tensor_map.global_dims == (8, 125) and nan.tensor_map.box_dims == (8, 64)
+
+
+def test_layout_piece_cut_partially():
+    # Rows in blocks of 8: rows 4..12 straddle two blocks.
+    layout = TileLayout(S[(8, 8, 64) : (576, 64, 1)])
+    glob = tvm.tirx.decl_buffer((64, 64), "float16", "A", layout=layout)
+    g = tvm.tirx.BufferRegion(glob, _ranges([4, 0], [8, 64]))
+    error = _refusal(_whole(_shared((8, 64))), g)
+    assert error.rule == "layout"
+    assert "cuts its layout piece of 8 elements (stride 64) partially" in error.detail
+
+
+def test_misaligned_view_base_that_cannot_fold():
+    # A view 1 row + 3 halves into its data, loaded from 4 rows before its start: the row
+    # part cannot fold (the map would lose the view's first row as its edge), and 262 bytes
+    # is no base for a map.
+    glob = tvm.tirx.decl_buffer((32, 64), "float16", "V", elem_offset=131,
+                                layout=TileLayout(S[(32, 64) : (128, 1)]))
+    g = tvm.tirx.BufferRegion(glob, _ranges([-4, 8], [8, 48]))
+    error = _refusal(_whole(_shared((8, 48))), g, oob="zero")
+    assert error.rule == "global-address-align" and "262 bytes" in error.detail
+    # Columns 5.. of a view 3 halves in fold to column 8 of the data: that plans.
+    view = tvm.tirx.decl_buffer((32, 64), "float16", "W", elem_offset=3,
+                                layout=TileLayout(S[(32, 64) : (128, 1)]))
+    copy = plan(_whole(_shared((8, 56))),
+                tvm.tirx.BufferRegion(view, _ranges([-4, 5], [8, 56])), oob="zero")
+    assert copy.coordinates == (8, -4) and copy.base_offset == 0
