@@ -237,6 +237,21 @@ def _compile_error(func) -> str:
     return str(info.value)
 
 
+def test_cta_group_1_is_accepted_and_2_refused():
+    """Kernels written for upstream's variants pass cta_group=1 (one CTA): a no-op here."""
+    from tvm_tma.testing.runner import assemble, compile_kernel
+
+    built = compile_kernel(_kernel(", mbar=mbar.ptr_to([0]), cta_group=1"))
+    assert built.tma_call_sites == 1 and len(assemble(built.cuda_source)) > 0
+    message = _compile_error(_kernel(", mbar=mbar.ptr_to([0]), cta_group=2"))
+    assert "[config]" in message and "cta_group=2" in message
+
+
+def test_oob_option_is_read_by_the_dispatch():
+    message = _compile_error(_kernel(", mbar=mbar.ptr_to([0]), oob='skip'"))
+    assert "[oob]" in message and "oob='skip'" in message and "shared->global" in message
+
+
 def test_missing_mbar_on_g2s():
     message = _compile_error(_kernel(""))
     assert "[config]" in message and "needs mbar" in message

@@ -7,13 +7,13 @@ from dataclasses import dataclass
 import tvm
 
 from ..planner.errors import refuse
-from ..planner.proofs import Prover
+from ..planner.proofs import Prover, as_int
 from .facts import FACTS_KEY
 from .operands import read_mbar
 from .roots import ARGUMENT_KEY
 
 #: Options the variant understands; anything else is refused by name, never ignored.
-SUPPORTED_OPTIONS = ("mbar", "cache_hint", "oob")
+SUPPORTED_OPTIONS = ("mbar", "cache_hint", "oob", "cta_group")
 #: Keys the parse hook writes (not options a kernel author passes).
 CAPTURED_KEYS = (FACTS_KEY, ARGUMENT_KEY)
 #: ``oob=`` values by direction: fill a load's out-of-bounds elements with zeros or NaN, or
@@ -81,8 +81,21 @@ def read_options(config, direction: str, prover=None) -> CopyOptions:
         )
     if mbar is not None:
         mbar = read_mbar(mbar, prover if prover is not None else Prover())
+    _read_cta_group(config.get("cta_group"))
     return CopyOptions(mbar=mbar, cache_hint=_read_cache_hint(config.get("cache_hint")),
                        oob=_read_oob(config.get("oob"), direction))
+
+
+def _read_cta_group(value) -> None:
+    """``cta_group=1``: one CTA issues and receives the copy, which is what every copy of this
+    variant does (on sm_100 the load carries ``.cta_group::1``); kernels written for
+    upstream's variants pass it. A paired-CTA copy (2) is not supported."""
+    if value is None:
+        return
+    number = as_int(value) if not isinstance(value, bool) else None
+    if number != 1:
+        raise refuse("config", f"cta_group={value!r}: only cta_group=1 (one CTA) is supported; "
+                     "paired-CTA (cta_group=2) copies are not")
 
 
 def _read_oob(value, direction: str) -> str | None:
