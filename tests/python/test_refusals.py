@@ -384,17 +384,26 @@ def test_region_crossing_the_end_names_the_oob_option():
 
 @pytest.mark.parametrize("direction, oob, hint", [
     ("g2s", "skip", "that one is for shared->global copies"),
-    ("s2g", "zero", "that one is for global->shared copies"),
     ("g2s", "clamp", "it takes ['zero', 'nan']"),
+    ("s2g", "bogus", "it takes ['skip', 'zero', 'nan']"),
 ])
 def test_oob_option_must_fit_the_direction(direction, oob, hint):
     error = _refusal(*_edge_regions(direction), oob=oob)
     assert error.rule == "oob" and f"oob={oob!r}" in error.detail and hint in error.detail
 
 
-@pytest.mark.parametrize("dtype", ["float8_e4m3fn", "int32"])
-def test_nan_fill_needs_a_floating_point_map_type(dtype):
-    error = _refusal(*_edge_regions(dtype=dtype, shape=(1000, 64)), oob="nan")
+@pytest.mark.parametrize("oob", ["skip", "zero", "nan"])
+def test_every_oob_value_means_skip_on_a_store(oob):
+    """A store writes nothing outside the tensor whatever fill it is told; upstream's kernels
+    pass "zero" or "nan" on stores. The map keeps no fill (and may promote)."""
+    copy = plan(*_edge_regions("s2g"), oob=oob)
+    assert copy.edge_dims == (1,) and copy.tensor_map.oob_fill == 0
+
+
+@pytest.mark.parametrize("direction, dtype", [("g2s", "float8_e4m3fn"), ("g2s", "int32"),
+                                              ("s2g", "int8")])
+def test_nan_fill_needs_a_floating_point_type(direction, dtype):
+    error = _refusal(*_edge_regions(direction, dtype=dtype, shape=(1000, 64)), oob="nan")
     assert error.rule == "oob" and "floating-point" in error.detail and dtype in error.detail
 
 

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 import tvm
 
 from ..planner.errors import refuse
+from ..planner.global_view import LOAD_OOB, STORE_OOB
 from ..planner.proofs import Prover, as_int
 from .facts import FACTS_KEY
 from .operands import read_mbar
@@ -17,8 +18,8 @@ SUPPORTED_OPTIONS = ("mbar", "cache_hint", "oob", "cta_group")
 #: Keys the parse hook writes (not options a kernel author passes).
 CAPTURED_KEYS = (FACTS_KEY, ARGUMENT_KEY)
 #: ``oob=`` values by direction: fill a load's out-of-bounds elements with zeros or NaN, or
-#: drop a store's.
-OOB_OPTIONS = {"g2s": ("zero", "nan"), "s2g": ("skip",)}
+#: drop a store's (a store writes nothing outside the tensor whatever it is told to fill).
+OOB_OPTIONS = {"g2s": LOAD_OOB, "s2g": STORE_OOB}
 
 #: ``cache_hint=<name>``: the L2 eviction priority the dispatch builds a policy for with
 #: ``createpolicy.fractional.L2::<name>.b64`` (fraction 1.0: every line of the copy).

@@ -12,6 +12,7 @@ from ..planner.proofs import Prover
 from .config import CopyOptions, read_options
 from .descriptors import tensor_map_for
 from .facts import facts_of
+from .host_checks import emit_host_checks
 from .issue import emit_issues
 from .predicates import PREDICATES
 from .roots import argument_of
@@ -65,6 +66,7 @@ def lower_tma_copy(op, sctx):
         planned = plan_copy(op, kernel_var_ranges(sctx))
     except PlanError as error:
         fail(str(error))
+    emit_host_checks(planned.plan.host_checks, sctx)
     # The map is encoded on the host over the kernel argument the global operand aliases
     # (a view declared in device code does not exist there); the view shares its data.
     view = planned.global_region.source

@@ -34,6 +34,7 @@ def _planned(copy: CopyExplanation) -> list[str]:
                 "NaN" if plan.tensor_map.oob_fill else "zeros")
         lines.append(f"    edges: the copy may cross map dims {list(plan.edge_dims)}; "
                      f"out-of-bounds elements are {fate}")
+    lines += [f"    checked at launch: {check.condition}" for check in plan.host_checks]
     lines += _issue_loop(plan)
     lines += [f"    note: {note}" for note in plan.notes]
     if copy.established:

@@ -34,7 +34,8 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
     ``facts`` are boolean facts known at the copy (see :class:`Prover`), so alignments and
     bounds that depend on them can be proven; or pass a ready ``prover`` (it then records
     what the plan rests on). ``oob`` lets the region cross the global view's edges:
-    ``"zero"``/``"nan"`` fill a load's out-of-bounds elements, ``"skip"`` drops a store's.
+    ``"zero"``/``"nan"`` fill a load's out-of-bounds elements; a store never writes its
+    (``"skip"``, or ``"zero"``/``"nan"`` as upstream's kernels write it).
     ``argument`` is the kernel argument the global buffer is a view of (if it is one).
     Raises :class:`PlanError`.
     """

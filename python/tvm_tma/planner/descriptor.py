@@ -210,7 +210,7 @@ def _promotion_room(extent: int, coord: Expr, ctx: Context) -> int:
 
     None under NaN fill: the fill needs the tensor's own floating-point element type.
     """
-    if ctx.global_view.oob == "nan":
+    if ctx.global_view.fills_nan:
         return 1
     factor = 1
     while (
@@ -312,7 +312,7 @@ def _promote(dims: list[_Dim], ctx: Context) -> tuple[str, int]:
         if width * factor > 8:
             raise refuse("box-dim", f"inner box of {dim0.box} elements exceeds 256 even as "
                          "8-byte elements")
-        if ctx.global_view.oob == "nan":
+        if ctx.global_view.fills_nan:
             raise refuse("box-dim", f"inner box of {dim0.box} elements exceeds 256 and NaN "
                          f"fill keeps the {shared.dtype} element type (no promotion)")
         if dim0.box % factor or not ctx.prover.divisible(dim0.coord, factor) or any(
@@ -345,7 +345,7 @@ def _finish(dims: list[_Dim], ctx: Context) -> TmaPlan:
         box_dims=tuple(d.box for d in dims),
         element_strides=tuple(1 for _ in dims),
         swizzle=ctx.shared.swizzle,
-        oob_fill=1 if ctx.global_view.oob == "nan" else 0,
+        oob_fill=1 if ctx.global_view.fills_nan else 0,
     )
     issue_axes = tuple(
         IssueAxis(extent, smem, index, step)
@@ -361,6 +361,7 @@ def _finish(dims: list[_Dim], ctx: Context) -> TmaPlan:
         notes=(f"dimension 0 promoted x{factor}",) if factor > 1 else (),
         base_offset=ctx.global_view.base_offset,
         edge_dims=tuple(index for index, d in enumerate(dims) if not d.inside),
+        host_checks=ctx.global_view.host_checks,
     )
     check_plan(plan, ctx)
     return plan

@@ -29,8 +29,8 @@ RULES: dict[str, str] = {
     "coordinate": "a split global axis must start on a multiple of its inner extent",
     "region-bounds": "the copied region must provably lie inside the global tensor (or, "
     "with oob=, may cross its end but a store never its start)",
-    "oob": "oob= is \"zero\" or \"nan\" (floating types) on global->shared and \"skip\" on "
-    "shared->global, and must be honoured exactly",
+    "oob": "oob= is \"zero\" or \"nan\" (floating types) on global->shared and \"skip\" "
+    "(or \"zero\"/\"nan\") on shared->global, and must be honoured exactly",
     "inner-coordinate-16B": "each box must start on a 16-byte boundary along dimension 0 "
     "(the H100 faults with an illegal instruction otherwise)",
     "smem-align-128": "every issue's shared address must be provably 128-byte aligned",

@@ -30,14 +30,17 @@ import tvm
 from tvm.tirx.layout import TileLayout
 
 from .errors import refuse
+from .plan_types import HostCheck
 from .proofs import Expr, Prover, as_int
 from .views import check_memory_layout, memory_offset, region_bounds, static_extents
 
 #: Largest size of one tensor-map dimension (cuTensorMapEncodeTiled: globalDim <= 2^32).
 MAX_GLOBAL_DIM = 1 << 32
-#: ``oob=`` values: what happens to the elements of a box outside the tensor.
+#: ``oob=`` values: what happens to the elements of a box outside the tensor. A load fills
+#: them (zeros or NaN); a store never writes them, so on a store every value means "skip"
+#: (kernels written for upstream's variants pass "zero" or "nan" there).
 LOAD_OOB = ("zero", "nan")
-STORE_OOB = ("skip",)
+STORE_OOB = ("skip", "zero", "nan")
 
 
 @dataclass(frozen=True)
@@ -70,6 +73,13 @@ class GlobalView:
     dims: tuple[GlobalDim, ...]
     base_offset: Expr = 0
     oob: str | None = None
+    direction: str = "g2s"
+    host_checks: tuple[HostCheck, ...] = ()
+
+    @property
+    def fills_nan(self) -> bool:
+        """A load that fills out-of-bounds elements with NaN (the map keeps its float type)."""
+        return self.oob == "nan" and self.direction == "g2s"
 
     @property
     def edge_dims(self) -> tuple[int, ...]:
@@ -92,11 +102,12 @@ def read_global(region, prover: Prover, direction: str, oob: str | None = None,
     if not isinstance(layout, TileLayout):
         raise refuse("layout", f"global buffer {buffer.name} needs a TileLayout, got {layout}")
     check_memory_layout(layout, "global")
-    dims = _bound(_pieces(region, prover), prover, direction, oob)
+    checks: list[HostCheck] = []
+    dims = _bound(_pieces(region, prover), prover, direction, oob, checks)
     offset = prover.simplify(buffer.elem_offset + memory_offset(layout))
     dims, base = _place_view(dims, offset, width, buffer, prover, argument)
     dims = _merge_whole(dims, prover)
-    return GlobalView(dtype, width, tuple(dims), base, oob)
+    return GlobalView(dtype, width, tuple(dims), base, oob, direction, tuple(checks))
 
 
 def _pieces(region, prover: Prover) -> list[GlobalDim]:
@@ -286,15 +297,21 @@ def _inside(dim: GlobalDim, prover: Prover) -> bool:
     return prover.prove(tvm.tirx.all(dim.start >= 0, dim.start + dim.extent <= dim.size))
 
 
-def _bound(dims: list[GlobalDim], prover: Prover, direction: str, oob: str | None
-           ) -> list[GlobalDim]:
+def _bound(dims: list[GlobalDim], prover: Prover, direction: str, oob: str | None,
+           checks: list[HostCheck]) -> list[GlobalDim]:
     """Record which dims the region provably stays inside; refuse what ``oob`` does not
-    allow: without it the region must be inside every dim, and a store (``oob="skip"``) may
-    cross a dim's end but never start before it (the H100 faults)."""
+    allow: without it the region must be inside every dim (proven, or, where only a value
+    the host passes decides it, checked at launch), and a store may cross a dim's end but
+    never start before it (the H100 faults)."""
     out = []
     for dim in dims:
         inside = tvm.tirx.all(dim.start >= 0, dim.start + dim.extent <= dim.size)
         if prover.establish(inside, f"region-bounds ({dim.name})"):
+            out.append(replace(dim, inside=True))
+            continue
+        check = None if oob is not None else _launch_check(dim, prover)
+        if check is not None:
+            checks.append(check)
             out.append(replace(dim, inside=True))
             continue
         if oob is None:
@@ -313,6 +330,29 @@ def _bound(dims: list[GlobalDim], prover: Prover, direction: str, oob: str | Non
                 "(the hardware faults)")
         out.append(replace(dim, inside=False))
     return out
+
+
+def _launch_check(dim: GlobalDim, prover: Prover) -> HostCheck | None:
+    """The region's bound as a condition on host values, when only those leave it open.
+
+    ``A[0:64, :]`` of a tensor of ``M`` rows needs ``64 <= M``; ``A[cta * 64:cta * 64 + 64,
+    :]`` with ``cta < 8`` needs ``512 <= M``: the largest start the device ranges allow (a
+    sound over-approximation) plus the extent. The start must still be provably >= 0.
+    """
+    if not prover.is_host_expr(dim.size) or not prover.prove(dim.start >= 0):
+        return None
+    if prover.is_host_expr(dim.start):
+        end = prover.simplify(dim.start + dim.extent)
+    else:
+        bound = prover.analyzer.const_int_bound(dim.start)
+        if abs(bound.max_value) >= 1 << 62:
+            return None
+        end = bound.max_value + dim.extent
+    condition = prover.simplify(end <= dim.size)
+    if as_int(condition) is not None or prover.refutable(condition):
+        return None  # decided already: a constant, or provably out of bounds
+    return HostCheck(condition, f"[region-bounds] {dim.name}: the copy needs {end} <= "
+                     f"{dim.size} (its region [{dim.start}, {dim.start} + {dim.extent}))")
 
 
 def _merge_whole(dims: list[GlobalDim], prover: Prover) -> list[GlobalDim]:

@@ -87,6 +87,16 @@ class Issue:
 
 
 @dataclass(frozen=True)
+class HostCheck:
+    """A bound only the launch can decide (a shape the host passes, say): the host code
+    checks it before the kernel starts and fails with ``message``, instead of the planner
+    guessing or refusing a copy that is fine for the shapes it is launched with."""
+
+    condition: Expr
+    message: str
+
+
+@dataclass(frozen=True)
 class TmaPlan:
     """A copy between a shared region and a global region as TMA issues over one tensor map.
 
@@ -107,6 +117,8 @@ class TmaPlan:
     base_offset: Expr = 0
     #: Map dims the copy may cross (``oob=``): the hardware fills or skips past their edges.
     edge_dims: tuple[int, ...] = field(default=())
+    #: Bounds checked by the host at launch (see :class:`HostCheck`).
+    host_checks: tuple[HostCheck, ...] = field(default=())
 
     @property
     def rank(self) -> int:

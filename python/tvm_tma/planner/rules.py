@@ -96,14 +96,15 @@ def _check_inner_coordinate(plan: TmaPlan, ctx: Context) -> None:
 def _check_edges(plan: TmaPlan, ctx: Context) -> None:
     """What ``oob=`` needs beyond the region bounds (proven, per dim, at L1).
 
-    NaN fill exists only for floating-point map types. A store that crosses the end of
-    dimension 0 writes out-of-bounds elements up to the next 16-byte boundary (measured on
-    the H100), so that end must itself sit on 16 bytes, or the store would write past the
-    view into its neighbour.
+    NaN fill exists only for floating-point types (a store passing oob="nan", as kernels
+    written for upstream's variants do, is held to the same contract). A store that crosses
+    the end of dimension 0 writes out-of-bounds elements up to the next 16-byte boundary
+    (measured on the H100), so that end must itself sit on 16 bytes, or the store would
+    write past the view into its neighbour.
     """
     spec = plan.tensor_map
     oob = ctx.global_view.oob
-    if oob == "nan" and spec.dtype not in NAN_FILL_DTYPES:
+    if oob == "nan" and ctx.shared.dtype not in NAN_FILL_DTYPES:
         raise refuse("oob", f'oob="nan" needs a floating-point tensor map type '
                      f"({', '.join(NAN_FILL_DTYPES)}); {ctx.shared.dtype} has none")
     if plan.direction == "s2g" and 0 in plan.edge_dims:
