@@ -152,7 +152,10 @@ def _plan_for_chain(axes: list[CopyAxis], chain: list[CopyAxis], ctx: Context) -
         if axis not in chain:
             _add_step(axis, dim_for, box_dims, other_dims)
     for d, g in enumerate(gdims):
-        if g.extent == 1 and not prover.prove(g.size == 1) and d not in whole_dim:
+        # A unit dim of size 1 is coordinate 0 and can go, unless the copy may step off it
+        # (oob=): then it keeps its edge like any other crossed dim.
+        if g.extent == 1 and (not g.inside or not prover.prove(g.size == 1)) \
+                and d not in whole_dim:
             other_dims.append(_Dim(g.size, g.stride, 1, g.start, inside=g.inside))
     for dim in whole_dim.values():
         if dim not in box_dims and dim not in other_dims:

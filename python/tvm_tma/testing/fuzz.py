@@ -1,10 +1,11 @@
 """Differential fuzzer: random copies -> the planner -> the numpy TMA model -> numpy's copy.
 
 Each case is a random :class:`CopyCase`: a global view (rank 1..5, random shape, region at
-random starts, padded or permuted strides, sometimes an offset view), a shared buffer (plain,
-padded rows, row blocks, TVM's MMA swizzle atoms, multi-stage, at aligned or misaligned
-offsets, a sub-region or the whole buffer, sometimes factored differently), one of
-seven dtypes and either direction. The planner must either refuse with a rule of
+random starts, padded or permuted strides; or a view declared in the kernel at an offset, or
+laid out as strided pieces), a region that may cross the view's edges with ``oob=``, a shared
+buffer (plain, padded rows, row blocks, TVM's MMA swizzle atoms, multi-stage, at aligned or
+misaligned offsets, a sub-region or the whole buffer), often of another shape than the global
+region, one of seven dtypes and either direction. The planner must either refuse with a rule of
 :data:`~tvm_tma.planner.RULES`, or return plans that satisfy the hardware invariants (checked
 in :mod:`.fuzz_oracle` independently of the planner's own rules) and that, run on the TMA
 model over the whole global allocation and the whole shared arena, give exactly the bytes
@@ -15,6 +16,7 @@ A failing case is minimized (:func:`shrink`) and saved as a regression test
 runs them on the GPU, comparing every byte of both buffers.
 
     python -m tvm_tma.testing.fuzz --cases 10000 --seed 1 [--jobs 2] [--gpu] [--save-failures D]
+                                   [--coverage]
 
 prints ``seed S`` first and ``N cases, A accepted, R refused, M mismatches`` last, and exits 1
 on any mismatch (an invariant violation, a crash or a refusal without a known rule count as
@@ -92,6 +94,16 @@ def _histogram(summary: Summary) -> list[str]:
     return lines
 
 
+def _coverage(summary: Summary) -> list[str]:
+    """Cases, accepted and refused per feature key (:func:`coverage_keys`)."""
+    lines = ["coverage by feature (cases, accepted, refused):"]
+    for key in sorted({key for key, _ in summary.coverage}):
+        counts = [summary.coverage[(key, status)] for status in ("accepted", "refused")]
+        total = sum(counts) + summary.coverage[(key, "mismatch")]
+        lines.append(f"  {key:22s} {total:7d} {counts[0]:7d} {counts[1]:7d}")
+    return lines
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m tvm_tma.testing.fuzz",
                                      description=__doc__.split("\n\n")[0])
@@ -107,6 +119,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="minimize each mismatch and save it as DIR/test_case_<hash>.py "
                         f"(the suite collects {REGRESSION_DIR})")
     parser.add_argument("--shrink-budget", type=int, default=400)
+    parser.add_argument("--coverage", action="store_true",
+                        help="also print the cases, accepted and refused of every feature")
     args = parser.parse_args(argv)
     seed = args.seed if args.seed is not None else int(
         os.environ.get("TVM_TMA_FUZZ_SEED", DEFAULT_SEED))
@@ -117,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
           f"({1000 * summary.seconds / max(summary.cases, 1):.2f} ms/case wall, "
           f"{args.jobs} jobs), {summary.issues} issues modelled, slowest case "
           f"{summary.slowest[1]} ({summary.slowest[0]:.2f} s)")
-    for line in _histogram(summary):
+    for line in _histogram(summary) + (_coverage(summary) if args.coverage else []):
         print(line)
     for index, outcome in summary.failures[:50]:
         print(f"MISMATCH case {index}: {outcome.kind}: {outcome.problem[:500]}")

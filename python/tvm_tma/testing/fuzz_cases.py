@@ -7,9 +7,12 @@ Case ``index`` of stream ``seed`` depends on nothing else, so a failure found in
 processes by index.
 
 A case is a global view (rank 1..5, random shape, region at random starts, padded or permuted
-strides, sometimes an offset view), a shared buffer (plain, padded rows, row blocks, TVM's MMA
-swizzle atoms, multi-stage, at aligned or misaligned offsets, a sub-region or the whole
-buffer, sometimes factored differently), one of seven dtypes and either direction.
+strides; or declared in the kernel at an offset -- a padded parent's sub-box, whole rows,
+(mis)aligned -- or as strided pieces, tiled or interleaved), a region that may cross the
+view's edges with ``oob=`` (dim 0's end, an outer end, both, a load's start), a shared buffer
+(plain, padded rows, row blocks, TVM's MMA swizzle atoms, multi-stage, at aligned or
+misaligned offsets, a sub-region or the whole buffer), often of another shape than the
+global region (a reshape), one of seven dtypes and either direction.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import random
 from collections.abc import Mapping
 from typing import TypeVar
 
-from .copy_cases import CopyCase
+from .copy_cases import CopyCase, row_major_strides
 
 #: Element bytes of every dtype the fuzzer draws.
 DTYPES: dict[str, int] = {
@@ -32,8 +35,10 @@ MAX_RANK = 5
 MAX_TILE_BYTES = 48 * 1024
 MAX_GLOBAL_ELEMS = 1 << 18
 DEFAULT_SEED = 20251122
+FLOAT_DTYPES = ("float16", "bfloat16", "float32")  #: the dtypes oob="nan" fills
 
 _Key = TypeVar("_Key")
+_OUTER = {1: 3, 2: 4, 3: 2, 4: 3, 5: 1, 8: 3, 16: 2, 64: 1, 256: 1, 512: 1}  # outer extents
 
 
 def random_case(seed: int, index: int) -> CopyCase:
@@ -53,9 +58,14 @@ def _weighted(rng: random.Random, table: Mapping[_Key, int]) -> _Key:
 
 
 def _draw(rng: random.Random, name: str) -> CopyCase | None:
-    dtype = rng.choice(list(DTYPES))
-    width = DTYPES[dtype]
     direction = rng.choice(("g2s", "s2g"))
+    oob = None  # edge tiles: oob= for a quarter of the copies, rarely the other direction's
+    if rng.random() < 0.24:
+        store = (direction == "s2g") != (rng.random() < 0.03)
+        oob = "skip" if store else rng.choice(("zero", "nan"))
+    floats = oob == "nan" and rng.random() < 0.85  # NaN fill exists for float types only
+    dtype = rng.choice(FLOAT_DTYPES if floats else list(DTYPES))
+    width = DTYPES[dtype]
     layout = _weighted(rng, {"row": 28, "padded": 16, "blocked": 8, "swizzle:0": 9,
                              "swizzle:1": 13, "swizzle:2": 13, "swizzle:3": 13})
     buf = _shared_tile(rng, layout, width)
@@ -68,18 +78,22 @@ def _draw(rng: random.Random, name: str) -> CopyCase | None:
         layout = f"blocked:{rows}:{_row_pad(rng, rows * buf[-1], width)}"
     s_start, s_ext = _shared_region(rng, layout, width, buf)
     stages = rng.choice((1, 2, 2, 3, 4)) if rng.random() < 0.2 else 0
-
-    inner = [e for e in s_ext if e != 1]
-    g_ext = _global_extents(rng, inner)
-    if g_ext is None:
-        return None
+    g_ext = _global_extents(rng, [e for e in s_ext if e != 1], width)
     if rng.random() < 0.015:  # the two sides disagree on the element count
-        d = rng.randrange(len(g_ext))
-        g_ext[d] += 1
-    g_shape, g_start = _global_box(rng, g_ext, width, stages)
-    g_strides = _global_strides(rng, g_shape, width)
-    g_offset = rng.randint(1, 64) if rng.random() < 0.02 else 0
-
+        g_ext[rng.randrange(len(g_ext))] += 1
+    edges = _edges(rng, oob, direction, g_ext, stages)
+    g_shape, g_start = _global_box(rng, g_ext, width, stages, edges)
+    view = _weighted(rng, {"argument": 72, "offset": 16, "pieces": 12})
+    g_strides, g_offset, tiles = None, 0, None
+    if view == "pieces":
+        tiles = _pieces(rng, g_shape, g_start, g_ext, stages, width, edges)
+        if tiles is not None and rng.random() < 0.25:
+            g_offset = max(1, 16 // width) * rng.randint(1, 64)
+    if tiles is None:
+        odd_rows = (len(g_shape) - 1 in edges) and (g_shape[-1] * width) % 16
+        g_strides = _global_strides(rng, g_shape, width, bool(odd_rows) and rng.random() < 0.8)
+    if view == "offset":
+        g_strides, g_offset = _view_offset(rng, g_shape, g_start, g_strides, width)
     whole = tuple(s_ext) == tuple(buf)
     lead = (0,) if stages else ()
     case = CopyCase(
@@ -90,30 +104,47 @@ def _draw(rng: random.Random, name: str) -> CopyCase | None:
         shared_extent=None if whole else (1,) * len(lead) + tuple(s_ext),
         smem_elem_offset=_smem_offset(rng, layout, width), stages=stages,
         global_strides=None if g_strides is None else tuple(g_strides), global_offset=g_offset,
+        oob=oob, global_tiles=tiles,
     )
-    if case.global_storage_elems > MAX_GLOBAL_ELEMS:
-        return None
-    return case
+    return case if case.global_storage_elems <= MAX_GLOBAL_ELEMS else None
+
+
+def _edges(rng: random.Random, oob: str | None, direction: str, extents: list[int],
+           stages: int) -> dict[int, str]:
+    """Dims whose edge the region crosses: ``"end"`` (past the view's end) or ``"before"``
+    (a start below 0; loads only, a store's is refused)."""
+    reach = [e * (max(stages, 1) if d == 0 else 1) for d, e in enumerate(extents)]
+    dims = [d for d, r in enumerate(reach) if r > 1]
+    last, edges = len(extents) - 1, {}
+    outer = [d for d in dims if d != last]
+    kind = _weighted(rng, {"inside": 12, "dim0": 24, "outer": 22, "both": 20, "before": 28})
+    if oob is None or not dims or kind == "inside":
+        return edges
+    if kind in ("dim0", "both") and last in dims:
+        edges[last] = "end"
+    if kind in ("outer", "both") and outer:
+        edges[rng.choice(outer)] = "end"
+    if kind == "before" and (direction == "g2s" or rng.random() < 0.1):
+        edges[rng.choice(dims)] = "before"
+        if rng.random() < 0.3:
+            edges.setdefault(rng.choice(dims), "end")
+    return edges or {rng.choice(dims): "end"}
 
 
 def _row_pad(rng: random.Random, last: int, width: int) -> int:
     """Elements of padding after each shared row: mostly to a 128-byte pitch (so row issues
     stay aligned), sometimes to a 16-byte one, sometimes odd."""
-    kind = _weighted(rng, {"pitch128": 65, "pitch16": 23, "odd": 12})
-    row = last * width
-    if kind == "pitch128":
-        return ((-row) % 128 + 128 * rng.randint(0, 2)) // width or 128 // width
-    if kind == "pitch16":
-        return ((-row) % 16 + 16 * rng.randint(0, 4)) // width or 16 // width
-    return rng.randint(1, 17)
+    pitch = _weighted(rng, {128: 65, 16: 23, "odd": 12})
+    if pitch == "odd":
+        return rng.randint(1, 17)
+    more = rng.randint(0, 2 if pitch == 128 else 4)
+    return ((-last * width) % pitch + pitch * more) // width or pitch // width
 
 
 def _span(layout: str, width: int) -> int:
     """Elements of one swizzle span (0 for layouts without a swizzle)."""
     kind, _, argument = layout.partition(":")
-    if kind == "swizzle" and int(argument) > 0:
-        return (16 << int(argument)) // width
-    return 0
+    return (16 << int(argument)) // width if kind == "swizzle" and int(argument) > 0 else 0
 
 
 def _shared_tile(rng: random.Random, layout: str, width: int) -> list[int] | None:
@@ -123,7 +154,7 @@ def _shared_tile(rng: random.Random, layout: str, width: int) -> list[int] | Non
         last = span * rng.choice((1, 1, 2, 2, 3, 4))
         rows = 8 * _weighted(rng, {1: 6, 2: 4, 3: 1, 4: 3, 8: 2, 16: 1, 32: 1, 64: 1})
         rank = _weighted(rng, {2: 6, 3: 3, 4: 1})
-        shape = [*[_outer_extent(rng) for _ in range(rank - 2)], rows, last]
+        shape = [*[_weighted(rng, _OUTER) for _ in range(rank - 2)], rows, last]
     else:
         if layout.startswith("swizzle") or rng.random() < 0.9:
             last = max(1, rng.choice((16, 32, 32, 64, 64, 128, 128, 256, 512, 1024, 2048))
@@ -133,7 +164,7 @@ def _shared_tile(rng: random.Random, layout: str, width: int) -> list[int] | Non
         weights = {2: 6, 3: 3, 4: 1} if layout.startswith(("swizzle", "blocked")) else {
             1: 2, 2: 6, 3: 3, 4: 1}
         rank = _weighted(rng, weights)
-        shape = [_outer_extent(rng) for _ in range(rank - 1)] + [last]
+        shape = [_weighted(rng, _OUTER) for _ in range(rank - 1)] + [last]
         if layout == "blocked" and shape[-2] < 2:
             shape[-2] = rng.choice((2, 4, 8, 16))
     while math.prod(shape) * width > MAX_TILE_BYTES:
@@ -144,10 +175,6 @@ def _shared_tile(rng: random.Random, layout: str, width: int) -> list[int] | Non
     if (span and shape[-2] % 8) or (layout == "blocked" and shape[-2] < 2):
         return None
     return shape
-
-
-def _outer_extent(rng: random.Random) -> int:
-    return _weighted(rng, {1: 3, 2: 4, 3: 2, 4: 3, 5: 1, 8: 3, 16: 2, 64: 1, 256: 1, 512: 1})
 
 
 def _shared_region(rng: random.Random, layout: str, width: int, buf: list[int]
@@ -171,32 +198,23 @@ def _shared_region(rng: random.Random, layout: str, width: int, buf: list[int]
         extent = rng.choice((n, rng.choice(choices), rng.choice(choices),
                              max(grain, n // 2 // grain * grain)))
         extent = min(max(extent, 1), n)
-        room = n - extent
-        if rng.random() < 0.8:
-            start = rng.choice(list(range(0, room + 1, align)) or [0])
-        else:
-            start = rng.randint(0, room)
-        starts.append(start)
+        starts.append(rng.choice(list(range(0, n - extent + 1, align)) or [0])
+                      if rng.random() < 0.8 else rng.randint(0, n - extent))
         extents.append(extent)
     return starts, extents
 
 
-def _global_extents(rng: random.Random, inner: list[int]) -> list[int] | None:
-    """The global region's extents: the shared non-unit extents, maybe refactored, plus units."""
+def _global_extents(rng: random.Random, inner: list[int], width: int) -> list[int]:
+    """The global region's extents: the shared non-unit extents, often reshaped (dims split,
+    merged or regrouped; the element count stays), plus unit dims."""
     extents = list(inner)
-    if extents and rng.random() < 0.12:
-        d = rng.randrange(len(extents))
-        factors = [f for f in range(2, extents[d]) if extents[d] % f == 0]
-        if factors and rng.random() < 0.6:
-            f = rng.choice(factors)
-            extents[d : d + 1] = [extents[d] // f, f]
-        elif len(extents) > 1 and d + 1 < len(extents):
-            extents[d : d + 2] = [extents[d] * extents[d + 1]]
-    if len(extents) > MAX_RANK:
-        return None
-    rank = rng.randint(max(1, len(extents)), MAX_RANK)
-    if rng.random() < 0.4:
-        rank = max(1, len(extents))
+    if extents and rng.random() < 0.2:
+        for _ in range(rng.choice((1, 1, 2, 3))):
+            changed = _refactor(rng, extents, width)
+            if len(changed) <= MAX_RANK:
+                extents = changed
+    least = max(1, len(extents))
+    rank = least if rng.random() < 0.4 else rng.randint(least, MAX_RANK)
     trailing = rng.random() < 0.1  # unit dims after the innermost copied dim
     while len(extents) < rank:
         top = len(extents) if trailing or not extents else len(extents) - 1
@@ -204,9 +222,27 @@ def _global_extents(rng: random.Random, inner: list[int]) -> list[int] | None:
     return extents
 
 
-def _global_box(rng: random.Random, extents: list[int], width: int, stages: int
-                ) -> tuple[list[int], list[int]]:
-    """(shape, start) of the global view around the region (stage dim 0 walks it)."""
+def _refactor(rng: random.Random, extents: list[int], width: int) -> list[int]:
+    """One reshape step: split a dim in two, merge 2..3 neighbours, or regroup two
+    neighbours into rows of another length (elements still pair in row-major order)."""
+    d, roll = rng.randrange(len(extents)), rng.random()
+    if 0.45 <= roll < 0.85 and d + 1 < len(extents):
+        k = rng.choice((2, 2, 3))
+        return [*extents[:d], math.prod(extents[d : d + k]), *extents[d + k:]]
+    group = extents[d : d + (2 if roll >= 0.85 else 1)]
+    total = math.prod(group)
+    factors = [f for f in range(2, min(total, 4097)) if total % f == 0 and f != group[-1]]
+    if not factors:
+        return extents
+    wide = [f for f in factors if d + len(group) < len(extents) or (f * width) % 16 == 0]
+    f = rng.choice(wide if wide and rng.random() < 0.8 else factors)  # rows of 16 B mostly
+    return [*extents[:d], total // f, f, *extents[d + len(group):]]
+
+
+def _global_box(rng: random.Random, extents: list[int], width: int, stages: int,
+                edges: dict[int, str]) -> tuple[list[int], list[int]]:
+    """(shape, start) of the global view around the region (stage dim 0 walks it); the
+    region crosses the view's end or starts before it along ``edges``."""
     unit16 = max(1, 16 // width)
     innermost = max((d for d, e in enumerate(extents) if e != 1), default=len(extents) - 1)
     shape, start = [], []
@@ -214,60 +250,144 @@ def _global_box(rng: random.Random, extents: list[int], width: int, stages: int
         kind = _weighted(rng, {"zero": 35, "multiple": 25, "eight": 15, "any": 25})
         if d == innermost and kind == "any" and rng.random() < 0.7:
             kind = "unit16"  # TMA boxes start on 16 bytes along dimension 0
-        if kind == "zero":
-            s = 0
-        elif kind == "multiple":
-            s = e * rng.randint(0, 3)
-        elif kind == "eight":
-            s = 8 * rng.randint(0, 4)
-        elif kind == "unit16":
-            s = unit16 * rng.randint(0, max(1, 2 * e // unit16))
-        else:
-            s = rng.randint(0, 2 * e)
-        needed = s + e * (max(stages, 1) if d == 0 else 1)
+        s = (0 if kind == "zero" else e * rng.randint(0, 3) if kind == "multiple" else
+             8 * rng.randint(0, 4) if kind == "eight" else
+             unit16 * rng.randint(0, max(1, 2 * e // unit16)) if kind == "unit16" else
+             rng.randint(0, 2 * e))
+        reach = e * (max(stages, 1) if d == 0 else 1)
         slack = _weighted(rng, {0: 40, "small": 30, "round": 30})
-        if slack == "small":
-            slack = rng.randint(1, e)
-        elif slack == "round":
-            slack = rng.choice((8, 16, 32, 64))
-        n = needed + slack
+        slack = (rng.randint(1, e) if slack == "small" else
+                 rng.choice((8, 16, 32, 64)) if slack == "round" else 0)
+        n = s + reach + slack
         if d > innermost and rng.random() < 0.5:
             n, s = 1, 0  # a trailing unit dim that keeps the rows contiguous
         if d == len(extents) - 1 and rng.random() < 0.9:
             n = -(-n // unit16) * unit16  # rows a multiple of 16 bytes
         if rng.random() < 0.03:
-            n = max(1, needed - 1)  # the region sticks out of the tensor
+            n = max(1, s + reach - 1)  # the region sticks out of the tensor
+        if edges.get(d) == "end":  # crosses the end; sometimes an end on 16 bytes
+            n = s + rng.randint(1, reach - 1)
+            if rng.random() < 0.5 and -(-n // unit16) * unit16 < s + reach:
+                n = -(-n // unit16) * unit16
+        elif edges.get(d) == "before":  # a halo: the load starts before the view
+            step = unit16 if d == len(extents) - 1 else 1
+            s = -step * rng.randint(1, max(1, (reach - 1) // step))
+            n = max(1, s + reach + slack)
         shape.append(n)
         start.append(s)
     return shape, start
 
 
-def _global_strides(rng: random.Random, shape: list[int], width: int) -> list[int] | None:
-    """None (dense row-major) or the strides of a padded / permuted view."""
+def _global_strides(rng: random.Random, shape: list[int], width: int,
+                    align_rows: bool = False) -> list[int] | None:
+    """None (dense row-major) or a padded / permuted view's strides (``align_rows``: padded,
+    rows first rounded up to 16 bytes)."""
     roll = rng.random()
-    if roll < 0.62:
+    if roll < 0.62 and not align_rows:
         return None
     rank = len(shape)
-    if roll < 0.65 and rank > 1:  # a permuted (transposed) dense view
-        order = list(range(rank))
-        rng.shuffle(order)
-        strides = [0] * rank
-        step = 1
-        for d in reversed(order):
-            strides[d] = step
-            step *= shape[d]
-        return strides
+    if roll < 0.65 and rank > 1 and not align_rows:  # a permuted (transposed) dense view
+        return _laid_out(rng, shape, rng.sample(range(rank), rank), width, {"none": 1})
+    unit16 = max(1, 16 // width)
     strides = [0] * rank
     strides[-1] = 2 if rng.random() < 0.04 else 1  # every other element: not contiguous
     for d in reversed(range(rank - 1)):
         kind = _weighted(rng, {"none": 45, "aligned": 45, "odd": 10})
-        pad = 0
-        if kind == "aligned":
-            pad = max(1, 16 // width) * rng.randint(1, 8)
-        elif kind == "odd":
-            pad = rng.randint(1, 9)
-        strides[d] = strides[d + 1] * shape[d + 1] + pad
+        pad = (unit16 * rng.randint(1, 8) if kind == "aligned" else
+               rng.randint(1, 9) if kind == "odd" else 0)
+        row = strides[d + 1] * shape[d + 1]
+        strides[d] = (-(-row // unit16) * unit16 if align_rows else row) + pad
     return strides
+
+
+def _view_offset(rng: random.Random, shape: list[int], start: list[int],
+                 strides: list[int] | None, width: int) -> tuple[list[int] | None, int]:
+    """(strides, offset) of a view declared in the kernel at an offset: a sub-box of a padded
+    parent (whole rows and columns; its columns may start off 16 bytes, the region then
+    shifts back onto them), whole outer rows of the view, or any (mis)aligned offset."""
+    unit16, rank = max(1, 16 // width), len(shape)
+    kind = _weighted(rng, {"sub": 40, "rows": 20, "aligned": 25, "misaligned": 15})
+    if kind == "sub":  # A.sub[k0:, k1:, ...] of a parent with room around the view
+        ks = [0 if shape[d] == 1 or rng.random() < 0.35 else rng.randint(1, 24)
+              for d in range(rank)]
+        ks[-1] = unit16 * rng.randint(0, 8) if shape[-1] > 1 else 0
+        shift = rng.randint(1, unit16 - 1) * (rng.random() < 0.5)  # columns off 16 bytes
+        if shift and shape[-1] > 1 and start[-1] >= shift and start[-1] % unit16 == 0:
+            ks[-1], start[-1] = ks[-1] + shift, start[-1] - shift  # misaligned, folds
+        strides = [1] * rank
+        for d in reversed(range(rank - 1)):
+            row = strides[d + 1] * (shape[d + 1] + ks[d + 1] + rng.choice((0, 0, 8, 13)))
+            strides[d] = -(-row // unit16) * unit16 if rng.random() < 0.85 else row
+        offset = sum(k * s for k, s in zip(ks, strides))
+        return strides, offset or strides[0] * rng.randint(1, 4)
+    if kind == "rows":  # a flat sub-range A[k * row:] viewed with the same strides
+        used = zip(strides or row_major_strides(shape), shape)
+        return strides, max((s for s, n in used if n > 1), default=1) * rng.randint(1, 16)
+    offset = rng.randint(1, 127)  # in 16-byte units when aligned
+    return strides, unit16 * offset if kind == "aligned" else offset + (offset % unit16 == 0)
+
+
+def _pieces(rng: random.Random, shape: list[int], start: list[int], extents: list[int],
+            stages: int, width: int, edges: dict[int, str]
+            ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
+    """``global_tiles``: dims as several padded, sometimes interleaved strided pieces (row
+    blocks, column planes); ``shape`` may grow to a multiple of a piece. None: no split."""
+    pieces: list[int] = []
+    for d, n in enumerate(shape):
+        split = [n]
+        if n > 2 and d not in edges and rng.random() < 0.6:
+            unit = max(1, 16 // width) if d == len(shape) - 1 else 1  # 16-byte rows
+            split = _split_dim(rng, n, start[d], extents[d], bool(stages) and d == 0, unit)
+            shape[d] = math.prod(split)
+        pieces.extend(split)
+    if len(pieces) == len(shape):
+        return None
+    order = list(range(len(pieces)))  # memory order, outermost first
+    roll = rng.random()
+    if roll < 0.3:  # interleaved: one piece outermost in memory (planes of columns)
+        order.insert(0, order.pop(rng.randrange(len(order) - 1)))
+    elif roll < 0.4:
+        order = [*rng.sample(order[:-1], len(order) - 1), order[-1]]
+    strides = _laid_out(rng, pieces, order, width, {"none": 45, "aligned": 45, "odd": 10})
+    return tuple(pieces), tuple(strides)
+
+
+def _laid_out(rng: random.Random, extents: list[int], order: list[int], width: int,
+              pads: Mapping[str, int]) -> list[int]:
+    """Strides of ``extents`` in memory ``order`` (outermost first), steps padded by ``pads``."""
+    unit16, strides, step = max(1, 16 // width), [0] * len(extents), 1
+    for i in reversed(order):
+        strides[i] = step
+        kind = _weighted(rng, pads)
+        step *= extents[i]
+        if kind == "aligned":
+            step = -(-step // unit16) * unit16 + unit16 * rng.randint(0, 4)
+        elif kind == "odd":
+            step += rng.randint(1, 9)
+    return strides
+
+
+def _split_dim(rng: random.Random, n: int, s: int, e: int, staged: bool, unit: int = 1
+               ) -> list[int]:
+    """Pieces (outer first) of a dim of ``n``, mostly ones that its region ``[s, s + e)`` (each
+    stage's when ``staged``) covers whole or stays inside one row of."""
+    divisors = [r for r in range(2, min(n, 257)) if n % r == 0]
+    good = [r for r in divisors if ((s % r == 0 and e % r == 0) or (
+        not staged and s // r == (s + e - 1) // r)) and (r % unit == 0 or rng.random() < 0.2)]
+    if good and rng.random() < 0.9:
+        r = rng.choice(good)
+    elif divisors and rng.random() < 0.5:
+        r = rng.choice(divisors)  # may cut the region: refused with rule layout
+    else:
+        r = min(64, math.gcd(s, e) & -math.gcd(s, e))  # a power of two; n grows to fit
+        if r < 2:
+            return [n]
+        n = -(-n // r) * r
+    inner = [r]
+    if r > 2 and rng.random() < 0.25:
+        whole = s % r == 0 and e % r == 0
+        inner = _split_dim(rng, r, 0 if whole else s % r, r if whole else e, False)
+    return [n // r, *inner]
 
 
 def _smem_offset(rng: random.Random, layout: str, width: int) -> int:

@@ -9,13 +9,14 @@ rules, failures, coverage) in index order, so a run's counts and failures do not
 
 from __future__ import annotations
 
+import math
 import time
 from collections import Counter
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass, field
 
-from .copy_cases import CopyCase
+from .copy_cases import CopyCase, row_major_strides
 from .fuzz_cases import random_case
 from .fuzz_oracle import Outcome, check_case
 
@@ -81,12 +82,55 @@ def coverage_keys(case: CopyCase) -> list[str]:
     if case.global_strides is not None and not case.global_is_dense:
         keys.append("strided-global")
     if case.global_offset:
-        keys.append("global-offset")
+        keys.append("view-offset")
+        if (case.global_offset * case.element_bytes) % 16:
+            keys.append("view-offset-misaligned")
+        if case.global_tiles is None and case.g_strides != row_major_strides(
+                case.global_shape):
+            keys.append("view-strided")
     if case.smem_elem_offset:
         keys.append("smem-offset")
     if case.shared_extent is not None:
         keys.append("shared-subregion")
+    if case.oob is not None:
+        keys.append(f"oob={case.oob}")
+    ends, befores = crossings(case)
+    if ends or befores:
+        keys.append("crosses-edge")
+    if len(case.global_shape) - 1 in ends:
+        keys.append("crosses-dim0")
+    if ends - {len(case.global_shape) - 1}:
+        keys.append("crosses-outer")
+        if len(case.global_shape) - 1 in ends:
+            keys.append("crosses-both")
+    if befores:
+        keys.append("starts-before")
+    if case.global_tiles is not None:
+        keys.append("pieces")
+    if is_reshape(case):
+        keys.append("reshape")
     return keys
+
+
+def crossings(case: CopyCase) -> tuple[set[int], set[int]]:
+    """(dims whose end the global region crosses, dims it starts before), over all stages."""
+    ends, befores = set(), set()
+    for d, (n, start, extent) in enumerate(zip(case.global_shape, case.global_start,
+                                               case.global_extent)):
+        reach = extent * (max(case.stages, 1) if d == 0 else 1)
+        if start < 0:
+            befores.add(d)
+        if start + reach > n:
+            ends.add(d)
+    return ends, befores
+
+
+def is_reshape(case: CopyCase) -> bool:
+    """The two regions hold as many elements in differently shaped (non-unit) extents."""
+    first = 1 if case.stages else 0
+    g_ext = [e for e in case.global_extent if e != 1]
+    s_ext = [e for e in case.s_extent[first:] if e != 1]
+    return g_ext != s_ext and math.prod(g_ext) == math.prod(s_ext)
 
 
 def _check_range(seed: int, indices: Iterable[int], data_seed: int) -> Summary:

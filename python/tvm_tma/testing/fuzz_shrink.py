@@ -1,23 +1,27 @@
 """The fuzzer's shrinker and regression-file writer: a failing case -> a small pytest module.
 
 It exists apart from the oracle and the drivers because minimizing is a search over case
-*edits* (drop a stage, a stride, a dimension, halve an extent, simplify the layout or dtype),
-driven only by a failure predicate; it knows nothing about plans. :func:`minimize_failure`
-keeps the failure's ``kind`` fixed while it shrinks, and :func:`save_regression` writes the
-result as ``test_case_<hash>.py``, which imports ``check_case`` from the ``fuzz`` facade.
+*edits* (drop a stage, a stride, a dimension, layout pieces, the view's offset or ``oob=``,
+pull the region back inside the view, undo a reshape, halve an extent, simplify the layout
+or dtype), driven only by a failure predicate; it knows nothing about plans.
+:func:`minimize_failure` keeps the failure's ``kind`` fixed while it shrinks, and
+:func:`save_regression` writes the result as ``test_case_<hash>.py``, which imports
+``check_case`` from the ``fuzz`` facade.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import math
 import textwrap
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
-from .copy_cases import CopyCase, shared_layout_of
+from .copy_cases import CopyCase, row_major_strides, shared_layout_of
 from .fuzz_cases import MAX_RANK
 from .fuzz_oracle import CASE_TIMEOUT, Outcome, check_case
+from .fuzz_run import crossings, is_reshape
 from .layout_eval import layout_offsets
 
 #: Where the suite collects the saved regression tests (the CLI's ``--save-failures`` hint).
@@ -35,6 +39,9 @@ def valid_case(case: CopyCase) -> bool:
             return False
         if case.global_strides is not None and len(case.global_strides) != len(
                 case.global_shape):
+            return False
+        if case.global_offset < 0 or (case.global_tiles is not None and tile_groups(
+                case.global_shape, case.global_tiles[0]) is None):
             return False
         if case.stages and (case.stages < 1 or len(case.shared_shape) < 2):
             return False
@@ -58,7 +65,7 @@ def shrink(case: CopyCase, fails: Callable[[CopyCase], bool], budget: int = 400)
     while progress and calls < budget:
         progress = False
         for candidate in _simpler(current):
-            if candidate == current or not valid_case(candidate):
+            if candidate is None or candidate == current or not valid_case(candidate):
                 continue
             calls += 1
             if fails(candidate):
@@ -74,11 +81,18 @@ def _replace(case: CopyCase, **changes: object) -> CopyCase:
     return dataclasses.replace(case, **changes)
 
 
-def _simpler(case: CopyCase) -> Iterator[CopyCase]:
+def _simpler(case: CopyCase) -> Iterator[CopyCase | None]:
     """Candidate simplifications of ``case``, boldest first."""
     yield from _unstaged(case)
+    if case.global_tiles is not None:
+        yield _replace(case, global_tiles=None, global_strides=None)
+        yield _replace(case, global_tiles=(case.global_tiles[0],
+                                           row_major_strides(case.global_tiles[0])))
     if case.global_offset:
         yield _replace(case, global_offset=0)
+        yield _replace(case, global_offset=case.global_offset // 2)
+    if case.oob is not None:
+        yield from _simpler_oob(case)
     if case.global_strides is not None:
         yield _replace(case, global_strides=None)
         yield from _denser_strides(case)
@@ -92,8 +106,83 @@ def _simpler(case: CopyCase) -> Iterator[CopyCase]:
     yield from _tighter_global(case)
     yield from _tighter_shared(case)
     yield from _simpler_dtypes(case)
+    yield from _unreshaped(case)
     if case.direction == "s2g":
-        yield _replace(case, direction="g2s")
+        yield _replace(case, direction="g2s", oob="zero" if case.oob else None)
+
+
+def tile_groups(shape: tuple[int, ...], pieces: tuple[int, ...]) -> list[list[int]] | None:
+    """The indices of each dim's pieces (outer first; at least one each), or None when the
+    pieces do not multiply out to ``shape``."""
+    groups, i = [], 0
+    for n in shape:
+        first, product = i, 1
+        while i < len(pieces) and (i == first or product < n):
+            product *= pieces[i]
+            i += 1
+        if product != n:
+            return None
+        groups.append(list(range(first, i)))
+    return groups if i == len(pieces) else None
+
+
+def _global(case: CopyCase, dropped: int | None = None, **changes: object
+            ) -> CopyCase | None:
+    """``case`` with a new global shape (and starts, extents...; dim ``dropped`` removed):
+    a dim of a tiled layout shrinks through its outermost piece, a dropped dim takes its
+    pieces along (None when the pieces cannot express the new shape)."""
+    new = _replace(case, **changes)
+    if case.global_tiles is None or "global_shape" not in changes:
+        return new
+    (pieces, strides), shape = case.global_tiles, new.global_shape
+    groups = tile_groups(case.global_shape, pieces)
+    if groups is None:
+        return None
+    if dropped is not None:
+        keep = [i for d, g in enumerate(groups) if d != dropped for i in g]
+        return _replace(new, global_tiles=(tuple(pieces[i] for i in keep),
+                                           tuple(strides[i] for i in keep)))
+    pieces = list(pieces)
+    for group, old, size in zip(groups, case.global_shape, shape):
+        inner = math.prod(pieces[i] for i in group[1:])
+        if size != old and (size % inner or size > old):
+            return None
+        pieces[group[0]] = size // inner
+    return _replace(new, global_tiles=(tuple(pieces), strides))
+
+
+def _simpler_oob(case: CopyCase) -> Iterator[CopyCase]:
+    """No ``oob`` once the region stays inside, zero fill for NaN, starts pulled back inside
+    the view and ends that no longer cross it."""
+    ends, befores = crossings(case)
+    if not ends and not befores:
+        yield _replace(case, oob=None)
+    if case.oob == "nan":
+        yield _replace(case, oob="zero")
+    for d in sorted(befores):
+        yield _replace(case, global_start=_put(case.global_start, d, 0))
+    for d in sorted(ends):
+        reach = case.global_extent[d] * (max(case.stages, 1) if d == 0 else 1)
+        if case.global_shape[d] >= reach:
+            start = case.global_shape[d] - reach
+            yield _replace(case, global_start=_put(case.global_start, d, start))
+        yield _global(case, global_shape=_put(case.global_shape, d,
+                                              case.global_start[d] + reach))
+
+
+def _put(values: tuple[int, ...], d: int, value: int) -> tuple[int, ...]:
+    return (*values[:d], value, *values[d + 1:])
+
+
+def _unreshaped(case: CopyCase) -> Iterator[CopyCase]:
+    """The global region as a dense tensor of the shared region's shape (no reshape)."""
+    if case.stages or not is_reshape(case):
+        return
+    extents = tuple(e for e in case.s_extent if e != 1) or (1,)
+    if len(extents) <= MAX_RANK:
+        yield _replace(case, global_shape=extents, global_start=(0,) * len(extents),
+                       global_extent=extents, global_strides=None, global_tiles=None,
+                       global_offset=0, oob=None)
 
 
 def _unstaged(case: CopyCase) -> Iterator[CopyCase]:
@@ -138,10 +227,10 @@ def _dropped_global_dims(case: CopyCase) -> Iterator[CopyCase]:
     for d, extent in enumerate(case.global_extent):
         if extent != 1 or len(case.global_shape) == 1 or (case.stages and d == 0):
             continue
-        yield _replace(case, global_shape=_drop(case.global_shape, d),
-                       global_start=_drop(case.global_start, d),
-                       global_extent=_drop(case.global_extent, d),
-                       global_strides=_drop(case.global_strides, d))
+        yield _global(case, dropped=d, global_shape=_drop(case.global_shape, d),
+                      global_start=_drop(case.global_start, d),
+                      global_extent=_drop(case.global_extent, d),
+                      global_strides=_drop(case.global_strides, d))
 
 
 def _dropped_shared_dims(case: CopyCase) -> Iterator[CopyCase]:
@@ -191,14 +280,12 @@ def _tighter_global(case: CopyCase) -> Iterator[CopyCase]:
                 continue
             shape = (*case.global_shape[:d], max(1, case.global_shape[d] - start + smaller),
                      *case.global_shape[d + 1:])
-            yield _replace(case, global_start=(*case.global_start[:d], smaller,
-                                               *case.global_start[d + 1:]), global_shape=shape)
+            yield _global(case, global_start=_put(case.global_start, d, smaller),
+                          global_shape=shape)
         if case.global_shape[d] > start + reach:
-            shape = (*case.global_shape[:d], start + reach, *case.global_shape[d + 1:])
-            yield _replace(case, global_shape=shape)
+            yield _global(case, global_shape=_put(case.global_shape, d, start + reach))
             half = max(start + reach, (case.global_shape[d] + start + reach) // 2)
-            yield _replace(case, global_shape=(*case.global_shape[:d], half,
-                                               *case.global_shape[d + 1:]))
+            yield _global(case, global_shape=_put(case.global_shape, d, half))
 
 
 def _tighter_shared(case: CopyCase) -> Iterator[CopyCase]:
