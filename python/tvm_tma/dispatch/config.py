@@ -11,12 +11,12 @@ from ..planner.global_view import LOAD_OOB, STORE_OOB
 from ..planner.proofs import Prover, as_int
 from .facts import FACTS_KEY
 from .operands import read_mbar
-from .roots import ARGUMENT_KEY
+from .roots import ROOT_KEYS
 
 #: Options the variant understands; anything else is refused by name, never ignored.
 SUPPORTED_OPTIONS = ("mbar", "cache_hint", "oob", "cta_group")
 #: Keys the parse hook writes (not options a kernel author passes).
-CAPTURED_KEYS = (FACTS_KEY, ARGUMENT_KEY)
+CAPTURED_KEYS = (FACTS_KEY, *ROOT_KEYS)
 #: ``oob=`` values by direction: fill a load's out-of-bounds elements with zeros or NaN, or
 #: drop a store's (a store writes nothing outside the tensor whatever it is told to fill).
 OOB_OPTIONS = {"g2s": LOAD_OOB, "s2g": STORE_OOB}

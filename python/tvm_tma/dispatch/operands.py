@@ -48,8 +48,12 @@ def read_mbar(value, prover: Prover):
     located = _pointed_element(value)
     if located is not None:
         buffer, indices = located
-        width = tvm.DataType(str(buffer.dtype)).bits // 8
-        offset = prover.simplify(element_offset(buffer, indices, prover) * width)
+        for dim, (index, size) in enumerate(zip(indices, buffer.shape)):
+            if not prover.establish(tvm.tirx.all(index >= 0, index < size),
+                                    f"mbar index ({buffer.name} dimension {dim})"):
+                raise refuse("mbar", f"mbar={value} indexes {buffer.name} dimension {dim} at "
+                             f"{index}, not provably inside [0, {size})")
+        offset = mbar_byte_offset(value, prover)
         misaligned = tvm.tirx.floormod(offset, MBARRIER_BYTES) != 0
         if as_int(offset) is not None and as_int(offset) % MBARRIER_BYTES or (
             as_int(offset) is None and prover.prove(misaligned)
@@ -58,6 +62,24 @@ def read_mbar(value, prover: Prover):
                          f"not a multiple of {MBARRIER_BYTES} (an mbarrier is an aligned "
                          "8-byte word)")
     return value
+
+
+def mbar_byte_offset(value, prover: Prover):
+    """Bytes from its buffer's data pointer to the mbarrier ``value`` points at (the same
+    pointer as the allocation's when the buffer is a view over it), or None when the IR
+    does not show which buffer element it is."""
+    located = _pointed_element(value)
+    if located is None:
+        return None
+    buffer, indices = located
+    width = tvm.DataType(str(buffer.dtype)).bits // 8
+    return prover.simplify(element_offset(buffer, indices, prover) * width)
+
+
+def mbar_buffer(value):
+    """The buffer the mbarrier pointer points into, or None."""
+    located = _pointed_element(value)
+    return None if located is None else located[0]
 
 
 def _pointed_element(value):

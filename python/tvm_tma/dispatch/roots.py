@@ -1,15 +1,22 @@
-"""Where a copy's global operand lives: the kernel argument a view aliases.
+"""Where a copy's operands live: the kernel argument a global view aliases, and the shared
+allocations behind the shared tile and the mbarrier.
 
-A global operand may be a view declared inside the kernel (``A.sub[...]``,
-``T.decl_buffer(..., A.data, elem_offset=...)``). The host encodes the tensor map, and a
-view declared in device code does not exist there; its data is the argument's, so the map
-is encoded over the argument's data. When the view's offset depends on the CTA, the map
-cannot describe the view at all; it can describe the argument, whose shape the host knows.
-TVM 0.27 hands a dispatch only the copy, so while the copy is parsed the hook follows the
-view's ``data=X.data`` links through the builder's open frames up to a buffer of the
-PrimFunc's buffer map and records that argument's whole region in the copy's config under
-:data:`ARGUMENT_KEY`. Like the facts, it lives exactly as long as the kernel's IR and is
-captured afresh when a printed kernel is parsed again.
+TVM 0.27 hands a dispatch only the copy; how its buffers relate to each other is in the
+statements around it (``T.decl_buffer(..., data=X.data)``, ``A.sub[...]``, ``T.alloc_buffer``),
+visible only while the kernel is parsed. So the parse hook follows each operand's
+``data=X.data`` links through the builder's open frames to the buffer that owns the data and
+records, in the copy's config:
+
+* :data:`ARGUMENT_KEY`: the kernel argument a global view aliases. The host encodes the
+  tensor map over that argument's data (a view declared in device code does not exist
+  there); a view placed by a CTA-dependent offset is mapped through the argument, and a
+  view must lie inside it.
+* :data:`SHARED_KEY` / :data:`MBAR_KEY`: the ``shared`` / ``shared.dyn`` allocation holding
+  the shared tile / the mbarrier, so the planner can prove both lie inside it and that the
+  copy does not write over its own mbarrier.
+
+Each is a whole-buffer region; like the facts, it lives exactly as long as the kernel's IR
+and is captured afresh when a printed kernel is parsed again.
 """
 
 from __future__ import annotations
@@ -20,8 +27,11 @@ import tvm
 
 from ..parse_frames import frames_being_parsed
 
-#: The config key of ``copy_async`` that holds the aliased kernel argument (reserved).
+#: Config keys of ``copy_async`` the parse hook writes (reserved).
 ARGUMENT_KEY = "tma_argument"
+SHARED_KEY = "tma_shared_allocation"
+MBAR_KEY = "tma_mbar_allocation"
+ROOT_KEYS = (ARGUMENT_KEY, SHARED_KEY, MBAR_KEY)
 
 
 def _global_buffer(dst, src):
@@ -57,24 +67,76 @@ def root_buffer(buffer, frames: list):
     return buffer
 
 
-def capture_argument(config: dict, dst, src) -> None:
-    """Record the kernel argument whose data the global operand aliases, if it is a view."""
-    config.pop(ARGUMENT_KEY, None)
-    buffer = _global_buffer(dst, src)
-    frames = frames_being_parsed()
-    if buffer is None or not frames:
-        return
+def _whole(buffer):
+    return tvm.tirx.BufferRegion(
+        buffer, [tvm.ir.Range.from_min_extent(0, extent) for extent in buffer.shape])
+
+
+def _allocation(buffer, frames: list):
+    """The ``shared``/``shared.dyn`` allocation that owns ``buffer``'s data, or None."""
     root = root_buffer(buffer, frames)
-    if root.same_as(buffer):
+    if not str(root.scope()).startswith("shared"):
+        return None
+    allocated = list(getattr(frames[0], "root_alloc_buffers", ()) or ())
+    for frame in frames:
+        allocated += [stmt.buffer for stmt in getattr(frame, "stmts", ())
+                      if type(stmt).__name__ == "AllocBuffer"]
+    return next((alloc for alloc in allocated if alloc.same_as(root)), None)
+
+
+def _mbar_buffer(mbar):
+    """The buffer of ``mbar=bars.ptr_to([i])`` (``address_of(bars[i])``), else None."""
+    op = getattr(mbar, "op", None)
+    if type(mbar).__name__ != "Call" or getattr(op, "name", "") != "tirx.address_of":
+        return None
+    target = mbar.args[0] if mbar.args else None
+    return getattr(target, "buffer", None) or getattr(target, "source", None)
+
+
+def capture_roots(config: dict, dst, src) -> None:
+    """Record the roots of the copy's operands (see the module docstring)."""
+    for key in ROOT_KEYS:
+        config.pop(key, None)
+    frames = frames_being_parsed()
+    if not frames:
         return
-    for argument in dict(getattr(frames[0], "buffer_map", {}) or {}).values():
-        if argument.same_as(root):
-            config[ARGUMENT_KEY] = tvm.tirx.BufferRegion(
-                argument, [tvm.ir.Range.from_min_extent(0, extent) for extent in argument.shape])
-            return
+    buffer = _global_buffer(dst, src)
+    if buffer is not None:
+        root = root_buffer(buffer, frames)
+        arguments = dict(getattr(frames[0], "buffer_map", {}) or {}).values()
+        argument = next((arg for arg in arguments if arg.same_as(root)), None)
+        if argument is not None and not root.same_as(buffer):
+            config[ARGUMENT_KEY] = _whole(argument)
+    for key, shared in ((SHARED_KEY, _shared_buffer(dst, src)),
+                        (MBAR_KEY, _mbar_buffer(config.get("mbar")))):
+        allocation = _allocation(shared, frames) if shared is not None else None
+        if allocation is not None:
+            config[key] = _whole(allocation)
+
+
+def _shared_buffer(dst, src):
+    for region in (dst, src):
+        buffer = getattr(region, "source", None)
+        if buffer is not None and str(buffer.scope()).startswith("shared"):
+            return buffer
+    return None
+
+
+def _recorded(config: Mapping | None, key: str):
+    region = config.get(key) if config is not None else None
+    return getattr(region, "source", None)
 
 
 def argument_of(config: Mapping | None):
     """The recorded kernel argument (a Buffer), or None."""
-    region = config.get(ARGUMENT_KEY) if config is not None else None
-    return getattr(region, "source", None)
+    return _recorded(config, ARGUMENT_KEY)
+
+
+def shared_allocation_of(config: Mapping | None):
+    """The recorded allocation of the shared tile (a Buffer), or None."""
+    return _recorded(config, SHARED_KEY)
+
+
+def mbar_allocation_of(config: Mapping | None):
+    """The recorded allocation of the mbarrier (a Buffer), or None."""
+    return _recorded(config, MBAR_KEY)

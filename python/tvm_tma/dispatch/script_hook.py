@@ -16,7 +16,7 @@ from __future__ import annotations
 import tvm.tirx.script.builder.tirx as _builder
 
 from .facts import capture_into
-from .roots import capture_argument
+from .roots import capture_roots
 
 #: The upstream variant whose parse-time rule "tma" shares (equal payload bytes).
 _BYTE_CHECKED_VARIANT = "tma_auto"
@@ -30,7 +30,7 @@ def install() -> None:
     def check_copy_regions_match(dst, src, config, name, dispatch=None):
         if dispatch == "tma":
             capture_into(config)
-            capture_argument(config, dst, src)
+            capture_roots(config, dst, src)
             dispatch = _BYTE_CHECKED_VARIANT
         return original(dst, src, config, name, dispatch)
 

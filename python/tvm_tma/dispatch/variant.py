@@ -9,13 +9,15 @@ from tvm.tirx.operator.tile_primitive import fail, register_dispatch
 
 from ..planner import PlanError, TmaPlan, copy_direction, plan
 from ..planner.proofs import Prover
+from ..planner.shared_space import MBARRIER_BYTES, check_in_allocation, check_mbar_clear
 from .config import CopyOptions, read_options
 from .descriptors import tensor_map_for
 from .facts import facts_of
 from .host_checks import emit_host_checks
 from .issue import emit_issues
+from .operands import mbar_buffer, mbar_byte_offset
 from .predicates import PREDICATES
-from .roots import argument_of
+from .roots import argument_of, mbar_allocation_of, shared_allocation_of
 
 VARIANT = "tma"
 PRIORITY = 10
@@ -43,9 +45,27 @@ def plan_copy(op, var_ranges: dict) -> PlannedCopy:
     direction = copy_direction(dst, src)
     prover = Prover(var_ranges, facts_of(op.config))
     options = read_options(op.config, direction, prover)
-    copy_plan = plan(dst, src, prover=prover, oob=options.oob, argument=argument_of(op.config))
+    shared_allocation = shared_allocation_of(op.config)
+    copy_plan = plan(dst, src, prover=prover, oob=options.oob, argument=argument_of(op.config),
+                     shared_allocation=shared_allocation)
     shared_region, global_region = (dst, src) if direction == "g2s" else (src, dst)
+    _check_mbar_space(copy_plan, options.mbar, shared_region, shared_allocation,
+                      mbar_allocation_of(op.config), prover)
     return PlannedCopy(direction, options, copy_plan, prover, shared_region, global_region)
+
+
+def _check_mbar_space(copy_plan: TmaPlan, mbar, shared_region, shared_allocation,
+                      mbar_allocation, prover: Prover) -> None:
+    """The mbarrier lies inside its allocation and, when that is the tile's, outside every
+    box the copy writes."""
+    byte = mbar_byte_offset(mbar, prover) if mbar is not None else None
+    if byte is None or mbar_allocation is None:
+        return
+    check_in_allocation(byte, byte + MBARRIER_BYTES, f"mbarrier {mbar_buffer(mbar).name}",
+                        mbar_allocation, prover)
+    if shared_allocation is not None and shared_allocation.same_as(mbar_allocation):
+        width = tvm.DataType(str(shared_region.source.dtype)).bits // 8
+        check_mbar_clear(copy_plan, width, byte, prover)
 
 
 def kernel_var_ranges(sctx) -> dict:

@@ -40,6 +40,14 @@ RULE_HINTS: dict[str, str] = {
     "a shared.dyn allocation",
     "swizzle-base-period": "start the swizzled tile on a multiple of the swizzle period "
     "(256/512/1024 bytes) in its shared.dyn allocation",
+    "shared-bounds": "keep the shared region inside the tile's shape (tile[0:64, :] of a "
+    "64-row tile, not tile[32:96, :])",
+    "shared-allocation": "declare the shared tile (and the mbarrier) inside the T.alloc_buffer "
+    "it is a view of: elem_offset + the tile's bytes <= the allocation's bytes",
+    "mbar-overlap": "put the mbarrier after the tiles in the shared arena (elem_offset past the "
+    "last byte any copy writes)",
+    "global-view-bounds": "declare the view inside the kernel argument it aliases (its shape, "
+    "strides and elem_offset within the argument's)",
     "config": "pass mbar= for global->shared copies only, and only the supported options",
     "mbar": "pass mbar=bars.ptr_to([i]) for an 8-byte aligned uint64 buffer in shared memory",
     "scope": "issue the copy from one thread (inside `if tid == 0:`), not a warp or CTA scope",

@@ -10,7 +10,8 @@ from .global_view import LOAD_OOB, STORE_OOB, read_global
 from .plan_types import TmaPlan
 from .proofs import Prover
 from .refine import refine
-from .views import read_shared
+from .shared_space import check_in_allocation, check_region_in_buffer
+from .views import buffer_span, read_shared
 
 
 def copy_direction(dst, src) -> str:
@@ -27,7 +28,8 @@ def copy_direction(dst, src) -> str:
 
 
 def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
-         prover: Prover | None = None, oob: str | None = None, argument=None) -> TmaPlan:
+         prover: Prover | None = None, oob: str | None = None, argument=None,
+         shared_allocation=None) -> TmaPlan:
     """Plan ``copy(dst, src)`` between a global and a shared BufferRegion.
 
     ``var_ranges`` maps the kernel's variables (block ids, loop vars) to their ``Range`` and
@@ -36,8 +38,9 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
     what the plan rests on). ``oob`` lets the region cross the global view's edges:
     ``"zero"``/``"nan"`` fill a load's out-of-bounds elements; a store never writes its
     (``"skip"``, or ``"zero"``/``"nan"`` as upstream's kernels write it).
-    ``argument`` is the kernel argument the global buffer is a view of (if it is one).
-    Raises :class:`PlanError`.
+    ``argument`` is the kernel argument the global buffer is a view of (if it is one), and
+    ``shared_allocation`` the ``T.alloc_buffer`` holding the shared buffer's data (when
+    known, the buffer must lie inside it). Raises :class:`PlanError`.
     """
     direction = copy_direction(dst, src)
     shared_region, global_region = (dst, src) if direction == "g2s" else (src, dst)
@@ -50,6 +53,11 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
     if prover is None:
         prover = Prover(var_ranges, facts)
     _check_oob(oob, direction)
+    check_region_in_buffer(shared_region, prover)
+    if shared_allocation is not None:
+        lo, hi = buffer_span(shared_region.source, prover)
+        check_in_allocation(lo, hi, f"shared buffer {shared_region.source.name}",
+                            shared_allocation, prover)
     shared = read_shared(shared_region, prover)
     global_view = read_global(global_region, prover, direction, oob, argument)
     axes = refine(shared, global_view)

@@ -35,6 +35,12 @@ RULES: dict[str, str] = {
     "(the H100 faults with an illegal instruction otherwise)",
     "smem-align-128": "every issue's shared address must be provably 128-byte aligned",
     "swizzle-base-period": "a swizzled shared buffer must start on the swizzle pattern period",
+    "shared-bounds": "the shared region must lie inside its shared buffer",
+    "shared-allocation": "a shared buffer (and the mbarrier) must lie inside the shared "
+    "allocation that holds its data",
+    "mbar-overlap": "the copy must not write over the mbarrier it completes on",
+    "global-view-bounds": "a global view must lie inside the kernel argument whose data it "
+    "aliases",
     "config": "an option of the copy is missing, misplaced or unsupported",
     "mbar": "the mbarrier operand must be an 8-byte aligned address in shared memory",
     "scope": "TMA is issued by a single thread",

@@ -32,7 +32,13 @@ from tvm.tirx.layout import TileLayout
 from .errors import refuse
 from .plan_types import HostCheck
 from .proofs import Expr, Prover, as_int
-from .views import check_memory_layout, memory_offset, region_bounds, static_extents
+from .views import (
+    buffer_span,
+    check_memory_layout,
+    memory_offset,
+    region_bounds,
+    static_extents,
+)
 
 #: Largest size of one tensor-map dimension (cuTensorMapEncodeTiled: globalDim <= 2^32).
 MAX_GLOBAL_DIM = 1 << 32
@@ -102,12 +108,28 @@ def read_global(region, prover: Prover, direction: str, oob: str | None = None,
     if not isinstance(layout, TileLayout):
         raise refuse("layout", f"global buffer {buffer.name} needs a TileLayout, got {layout}")
     check_memory_layout(layout, "global")
+    if argument is not None and not argument.same_as(buffer):
+        _check_view_in_argument(buffer, argument, prover)
     checks: list[HostCheck] = []
     dims = _bound(_pieces(region, prover), prover, direction, oob, checks)
     offset = prover.simplify(buffer.elem_offset + memory_offset(layout))
     dims, base = _place_view(dims, offset, width, buffer, prover, argument)
     dims = _merge_whole(dims, prover)
     return GlobalView(dtype, width, tuple(dims), base, oob, direction, tuple(checks))
+
+
+def _check_view_in_argument(view, argument, prover: Prover) -> None:
+    """A view declared over a kernel argument's data must address only the argument's bytes:
+    the allocation behind the argument may be larger (a caching allocator's block), so the
+    encoder's allocation check at launch cannot see a view that reads past the argument."""
+    lo, hi = buffer_span(view, prover)
+    arg_lo, arg_hi = buffer_span(argument, prover)
+    if not prover.establish(tvm.tirx.all(lo >= arg_lo, hi <= arg_hi),
+                            f"global-view-bounds ({view.name} in {argument.name})"):
+        raise refuse(
+            "global-view-bounds",
+            f"global view {view.name} addresses bytes [{lo}, {hi}) of the data of kernel "
+            f"argument {argument.name}, which holds bytes [{arg_lo}, {arg_hi})")
 
 
 def _pieces(region, prover: Prover) -> list[GlobalDim]:

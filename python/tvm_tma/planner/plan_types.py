@@ -63,6 +63,18 @@ class TensorMapSpec:
             total *= extent
         return total
 
+    @property
+    def shared_footprint(self) -> int:
+        """Bytes of shared memory one issue writes or reads from its shared address: the box,
+        densely, each row padded to the swizzle span (measured on the H100)."""
+        rows = 1
+        for extent, stride in zip(self.box_dims[1:], self.element_strides[1:]):
+            rows *= -(-extent // stride)
+        row_bytes = -(-self.box_dims[0] // self.element_strides[0]) * self.element_bytes
+        if self.swizzle:
+            row_bytes = max(row_bytes, SWIZZLE_GEOMETRY[self.swizzle][0])
+        return rows * row_bytes
+
 
 @dataclass(frozen=True)
 class IssueAxis:

@@ -71,10 +71,13 @@ class Prover:
         bound: set = set()
         #: Variables the kernel binds on the device (scope ids, loops, launch indices).
         self.device_vars = bound
+        #: The range of each of them.
+        self.ranges: dict = {}
         for var, rng in (var_ranges or {}).items():
             if isinstance(rng, tvm.ir.Range):
                 self.analyzer.bind(var, rng)
                 bound.add(var)
+                self.ranges[var] = rng
                 self.assumptions[var] = _range_text(var, rng)
         constraints = []
         for fact in facts:
@@ -82,6 +85,7 @@ class Prover:
             if found is not None and found[0] not in bound:
                 self.analyzer.bind(*found)
                 bound.add(found[0])
+                self.ranges[found[0]] = found[1]
                 self.assumptions[found[0]] = _range_text(*found)
                 continue
             constraints.append(fact)

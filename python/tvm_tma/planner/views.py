@@ -92,6 +92,13 @@ def _tile_of(layout, shape) -> TileLayout:
     return tile
 
 
+def buffer_tile(buffer) -> TileLayout:
+    """The unswizzled address map of a buffer (row-major when it declares no layout)."""
+    if buffer.layout is None:
+        return TileLayout(S[tuple(buffer.shape)])
+    return _tile_of(buffer.layout, buffer.shape)
+
+
 def memory_offset(layout: TileLayout) -> Expr:
     total: Expr = 0
     for axis, value in layout.offset.items():
@@ -148,6 +155,30 @@ def read_shared(region, prover: Prover) -> SharedView:
         buffer_offset=prover.simplify(buffer.elem_offset),
         scope=buffer.scope(),
     )
+
+
+def buffer_span(buffer, prover: Prover) -> tuple[Expr, Expr]:
+    """Bytes ``[lo, hi)`` from the buffer's data pointer that its layout can address.
+
+    A swizzle moves a 16-byte unit only within its (16 << mode)-byte row, so the span of a
+    swizzled buffer ends at the next such row boundary.
+    """
+    width = tvm.DataType(str(buffer.dtype)).bits // 8
+    tile = buffer_tile(buffer)
+    lo: Expr = buffer.elem_offset + memory_offset(tile)
+    hi: Expr = lo + 1
+    for iterator in tile.shard:
+        reach = (iterator.extent - 1) * iterator.stride
+        if prover.prove(reach >= 0):
+            hi = hi + reach
+        else:
+            lo = lo + reach
+    lo, hi = prover.simplify(lo * width), prover.simplify(hi * width)
+    mode = swizzle_mode(buffer.layout, str(buffer.dtype)) if buffer.layout is not None else 0
+    if mode:
+        row = 16 << mode
+        hi = prover.simplify(tvm.tirx.floordiv(hi + row - 1, row) * row)
+    return lo, hi
 
 
 def element_offset(buffer, indices, prover: Prover) -> Expr:
