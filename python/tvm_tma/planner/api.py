@@ -61,7 +61,25 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
     shared = read_shared(shared_region, prover)
     global_view = read_global(global_region, prover, direction, oob, argument)
     axes = refine(shared, global_view)
-    return build_plan(axes, Context(shared, global_view, direction, prover))
+    alignment = shared_alignment(shared_region.source, shared_allocation)
+    return build_plan(axes, Context(shared, global_view, direction, prover, alignment))
+
+
+#: The dynamic shared arena starts 1024-byte aligned in a kernel without static shared
+#: memory (CUTLASS relies on the same); dispatch/arena_check.py refuses the other kernels.
+DYNAMIC_SMEM_BASE_ALIGN = 1024
+#: What is known of a static shared buffer's alignment without its allocation.
+STATIC_SMEM_ALIGN = 16
+
+
+def shared_alignment(buffer, allocation=None) -> int:
+    """Bytes the start of ``buffer``'s allocation is aligned to: the dynamic arena's 1024,
+    or a static allocation's declared alignment (``T.alloc_buffer(..., align=1024)`` emits
+    ``alignas(1024)``) when the allocation is known."""
+    if str(buffer.scope()) == "shared.dyn":
+        return DYNAMIC_SMEM_BASE_ALIGN
+    declared = getattr(allocation, "data_alignment", None) if allocation is not None else None
+    return max(STATIC_SMEM_ALIGN, int(declared)) if declared is not None else STATIC_SMEM_ALIGN
 
 
 def _check_oob(oob: str | None, direction: str) -> None:

@@ -26,3 +26,5 @@ class Context:
     global_view: GlobalView
     direction: str
     prover: Prover
+    #: Bytes the shared allocation holding the tile is known to be aligned to.
+    shared_alignment: int = 16

@@ -18,8 +18,6 @@ from .proofs import Prover, as_int
 
 #: Shared-memory instructions need 128-byte aligned addresses.
 SMEM_ALIGN = 128
-#: Dynamic shared memory starts 1024-byte aligned (CUTLASS relies on the same).
-DYNAMIC_SMEM_BASE_ALIGN = 1024
 #: Tensor-map element types with a NaN to fill out-of-bounds elements with.
 NAN_FILL_DTYPES = ("float16", "bfloat16", "float32", "float64")
 
@@ -121,7 +119,7 @@ def _check_shared(plan: TmaPlan, ctx: Context) -> None:
     prover = ctx.prover
     shared = ctx.shared
     width = shared.element_bytes
-    base_align = _allocation_alignment(ctx)
+    base_align = ctx.shared_alignment
     first = prover.simplify(plan.smem_offset * width)
     if base_align < SMEM_ALIGN or not prover.establish_divisible(first, SMEM_ALIGN,
                                                                  "smem-align-128"):
@@ -147,12 +145,6 @@ def _check_shared(plan: TmaPlan, ctx: Context) -> None:
                 f"swizzled shared buffer starts {base} bytes into its allocation, not provably "
                 f"on the {period}-byte pattern period",
             )
-
-
-def _allocation_alignment(ctx: Context) -> int:
-    """Bytes the shared allocation is known to be aligned to."""
-    scope = ctx.shared.scope
-    return DYNAMIC_SMEM_BASE_ALIGN if scope == "shared.dyn" else 16
 
 
 def _prove_or_defer(prover: Prover, condition, rule: str, detail: str) -> None:
