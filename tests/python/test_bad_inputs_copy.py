@@ -371,19 +371,25 @@ def swizzled_box_kernel():
     return swizzled_box
 
 
-@pytest.mark.gpu
-def test_swizzled_box_inside_an_aligned_tile_is_exact_on_gpu():
+def _copy_on_gpu(func, seed: int) -> tuple[np.ndarray, np.ndarray]:
+    """(A, B after the kernel): A random, B poisoned first, both (128, 128) float16 bits."""
     import torch
 
-    executable = compile_kernel(swizzled_box_kernel()).executable
-    source = np.random.default_rng(9).integers(0, 1 << 16, (128, 128), dtype=np.uint16)
+    executable = compile_kernel(func).executable
+    source = np.random.default_rng(seed).integers(0, 1 << 16, (128, 128), dtype=np.uint16)
     a = torch.from_numpy(source.view(np.int16)).cuda()
     b = torch.full((128, 128), 0x5A5A, dtype=torch.int16, device="cuda")
     executable["main"](a.view(torch.float16), b.view(torch.float16))
     torch.cuda.synchronize()
+    return source, b.cpu().numpy().view(np.uint16)
+
+
+@pytest.mark.gpu
+def test_swizzled_box_inside_an_aligned_tile_is_exact_on_gpu():
+    source, got = _copy_on_gpu(swizzled_box_kernel(), seed=9)
     want = np.full_like(source, 0x5A5A)
     want[0:64, 64:128] = source[0:64, 0:64]
-    np.testing.assert_array_equal(b.cpu().numpy().view(np.uint16), want)
+    np.testing.assert_array_equal(got, want)
 
 
 def static_tile_kernel():
@@ -424,14 +430,7 @@ def test_static_tile_kernel_assembles():
 
 @pytest.mark.gpu
 def test_static_tile_is_exact_on_gpu():
-    import torch
-
-    executable = compile_kernel(static_tile_kernel()).executable
-    source = np.random.default_rng(10).integers(0, 1 << 16, (128, 128), dtype=np.uint16)
-    a = torch.from_numpy(source.view(np.int16)).cuda()
-    b = torch.full((128, 128), 0x5A5A, dtype=torch.int16, device="cuda")
-    executable["main"](a.view(torch.float16), b.view(torch.float16))
-    torch.cuda.synchronize()
+    source, got = _copy_on_gpu(static_tile_kernel(), seed=10)
     want = np.full_like(source, 0x5A5A)
     want[0:64, 64:128] = source[64:128, 0:64]
-    np.testing.assert_array_equal(b.cpu().numpy().view(np.uint16), want)
+    np.testing.assert_array_equal(got, want)
