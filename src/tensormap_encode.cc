@@ -12,6 +12,15 @@
  * (innermost dimension first); strides are byte strides of dims 1..rank-1. `map` and
  * `global_address` arrive as opaque pointers (TVM passes handles as void*).
  *
+ * The compile-time check calls
+ *
+ *   tvm_tma.validate_tiled_static(dtype, rank, dims[rank]..., strides[rank-1]...,
+ *                                 box[rank]..., element_strides[rank]...,
+ *                                 interleave, swizzle, l2_promotion, oob_fill)
+ *
+ * (no map, no address; any integer may be None for a value only the launch knows), which runs
+ * the same rules as the encode, skipping those that read an unknown value.
+ *
  * The point of routing the encode through here instead of straight to the driver: every driver
  * rule is re-checked on the actual values, and the footprint the map can touch is checked
  * against the device allocation, so a wrong pointer or shape becomes a Python exception naming
@@ -26,6 +35,7 @@
 
 #include <atomic>
 #include <cstring>
+#include <optional>
 #include <sstream>
 #include <string>
 
@@ -52,24 +62,44 @@ class ArgReader {
  public:
   ArgReader(const char* func, ffi::PackedArgs args) : func_(func), args_(args) {}
 
+  // A bool is not an integer here (True would pass as 1): a dim, stride or enum written as a
+  // bool is a mistake.
   int64_t Int(const char* what) {
     const int i = Next();
-    if (auto v = args_[i].try_cast<int64_t>()) return *v;
+    if (auto v = TryInt(i)) return *v;
     ThrowType(i, what, "an integer");
   }
 
+  // An integer, or None (`*known` = false) for a value only the launch knows.
+  int64_t IntOrUnknown(const char* what, bool* known) {
+    const int i = Next();
+    *known = args_[i].type_index() != ffi::TypeIndex::kTVMFFINone;
+    if (!*known) return 0;
+    if (auto v = TryInt(i)) return *v;
+    ThrowType(i, what, "an integer or None");
+  }
+
   // Device addresses come from generated code as opaque handles; tests and validate_tiled
-  // pass plain integers. None reads as null so the null rules can report it.
-  uint64_t Address(const char* what) {
+  // pass plain integers. None reads as null so the null rules can report it. A negative
+  // integer sets `*negative` (and `*signed_value`): as uint64 it would look like a valid,
+  // aligned address, so the callers refuse it by name.
+  uint64_t Address(const char* what, bool* negative = nullptr, int64_t* signed_value = nullptr) {
     const int i = Next();
     const ffi::AnyView arg = args_[i];
+    if (negative != nullptr) *negative = false;
     switch (arg.type_index()) {
       case ffi::TypeIndex::kTVMFFIOpaquePtr:
         return reinterpret_cast<uint64_t>(arg.cast<void*>());
       case ffi::TypeIndex::kTVMFFINone:
         return 0;
-      case ffi::TypeIndex::kTVMFFIInt:
-        return static_cast<uint64_t>(arg.cast<int64_t>());
+      case ffi::TypeIndex::kTVMFFIInt: {
+        const int64_t value = arg.cast<int64_t>();
+        if (value < 0 && negative != nullptr) {
+          *negative = true;
+          if (signed_value != nullptr) *signed_value = value;
+        }
+        return static_cast<uint64_t>(value);
+      }
       default:
         ThrowType(i, what, "an opaque pointer or an integer address");
     }
@@ -89,16 +119,19 @@ class ArgReader {
   // Peeks at an integer without consuming it (the rank decides how many arguments follow).
   int64_t PeekInt(int index, const char* what) const {
     if (index >= args_.size()) ThrowArity(-1);
-    if (auto v = args_[index].try_cast<int64_t>()) return *v;
+    if (auto v = TryInt(index)) return *v;
     ThrowType(index, what, "an integer");
   }
 
   [[noreturn]] void ThrowArity(int64_t expected) const {
+    const bool with_map = std::strcmp(func_, "tvm_tma.encode_tiled") == 0;
+    const bool with_address = std::strcmp(func_, "tvm_tma.validate_tiled_static") != 0;
     std::ostringstream os;
     os << func_ << ": got " << args_.size() << " arguments";
     if (expected >= 0) os << ", expected " << expected << " for this rank";
-    os << "; layout is " << (std::strcmp(func_, "tvm_tma.encode_tiled") == 0 ? "map, " : "")
-       << "dtype, rank, global_address, dims[rank], strides[rank-1], box[rank], "
+    os << "; layout is " << (with_map ? "map, " : "") << "dtype, rank, "
+       << (with_address ? "global_address, " : "")
+       << "dims[rank], strides[rank-1], box[rank], "
           "element_strides[rank], interleave, swizzle, l2_promotion, oob_fill";
     TVM_FFI_THROW(TypeError) << os.str();
   }
@@ -107,6 +140,11 @@ class ArgReader {
 
  private:
   int Next() { return next_++; }
+
+  std::optional<int64_t> TryInt(int index) const {
+    if (args_[index].type_index() == ffi::TypeIndex::kTVMFFIBool) return std::nullopt;
+    return args_[index].try_cast<int64_t>();
+  }
 
   [[noreturn]] void ThrowType(int index, const char* what, const char* expected) const {
     TVM_FFI_THROW(TypeError) << func_ << ": argument " << index << " (" << what << ") must be "
@@ -136,7 +174,9 @@ TiledParams ParseTiled(ArgReader* reader, bool with_map) {
   TiledParams p;
   p.dtype = reader->Dtype("dtype");
   p.rank = reader->Int("rank");
-  p.global_address = reader->Address("global_address");
+  bool negative = false;
+  int64_t signed_address = 0;
+  p.global_address = reader->Address("global_address", &negative, &signed_address);
   for (int64_t i = 0; i < rank; ++i) p.dims[i] = reader->Int("dims");
   for (int64_t i = 0; i + 1 < rank; ++i) p.strides[i] = reader->Int("strides");
   for (int64_t i = 0; i < rank; ++i) p.box[i] = reader->Int("box");
@@ -145,6 +185,49 @@ TiledParams ParseTiled(ArgReader* reader, bool with_map) {
   p.swizzle = reader->Int("swizzle");
   p.l2_promotion = reader->Int("l2_promotion");
   p.oob_fill = reader->Int("oob_fill");
+  CheckAddressNotNegative(signed_address, negative);
+  return p;
+}
+
+// The compile-time layout: no address, and None for every integer only the launch knows.
+TiledParams ParseTiledStatic(ArgReader* reader) {
+  const int64_t rank = reader->PeekInt(1, "rank");
+  CheckRank(rank);
+  const int64_t expected = ExpectedArgCount(rank, /*with_map=*/false) - 1;
+  if (reader->size() != expected) reader->ThrowArity(expected);
+
+  TiledParams p;
+  p.dtype = reader->Dtype("dtype");
+  p.rank = reader->Int("rank");
+  p.unknown.global_address = true;
+  bool known = true;
+  auto mark = [&known](uint32_t* mask, int64_t i) {
+    if (!known) *mask |= 1u << i;
+  };
+  for (int64_t i = 0; i < rank; ++i) {
+    p.dims[i] = reader->IntOrUnknown("dims", &known);
+    mark(&p.unknown.dims, i);
+  }
+  for (int64_t i = 0; i + 1 < rank; ++i) {
+    p.strides[i] = reader->IntOrUnknown("strides", &known);
+    mark(&p.unknown.strides, i);
+  }
+  for (int64_t i = 0; i < rank; ++i) {
+    p.box[i] = reader->IntOrUnknown("box", &known);
+    mark(&p.unknown.box, i);
+  }
+  for (int64_t i = 0; i < rank; ++i) {
+    p.element_strides[i] = reader->IntOrUnknown("element_strides", &known);
+    mark(&p.unknown.element_strides, i);
+  }
+  p.interleave = reader->IntOrUnknown("interleave", &known);
+  p.unknown.interleave = !known;
+  p.swizzle = reader->IntOrUnknown("swizzle", &known);
+  p.unknown.swizzle = !known;
+  p.l2_promotion = reader->IntOrUnknown("l2_promotion", &known);
+  p.unknown.l2_promotion = !known;
+  p.oob_fill = reader->IntOrUnknown("oob_fill", &known);
+  p.unknown.oob_fill = !known;
   return p;
 }
 
@@ -248,7 +331,13 @@ void Encode(const CudaDriver& driver, const TiledParams& p, const DtypeInfo& dty
 // address can have, so the footprint is checked on every call.
 void EncodeTiledPacked(ffi::PackedArgs args, ffi::Any* rv) {
   ArgReader reader("tvm_tma.encode_tiled", args);
-  const uint64_t map = reader.Address("map");
+  bool map_negative = false;
+  int64_t map_signed = 0;
+  const uint64_t map = reader.Address("map", &map_negative, &map_signed);
+  if (map_negative) {
+    FailRule("map-null", "tensor map pointer " + std::to_string(map_signed) +
+                             " is negative: not a host address");
+  }
   const TiledParams p = ParseTiled(&reader, /*with_map=*/true);
   if (map == 0) FailRule("map-null", "tensor map pointer is null");
   DescriptorCache& cache = GlobalDescriptorCache();
@@ -280,6 +369,15 @@ void ValidateTiledPacked(ffi::PackedArgs args, ffi::Any* rv) {
   *rv = nullptr;
 }
 
+// The rules on what is known when a kernel is compiled: no address, and None for the values
+// only the launch knows (their rules are skipped here and run by encode_tiled at launch).
+void ValidateTiledStaticPacked(ffi::PackedArgs args, ffi::Any* rv) {
+  ArgReader reader("tvm_tma.validate_tiled_static", args);
+  const TiledParams p = ParseTiledStatic(&reader);
+  CheckStaticRules(p);
+  *rv = nullptr;
+}
+
 }  // namespace
 }  // namespace tvm_tma
 
@@ -288,6 +386,7 @@ TVM_FFI_STATIC_INIT_BLOCK() {
   refl::GlobalDef()
       .def_packed("tvm_tma.encode_tiled", tvm_tma::EncodeTiledPacked)
       .def_packed("tvm_tma.validate_tiled", tvm_tma::ValidateTiledPacked)
+      .def_packed("tvm_tma.validate_tiled_static", tvm_tma::ValidateTiledStaticPacked)
       .def("tvm_tma.encode_count",
            []() -> int64_t { return tvm_tma::g_encode_count.load(std::memory_order_relaxed); })
       .def("tvm_tma.driver_available", []() -> bool { return tvm_tma::GetCudaDriver().available; })

@@ -103,16 +103,22 @@ void CheckEnumValue(const char* what, int64_t value, int64_t max, const char* me
 
 // Enum ranges are checked before anything that interprets them (alignment, spans).
 void CheckEnums(const TiledParams& p) {
-  CheckEnumValue("interleave", p.interleave, cu::kInterleave32B, "none/16B/32B");
+  const UnknownValues& u = p.unknown;
+  if (!u.interleave) {
+    CheckEnumValue("interleave", p.interleave, cu::kInterleave32B, "none/16B/32B");
+  }
   // 4..6 are the CUDA 12.8+ 128B_ATOM modes; nothing in tvm_tma emits them, and older drivers
   // reject them, so they count as out of range here.
-  CheckEnumValue("swizzle", p.swizzle, cu::kSwizzle128B, "none/32B/64B/128B");
-  CheckEnumValue("l2_promotion", p.l2_promotion, cu::kL2PromotionMax, "none/64B/128B/256B");
-  CheckEnumValue("oob_fill", p.oob_fill, cu::kOobFillNanRequest, "none/NaN");
+  if (!u.swizzle) CheckEnumValue("swizzle", p.swizzle, cu::kSwizzle128B, "none/32B/64B/128B");
+  if (!u.l2_promotion) {
+    CheckEnumValue("l2_promotion", p.l2_promotion, cu::kL2PromotionMax, "none/64B/128B/256B");
+  }
+  if (!u.oob_fill) CheckEnumValue("oob_fill", p.oob_fill, cu::kOobFillNanRequest, "none/NaN");
 }
 
 // Interleaved layouts (NC/8HWC8 and the like) are at least 3-D.
 void CheckInterleaveRank(const TiledParams& p) {
+  if (p.unknown.interleave) return;
   if (p.interleave != cu::kInterleaveNone && p.rank < 3) {
     std::ostringstream os;
     os << "rank " << p.rank << " is below 3, the minimum with interleave " << p.interleave << " ("
@@ -122,8 +128,10 @@ void CheckInterleaveRank(const TiledParams& p) {
 }
 
 void CheckGlobalAddress(const TiledParams& p) {
+  if (p.unknown.global_address) return;
   if (p.global_address == 0) FailRule("global-address-align", "global address is null");
-  const uint64_t align = p.interleave == cu::kInterleave32B ? 32 : 16;
+  // With an unknown interleave only the 16 bytes every layout needs can be asked for.
+  const uint64_t align = !p.unknown.interleave && p.interleave == cu::kInterleave32B ? 32 : 16;
   if (p.global_address % align != 0) {
     std::ostringstream os;
     os << "global address " << Hex(p.global_address) << " is not " << align << "-byte aligned";
@@ -134,6 +142,7 @@ void CheckGlobalAddress(const TiledParams& p) {
 
 void CheckGlobalDims(const TiledParams& p) {
   for (int64_t i = 0; i < p.rank; ++i) {
+    if (UnknownValues::Has(p.unknown.dims, i)) continue;
     const int64_t d = p.dims[i];
     if (d <= 0 || d > kMaxGlobalDim) {
       std::ostringstream os;
@@ -144,8 +153,9 @@ void CheckGlobalDims(const TiledParams& p) {
 }
 
 void CheckGlobalStrides(const TiledParams& p) {
-  const int64_t multiple = p.interleave == cu::kInterleave32B ? 32 : 16;
+  const int64_t multiple = !p.unknown.interleave && p.interleave == cu::kInterleave32B ? 32 : 16;
   for (int64_t i = 0; i + 1 < p.rank; ++i) {
+    if (UnknownValues::Has(p.unknown.strides, i)) continue;
     const int64_t s = p.strides[i];
     std::ostringstream os;
     os << "strides[" << i << "] = " << s << " bytes (dimension " << i + 1 << ")";
@@ -163,6 +173,7 @@ void CheckGlobalStrides(const TiledParams& p) {
 
 void CheckBoxDims(const TiledParams& p) {
   for (int64_t i = 0; i < p.rank; ++i) {
+    if (UnknownValues::Has(p.unknown.box, i)) continue;
     const int64_t b = p.box[i];
     if (b < 1 || b > kMaxBoxDim) {
       std::ostringstream os;
@@ -176,6 +187,7 @@ void CheckBoxDims(const TiledParams& p) {
 // validates its range, so all of them are checked.
 void CheckElementStrides(const TiledParams& p) {
   for (int64_t i = 0; i < p.rank; ++i) {
+    if (UnknownValues::Has(p.unknown.element_strides, i)) continue;
     const int64_t e = p.element_strides[i];
     if (e < 1 || e > kMaxElementStride) {
       std::ostringstream os;
@@ -194,6 +206,7 @@ std::string InnerBoxText(const TiledParams& p, const DtypeInfo& dtype) {
 
 // Without interleave the TMA moves the innermost box row in 16-byte units.
 void CheckInnerBox16B(const TiledParams& p, const DtypeInfo& dtype) {
+  if (p.unknown.interleave || UnknownValues::Has(p.unknown.box, 0)) return;
   if (p.interleave != cu::kInterleaveNone) return;
   if ((p.box[0] * dtype.bytes) % 16 != 0) {
     FailRule("inner-box-16B", InnerBoxText(p, dtype) + " is not a multiple of 16");
@@ -203,6 +216,7 @@ void CheckInnerBox16B(const TiledParams& p, const DtypeInfo& dtype) {
 // A swizzle pattern permutes 16-byte chunks within a 32/64/128-byte span; the inner box row
 // must fit in one span.
 void CheckSwizzleSpan(const TiledParams& p, const DtypeInfo& dtype) {
+  if (p.unknown.interleave || p.unknown.swizzle || UnknownValues::Has(p.unknown.box, 0)) return;
   if (p.interleave != cu::kInterleaveNone || p.swizzle == cu::kSwizzleNone) return;
   const int64_t span = int64_t{16} << p.swizzle;  // 1 -> 32, 2 -> 64, 3 -> 128
   if (p.box[0] * dtype.bytes > span) {
@@ -214,6 +228,7 @@ void CheckSwizzleSpan(const TiledParams& p, const DtypeInfo& dtype) {
 }
 
 void CheckInterleaveSwizzle(const TiledParams& p) {
+  if (p.unknown.interleave || p.unknown.swizzle) return;
   if (p.interleave == cu::kInterleave32B && p.swizzle != cu::kSwizzle32B) {
     std::ostringstream os;
     os << "interleave 2 (32B) requires swizzle 1 (32B), got swizzle " << p.swizzle << " ("
@@ -223,6 +238,7 @@ void CheckInterleaveSwizzle(const TiledParams& p) {
 }
 
 void CheckOobFill(const TiledParams& p, const DtypeInfo& dtype) {
+  if (p.unknown.oob_fill) return;
   if (p.oob_fill == cu::kOobFillNanRequest && !dtype.is_float) {
     FailRule("oob-fill-dtype", "oob_fill 1 (NaN) needs a float16/bfloat16/float32/float64 "
                                "descriptor dtype, got '" + p.dtype + "'");
@@ -241,6 +257,14 @@ std::string JoinValues(const int64_t* values, int64_t count) {
 
 void FailRule(const char* rule, const std::string& detail) {
   TVM_FFI_THROW(ValueError) << "tvm_tma: rule '" << rule << "': " << detail;
+}
+
+void CheckAddressNotNegative(int64_t signed_value, bool was_negative) {
+  if (!was_negative) return;
+  FailRule("global-address-align",
+           "global address " + std::to_string(signed_value) + " (" +
+               Hex(static_cast<uint64_t>(signed_value)) +
+               " as an unsigned address) is negative: not a device address");
 }
 
 void CheckRank(int64_t rank) {

@@ -23,6 +23,24 @@ namespace tvm_tma {
 
 constexpr int64_t kMaxRank = 5;
 
+// Which values of a TiledParams are unknown: a compile-time check (tvm_tma.validate_tiled_static)
+// sees some arguments only as run-time expressions. A rule whose inputs include an unknown value
+// is skipped (the launch-time encode checks it on the actual value). Bit i of `dims` etc. is
+// element i; the run-time entry points leave everything known.
+struct UnknownValues {
+  bool global_address = false;
+  uint32_t dims = 0;
+  uint32_t strides = 0;
+  uint32_t box = 0;
+  uint32_t element_strides = 0;
+  bool interleave = false;
+  bool swizzle = false;
+  bool l2_promotion = false;
+  bool oob_fill = false;
+
+  static bool Has(uint32_t mask, int64_t i) { return (mask >> i) & 1u; }
+};
+
 // Arguments of one tiled encode, all arrays in driver order (innermost dimension first).
 // Values are kept as signed 64-bit exactly as they arrived, so a negative or oversized value is
 // reported as given instead of being silently wrapped by a narrowing conversion.
@@ -38,6 +56,9 @@ struct TiledParams {
   int64_t swizzle = 0;
   int64_t l2_promotion = 0;
   int64_t oob_fill = 0;
+  // Only the compile-time check sets any of these; the descriptor cache ignores them (it only
+  // ever sees fully known arguments).
+  UnknownValues unknown;
 };
 
 // A dtype name resolved to the driver enum and its element size.
@@ -55,8 +76,14 @@ struct DtypeInfo {
 void CheckRank(int64_t rank);
 
 // Every rule that depends only on the argument values (no driver, no memory queries).
-// Throws on the first violation; returns the resolved dtype on success.
+// Throws on the first violation; returns the resolved dtype on success. Rules that read a value
+// marked in p.unknown are skipped.
 DtypeInfo CheckStaticRules(const TiledParams& p);
+
+// A global address that arrived as a negative integer is refused (rule 'global-address-align')
+// before anything else looks at it: as an unsigned 64-bit value it would otherwise pass as a
+// 16-byte aligned address in the kernel half of the address space.
+void CheckAddressNotNegative(int64_t signed_value, bool was_negative);
 
 // The end (exclusive) of the bytes the map can touch: base + elemsize + sum_i (dims[i]-1) *
 // stride_i with stride_0 = elemsize. 128-bit because dims (2^32) times strides (2^40) overflows

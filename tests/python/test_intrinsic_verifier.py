@@ -241,6 +241,20 @@ CASES = [
          ("cache_hint", "'yes'", "0 or 1")),
     Case("raw-item-without-value", "spec",
          lambda: NS.store("rank=2,mode,cache_hint=0", tmap(), 0, 0, smem()), ("'mode'",)),
+    # operand-type: each operand has a class (tests/python/test_bad_inputs_intrin.py has more)
+    Case("load-float-coordinate", "operand-type",
+         lambda: intrin.load(smem(), tmap(), [0, T.float32(1.5)], mbar()),
+         ("coordinate 1", "T.float32(1.5)", "float32")),
+    Case("load-constant-tensor-map", "operand-type",
+         lambda: intrin.load(smem(), T.uint64(4096), [0, 0], mbar()),
+         ("tensor map", "4096", "integer constant")),
+    Case("store-32-bit-cache-hint", "operand-type",
+         lambda: intrin.store(tmap(), [0, 0], smem(), cache_hint=T.uint32(7)),
+         ("cache_hint", "uint32", "64-bit")),
+    Case("raw-load-float-coordinate", "operand-type",
+         lambda: NS.load(LOAD_SPEC.format(mc=0, ch=0), smem(), tmap(), 0, T.float32(2.5),
+                         mbar()),
+         ("load operand 3", "T.float32(2.5)")),
 ]
 
 
@@ -502,7 +516,7 @@ SPACE_CASES = [
      ("shared::cta descriptor",)),
     ("cp-fenceproxy-src-param", lambda: intrin.cp_fenceproxy(gdesc(), tmap()),
      ("shared::cta descriptor",)),
-    ("mutator-space-unknown", lambda: intrin.replace_address(T.uint64(0), 0),
+    ("mutator-space-unknown", lambda: intrin.replace_address(T.Var("slot", "uint64"), 0),
      ("cannot tell", "space=")),
     ("mutator-space-param-unstated", lambda: intrin.replace_dim(tmap(), 0, 8, rank=2),
      ("kernel parameter", "T.address_of(m)")),
@@ -534,8 +548,10 @@ def test_operand_spaces_accepted():
     intrin.prefetch_descriptor(gdesc())
     intrin.bulk_load(smem(), glob(), 64, mbar())
     intrin.bulk_store(glob(), smem(), 64)
-    # unknown pointers (plain integers / vars) are left to the assembler
-    intrin.load(T.uint64(0), T.uint64(0), [0, 0], T.uint64(0))
+    # unknown pointers (64-bit address variables) are left to the assembler; an integer
+    # constant is never an address (operand-type, test_bad_inputs_intrin.py)
+    address = T.Var("address", "uint64")
+    intrin.load(address, address, [0, 0], address)
     # mutators read the space off the pointer: shared -> shared::cta, global -> global
     assert intrin.replace_address(sdesc(), 0, arch="sm_90a").args[0].value == "space=shared::cta"
     assert intrin.replace_address(gdesc(), 0, arch="sm_90a").args[0].value == "space=global"

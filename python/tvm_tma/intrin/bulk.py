@@ -7,19 +7,33 @@ from collections.abc import Sequence
 from tvm.script import tirx as T
 
 from .errors import IntrinError
-from .operands import require_cluster, require_space
+from .operands import (
+    describe,
+    is_python_int,
+    require_cluster,
+    require_int,
+    require_pointer,
+    require_space,
+)
 from .registry import Family, Rendered, define, straight
 from .tensor_copy import _check_count, _check_mask, _u16, _u64
 
 
 def _check_size(size) -> None:
-    if isinstance(size, int) and (size <= 0 or size % 16):
+    if is_python_int(size) and (size <= 0 or size % 16):
         raise IntrinError("size", f"bulk copy size {size} bytes is not a positive multiple "
                           "of 16")
 
 
-def _u32(value):
+def _u32(value, what: str = "value", note: str = ""):
+    """A 32-bit ``r`` operand (a byte count, a shared::cluster address)."""
+    value = require_int(value, what, 32, low=0, high=0xFFFFFFFF, note=note)
     return T.uint32(value) if isinstance(value, int) else T.cast(value, "uint32")
+
+
+def _size(size, family: str):
+    _check_size(size)
+    return _u32(size, f"{family} size", " (a byte count)")
 
 
 # ---- global -> shared ---------------------------------------------------------------
@@ -57,14 +71,16 @@ BULK_LOAD = define(Family("bulk_load", {"multicast": bool, "cache_hint": bool},
 def bulk_load(dst_smem, src_global, size, mbar, *, multicast_mask=None, cache_hint=None,
               arch: str | None = None):
     """``size`` contiguous bytes global -> shared::cluster, completing on ``mbar``."""
-    _check_size(size)
     if multicast_mask is not None:
         _check_mask(multicast_mask)
-    operands = [dst_smem, src_global, _u32(size), mbar]
+    operands = [require_pointer(dst_smem, "bulk_load dst_smem (the destination)"),
+                _global_data(src_global, "bulk_load src_global (the source)"),
+                _size(size, "bulk_load"),
+                require_pointer(mbar, "bulk_load mbar (the mbarrier)")]
     if multicast_mask is not None:
-        operands.append(_u16([multicast_mask])[0])
+        operands.append(_u16([multicast_mask], "bulk_load multicast_mask", numbered=False)[0])
     if cache_hint is not None:
-        operands.append(_u64(cache_hint))
+        operands.append(_u64(cache_hint, "bulk_load cache_hint"))
     spec = {"multicast": multicast_mask is not None, "cache_hint": cache_hint is not None}
     return BULK_LOAD.call(spec, operands, arch)
 
@@ -91,10 +107,11 @@ BULK_STORE = define(Family("bulk_store", {"cache_hint": bool}, _bulk_store_rende
 
 def bulk_store(dst_global, src_smem, size, *, cache_hint=None, arch: str | None = None):
     """``size`` contiguous bytes shared::cta -> global through the bulk group."""
-    _check_size(size)
-    operands = [dst_global, src_smem, _u32(size)]
+    operands = [_global_data(dst_global, "bulk_store dst_global (the destination)"),
+                require_pointer(src_smem, "bulk_store src_smem (the source)"),
+                _size(size, "bulk_store")]
     if cache_hint is not None:
-        operands.append(_u64(cache_hint))
+        operands.append(_u64(cache_hint, "bulk_store cache_hint"))
     return BULK_STORE.call({"cache_hint": cache_hint is not None}, operands, arch)
 
 
@@ -103,7 +120,7 @@ def bulk_store(dst_global, src_smem, size, *, cache_hint=None, arch: str | None 
 def _bulk_cluster_check(spec: dict, operands: Sequence) -> None:
     _check_count("cluster bulk copy", operands, [("dst", 1), ("src", 1), ("size", 1),
                                                  ("mbarrier", 1)])
-    require_space(operands[1], ("shared",), "the cluster copy source")
+    require_space(operands[1], ("shared",), "bulk_copy_cluster src (the cluster copy source)")
 
 
 def _bulk_cluster_render(spec: dict) -> Rendered:
@@ -121,14 +138,15 @@ BULK_COPY_CLUSTER = define(Family("bulk_copy_cluster", {"size_known": bool},
 def bulk_copy_cluster(dst_cluster_addr, src_smem, size, mbar_cluster_addr, *,
                       arch: str | None = None):
     """shared::cta -> a (peer) CTA's shared memory; ``dst``/``mbar`` are cluster addresses."""
-    _check_size(size)
-    for name, value in (("dst", dst_cluster_addr), ("mbar", mbar_cluster_addr)):
-        dtype = str(getattr(value, "dtype", "int32"))
-        if isinstance(value, int) is False and not dtype.startswith(("int", "uint")):
-            raise IntrinError("operand-space", f"cluster copy {name} must be a 32-bit "
-                              f"shared::cluster address (e.g. from mapa), got {value}")
-    operands = [_u32(dst_cluster_addr), src_smem, _u32(size), _u32(mbar_cluster_addr)]
-    return BULK_COPY_CLUSTER.call({"size_known": isinstance(size, int)}, operands, arch)
+    # The source first: it is the one pointer operand, and a global pointer there is the
+    # likeliest mix-up (the destination and mbarrier are 32-bit cluster addresses).
+    src = require_pointer(src_smem, "bulk_copy_cluster src (the cluster copy source)")
+    require_space(src, ("shared",), "bulk_copy_cluster src (the cluster copy source)")
+    note = " (a shared::cluster address, e.g. from mapa)"
+    operands = [_u32(dst_cluster_addr, "bulk_copy_cluster dst", note), src,
+                _size(size, "bulk_copy_cluster"),
+                _u32(mbar_cluster_addr, "bulk_copy_cluster mbar", note)]
+    return BULK_COPY_CLUSTER.call({"size_known": is_python_int(size)}, operands, arch)
 
 
 # ---- groups and descriptor prefetch ---------------------------------------------------
@@ -159,11 +177,28 @@ WAIT_GROUP = define(Family(
 
 def wait_group(n: int, read: bool = False, arch: str | None = None):
     """Wait until at most ``n`` bulk groups are pending (``read``: only their smem reads)."""
-    if type(n).__name__ == "IntImm":
+    if type(n).__name__ == "IntImm" and str(n.ty.dtype) != "bool":
         n = int(n.value)
-    if not isinstance(n, int):
+    if isinstance(n, bool) or isinstance(n, float) or type(n).__name__ == "FloatImm" or (
+            not is_python_int(n) and not _is_integer_expr(n)):
+        raise IntrinError("operand-type", f"wait_group count must be an integer immediate "
+                          f"(a Python int), got {describe(n)}")
+    if not is_python_int(n):
         raise IntrinError("wait-group", f"wait_group needs an immediate count, got {n}")
-    return WAIT_GROUP.call({"n": n, "read": read}, [], arch)
+    n = int(n)
+    if n >= 1 << 31:
+        raise IntrinError("wait-group", f"wait_group count {n} does not fit 32 bits")
+    if type(read).__name__ == "IntImm":
+        read = int(read.value)
+    if not isinstance(read, bool) and not (is_python_int(read) and read in (0, 1)):
+        raise IntrinError("operand-type", f"wait_group read must be True or False, got "
+                          f"{describe(read)}")
+    return WAIT_GROUP.call({"n": n, "read": bool(read)}, [], arch)
+
+
+def _is_integer_expr(value) -> bool:
+    ty = getattr(value, "ty", None)
+    return type(ty).__name__ == "PrimType" and ty.dtype.type_code in (0, 1)
 
 
 def _prefetch_descriptor_check(spec: dict, operands: Sequence) -> None:
@@ -179,4 +214,9 @@ PREFETCH_DESCRIPTOR = define(Family(
 
 def prefetch_descriptor(tensor_map, arch: str | None = None):
     """Bring a tensor map into the descriptor cache before its first use."""
+    tensor_map = require_pointer(tensor_map, "prefetch_descriptor tensor map", tensor_map=True)
     return PREFETCH_DESCRIPTOR.call({"space": "generic"}, [tensor_map], arch)
+
+
+def _global_data(value, what: str):
+    return require_pointer(value, what)

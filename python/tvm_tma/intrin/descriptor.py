@@ -10,11 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import tvm
 from tvm.script import tirx as T
 
 from .asm import Instruction
 from .errors import IntrinError
-from .operands import pointer_space
+from .operands import (
+    pointer_space,
+    require_int,
+    require_pointer,
+    require_sequence,
+    require_static_int,
+)
 from .registry import Family, Rendered, define, straight
 
 SCOPES = ("cta", "cluster", "gpu", "sys")
@@ -38,7 +45,7 @@ def _space_of(desc, space: str | None) -> str:
             raise IntrinError("operand-space", f"cannot tell whether descriptor {desc} is in "
                               "global or shared::cta memory; pass space=")
         return inferred
-    if space not in SPACES:
+    if not isinstance(space, str) or space not in SPACES:
         raise IntrinError("operand-space", f"descriptor space {space!r} is not one of {SPACES}")
     if inferred is not None and inferred != space:
         raise IntrinError("operand-space", f"descriptor {desc} is in {inferred} memory, not "
@@ -51,7 +58,7 @@ def _desc_kind(space: str) -> str:
 
 
 def _check_scope(scope: str) -> None:
-    if scope not in SCOPES:
+    if not isinstance(scope, str) or scope not in SCOPES:
         raise IntrinError("scope", f"scope {scope!r} is not one of {', '.join(SCOPES)}")
 
 
@@ -108,33 +115,70 @@ REPLACE_STRIDE = define(Family(
     _two_operands("replace_stride"), lambda spec: MUTATOR_FLOOR))
 
 
+def _descriptor(desc, family: str):
+    """A descriptor operand: a pointer or a 64-bit address (never a constant)."""
+    return require_pointer(desc, f"{family} descriptor")
+
+
+def _address(address, family: str):
+    """A new global base address: a 64-bit integer (``T.reinterpret("uint64", ptr)``)."""
+    address = require_int(address, f"{family} address", 64, exact=True, low=0,
+                          note=" (a global address, e.g. T.reinterpret(\"uint64\", ptr))")
+    return tvm.tirx.const(address, "uint64") if isinstance(address, int) else \
+        T.cast(address, "uint64")
+
+
+def _extent(extent, what: str):
+    """A global dim: a ``.b32`` operand, an integer of at most 32 bits."""
+    extent = require_int(extent, what, 32, low=0, high=0xFFFFFFFF)
+    return T.cast(extent, "uint32")
+
+
+def _stride(stride, what: str):
+    """A global byte stride: a ``.b64`` operand, an integer of at most 64 bits."""
+    stride = require_int(stride, what, 64, low=0)
+    return tvm.tirx.const(stride, "uint64") if isinstance(stride, int) else \
+        T.cast(stride, "uint64")
+
+
 def replace_address(desc, address, *, space: str | None = None, arch: str | None = None):
     """Point the descriptor at a new global base (16-byte aligned at run time)."""
+    desc = _descriptor(desc, "replace_address")
     return REPLACE_ADDRESS.call({"space": _space_of(desc, space)},
-                                [desc, T.cast(address, "uint64")], arch)
+                                [desc, _address(address, "replace_address")], arch)
 
 
 def replace_dim(desc, dim: int, extent, *, rank: int, space: str | None = None,
                 arch: str | None = None):
     """Set global dimension ``dim`` (0 = innermost) of a rank-``rank`` descriptor."""
+    dim = require_static_int(dim, "replace_dim dim")
+    rank = require_static_int(rank, "replace_dim rank")
     _check_ord("replace_dim", dim, rank, 0)
+    desc = _descriptor(desc, "replace_dim")
     return REPLACE_DIM.call({"space": _space_of(desc, space), "dim": dim, "rank": rank},
-                            [desc, T.cast(extent, "uint32")], arch)
+                            [desc, _extent(extent, "replace_dim extent")], arch)
 
 
 def replace_stride(desc, dim: int, stride_bytes, *, rank: int, space: str | None = None,
                    arch: str | None = None):
     """Set the byte stride of dimension ``dim`` (1..rank-1; PTX ord ``dim - 1``)."""
+    dim = require_static_int(dim, "replace_stride dim")
+    rank = require_static_int(rank, "replace_stride rank")
     if dim == 0:
         raise IntrinError("stride-dim0", "dimension 0's stride is the element size; it is "
                           "fixed when the map is encoded and cannot be replaced")
     _check_ord("replace_stride", dim, rank, 1)
+    desc = _descriptor(desc, "replace_stride")
     return REPLACE_STRIDE.call({"space": _space_of(desc, space), "dim": dim, "rank": rank},
-                               [desc, T.cast(stride_bytes, "uint64")], arch)
+                               [desc, _stride(stride_bytes, "replace_stride stride_bytes")],
+                               arch)
 
 
 def replace(desc, field: str, *args, **kwargs):
     """Generic mutator entry: only the device-mutable fields are accepted."""
+    if not isinstance(field, str):
+        raise IntrinError("not-device-mutable", f"descriptor field {field!r} is not a field "
+                          f"name (only {', '.join(MUTABLE_FIELDS)} are device-mutable)")
     if field in HOST_BORN_FIELDS or field not in MUTABLE_FIELDS:
         raise IntrinError("not-device-mutable", f"descriptor field {field!r} is not "
                           f"device-mutable (only {', '.join(MUTABLE_FIELDS)}); re-encode the "
@@ -169,6 +213,7 @@ FENCE_RELEASE = define(Family(
 def fence_acquire(desc, scope: str = "gpu", arch: str | None = None):
     """Order earlier generic-proxy writes of ``desc`` before tensormap-proxy reads."""
     _check_scope(scope)
+    desc = _descriptor(desc, "fence_acquire")
     return FENCE_ACQUIRE.call({"scope": scope}, [desc], arch)
 
 
@@ -205,7 +250,11 @@ def cp_fenceproxy(dst_global_desc, src_shared_desc, scope: str = "gpu",
     ``.sync.aligned``: every thread of the warp must execute it together.
     """
     _check_scope(scope)
-    return CP_FENCEPROXY.call({"scope": scope}, [dst_global_desc, src_shared_desc], arch)
+    dst = require_pointer(dst_global_desc, "cp_fenceproxy dst_global_desc (the global "
+                          "descriptor)")
+    src = require_pointer(src_shared_desc, "cp_fenceproxy src_shared_desc (the shared::cta "
+                          "descriptor)")
+    return CP_FENCEPROXY.call({"scope": scope}, [dst, src], arch)
 
 
 # ---- rebind -----------------------------------------------------------------------------
@@ -258,13 +307,17 @@ def rebind(desc, address, dims: Sequence, strides: Sequence, *, scope: str = "gp
     ``dims`` are the ``rank`` global dims (innermost first); ``strides`` the ``rank - 1``
     byte strides of dims 1..rank-1 -- the same order as the host encode.
     """
+    dims = require_sequence(dims, "rebind dims")
+    strides = require_sequence(strides, "rebind strides")
     rank = len(dims)
     if not 1 <= rank <= 5:
         raise IntrinError("rank", f"descriptor rank must be 1..5, got {rank} dims")
     if len(strides) != rank - 1:
         raise IntrinError("ord", f"a rank-{rank} rebind takes {rank - 1} strides (dims "
                           f"1..{rank - 1}), got {len(strides)}")
-    operands = [desc, T.cast(address, "uint64"), *[T.cast(d, "uint32") for d in dims],
-                *[T.cast(s, "uint64") for s in strides]]
+    desc = _descriptor(desc, "rebind")
+    operands = [desc, _address(address, "rebind"),
+                *[_extent(d, f"rebind dim {i}") for i, d in enumerate(dims)],
+                *[_stride(s, f"rebind stride {i + 1}") for i, s in enumerate(strides)]]
     spec = {"rank": rank, "space": _space_of(desc, space), "scope": scope}
     return REBIND.call(spec, operands, arch)

@@ -16,6 +16,7 @@ from tvm.ir import register_op_attr
 from tvm.tirx import CallEffectKind
 
 from .asm import Instruction, arch_guard, helper_name, helper_source
+from .operands import check_operand_kinds
 from .spec import decode, encode
 from .target import check_arch
 
@@ -49,9 +50,24 @@ class Family:
     def call(self, fields: dict, operands: Sequence, arch: str | None = None):
         """Verify and build the TIR call (the one path every builder goes through)."""
         spec = decode(encode(fields), self.schema)  # normalizes and validates field types
-        self.check(spec, list(operands))
+        operands = list(operands)
+        self.check(spec, operands)
+        # Every operand against the class of the helper parameter it feeds (operand-type).
+        # The builders have checked (and converted) their arguments already; this is what
+        # checks the printed raw form.
+        operands = check_operand_kinds(self.name, operands, self.operand_kinds(spec,
+                                                                               len(operands)))
         check_arch(self.arch_floor(spec), arch, self.name)
         return tvm.tirx.call_intrin("void", "tirx." + self.op_name, encode(spec), *operands)
+
+    def operand_kinds(self, spec: dict, count: int) -> list[str | None]:
+        """The helper parameter kind (asm.OPERAND_KINDS) each op operand feeds first."""
+        rendered = self.render(spec)
+        kinds: list[str | None] = [None] * count
+        for param, operand in enumerate(rendered.arguments):
+            if operand < count and kinds[operand] is None:
+                kinds[operand] = rendered.kinds[param]
+        return kinds
 
     def call_raw(self, text: str, operands: Sequence, arch: str | None = None):
         """Rebuild a call from its printed form (``T.tma.<name>("k=v,...", *operands)``)."""

@@ -9,13 +9,13 @@ from .errors import IntrinError
 
 def sm_version(arch: str) -> int:
     """``"sm_90a"`` -> 90; unknown strings -> 0."""
-    match = re.search(r"sm_(\d+)", arch or "")
+    match = re.search(r"sm_(\d+)", arch) if isinstance(arch, str) else None
     return int(match.group(1)) if match else 0
 
 
 def has_arch_suffix(arch: str) -> bool:
     """``sm_90a`` / ``sm_100a`` / ``sm_100f`` carry the architecture-specific feature set."""
-    return bool(re.search(r"sm_\d+[af]$", arch or ""))
+    return isinstance(arch, str) and bool(re.search(r"sm_\d+[af]$", arch))
 
 
 def current_arch() -> str | None:
@@ -41,6 +41,9 @@ def check_arch(floor: tuple, arch: str | None, what: str) -> None:
 
     Unknown targets are checked again when the kernel is compiled (see asm.arch_guard).
     """
+    if arch is not None and not isinstance(arch, str):
+        raise IntrinError("arch", f"arch must be a target arch string such as \"sm_90a\", "
+                          f"got {arch!r} ({type(arch).__name__})")
     arch = arch if arch is not None else current_arch()
     if not arch:
         return

@@ -10,10 +10,18 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import tvm
 from tvm.script import tirx as T
 
 from .errors import IntrinError
-from .operands import require_cluster, require_space
+from .operands import (
+    is_python_int,
+    require_cluster,
+    require_int,
+    require_pointer,
+    require_sequence,
+    require_space,
+)
 from .registry import Family, Rendered, define, straight
 
 LOAD_MODES = {"tile": "", "im2col": ".im2col", "im2col_w": ".im2col::w",
@@ -48,7 +56,7 @@ def _check_rank(rank: int, mode: str) -> None:
 
 
 def _check_mode(mode: str, modes, what: str) -> None:
-    if mode not in modes:
+    if not isinstance(mode, str) or mode not in modes:
         raise IntrinError("mode", f"{what} has no mode {mode!r} (modes: {', '.join(modes)})")
 
 
@@ -154,7 +162,12 @@ def load(dst_smem, tensor_map, coords: Sequence, mbar, *, mode: str = "tile",
         from .target import current_arch, writes_cta_group
 
         chosen = arch if arch is not None else current_arch()
-        cta_group = 1 if chosen and writes_cta_group(chosen) else 0
+        cta_group = 1 if isinstance(chosen, str) and writes_cta_group(chosen) else 0
+    elif type(cta_group).__name__ == "IntImm":
+        cta_group = int(cta_group.value)
+    _check_mode(mode, LOAD_MODES, "cp.async.bulk.tensor load")
+    coords = require_sequence(coords, "load coordinates")
+    im2col_offsets = require_sequence(im2col_offsets, "load im2col_offsets")
     if multicast_mask is not None:
         _check_mask(multicast_mask)
     spec = {"rank": len(coords), "mode": mode, "dst": dst,
@@ -164,11 +177,15 @@ def load(dst_smem, tensor_map, coords: Sequence, mbar, *, mode: str = "tile",
     if len(im2col_offsets) != expected and mode in LOAD_MODES:
         raise IntrinError("im2col-offsets", f"{mode} load of rank {len(coords)} takes "
                           f"{expected} im2col offsets, got {len(im2col_offsets)}")
-    operands = [dst_smem, tensor_map, *_s32(coords), mbar, *_u16(im2col_offsets)]
+    dst_smem = _shared(dst_smem, "load dst_smem (the destination)")
+    tensor_map = _tensor_map(tensor_map, "load")
+    mbar = _shared(mbar, "load mbar (the mbarrier)")
+    operands = [dst_smem, tensor_map, *_s32(coords, "load"), mbar,
+                *_u16(im2col_offsets, "load im2col offset")]
     if multicast_mask is not None:
-        operands.append(_u16([multicast_mask])[0])
+        operands.append(_u16([multicast_mask], "load multicast_mask", numbered=False)[0])
     if cache_hint is not None:
-        operands.append(_u64(cache_hint))
+        operands.append(_u64(cache_hint, "load cache_hint"))
     return LOAD.call(spec, operands, arch)
 
 
@@ -218,22 +235,28 @@ REDUCE = define(Family("reduce", {"op": str, "rank": int, "mode": str, "cache_hi
 def store(tensor_map, coords: Sequence, src_smem, *, mode: str = "tile",
           cache_hint=None, arch: str | None = None):
     """Tensor store shared::cta -> global; the caller commits and waits the bulk group."""
+    _check_mode(mode, STORE_MODES, "cp.async.bulk.tensor store")
+    coords = require_sequence(coords, "store coordinates")
     spec = {"rank": len(coords), "mode": mode, "cache_hint": cache_hint is not None}
-    operands = [tensor_map, *_s32(coords), src_smem]
+    operands = [_tensor_map(tensor_map, "store"), *_s32(coords, "store"),
+                _shared(src_smem, "store src_smem (the source)")]
     if cache_hint is not None:
-        operands.append(_u64(cache_hint))
+        operands.append(_u64(cache_hint, "store cache_hint"))
     return STORE.call(spec, operands, arch)
 
 
 def reduce(op: str, tensor_map, coords: Sequence, src_smem, *,
            mode: str = "tile", cache_hint=None, arch: str | None = None):
     """Tensor reduction ``global[box] = op(global[box], shared)`` through a bulk group."""
-    if op not in REDUCE_OPS:
+    if not isinstance(op, str) or op not in REDUCE_OPS:
         raise IntrinError("reduce-op", f"reduction {op!r} is not one of {', '.join(REDUCE_OPS)}")
+    _check_mode(mode, STORE_MODES, "cp.reduce.async.bulk.tensor")
+    coords = require_sequence(coords, "reduce coordinates")
     spec = {"op": op, "rank": len(coords), "mode": mode, "cache_hint": cache_hint is not None}
-    operands = [tensor_map, *_s32(coords), src_smem]
+    operands = [_tensor_map(tensor_map, "reduce"), *_s32(coords, "reduce"),
+                _shared(src_smem, "reduce src_smem (the source)")]
     if cache_hint is not None:
-        operands.append(_u64(cache_hint))
+        operands.append(_u64(cache_hint, "reduce cache_hint"))
     return REDUCE.call(spec, operands, arch)
 
 
@@ -273,33 +296,59 @@ PREFETCH = define(Family("prefetch", {"rank": int, "mode": str, "cache_hint": bo
 def prefetch(tensor_map, coords: Sequence, *, mode: str = "tile",
              im2col_offsets: Sequence = (), cache_hint=None, arch: str | None = None):
     """L2 prefetch of the box at ``coords`` (no shared memory, no completion)."""
+    _check_mode(mode, PREFETCH_MODES, "cp.async.bulk.prefetch.tensor")
+    coords = require_sequence(coords, "prefetch coordinates")
+    im2col_offsets = require_sequence(im2col_offsets, "prefetch im2col_offsets")
     expected = im2col_offset_count(mode, len(coords))
     if len(im2col_offsets) != expected and mode in PREFETCH_MODES:
         raise IntrinError("im2col-offsets", f"{mode} prefetch of rank {len(coords)} takes "
                           f"{expected} im2col offsets, got {len(im2col_offsets)}")
     spec = {"rank": len(coords), "mode": mode, "cache_hint": cache_hint is not None}
-    operands = [tensor_map, *_s32(coords), *_u16(im2col_offsets)]
+    operands = [_tensor_map(tensor_map, "prefetch"), *_s32(coords, "prefetch"),
+                *_u16(im2col_offsets, "prefetch im2col offset")]
     if cache_hint is not None:
-        operands.append(_u64(cache_hint))
+        operands.append(_u64(cache_hint, "prefetch cache_hint"))
     return PREFETCH.call(spec, operands, arch)
 
 
 # ---- operand helpers ----------------------------------------------------------------
 
 def _check_mask(mask) -> None:
-    if isinstance(mask, int) and not 0 <= mask <= 0xFFFF:
+    if is_python_int(mask) and not 0 <= mask <= 0xFFFF:
         raise IntrinError("multicast", f"multicast mask {mask:#x} does not fit 16 bits "
                           "(a cluster has at most 16 CTAs)")
 
 
-def _s32(values: Sequence) -> list:
-    """Tensor coordinates are ``.s32`` operands."""
-    return [v if isinstance(v, int) else T.cast(v, "int32") for v in values]
+def _s32(values: Sequence, family: str) -> list:
+    """Tensor coordinates are ``.s32`` operands: integers of at most 32 bits."""
+    out = []
+    for i, v in enumerate(values):
+        v = require_int(v, f"{family} coordinate {i}", 32, low=-(1 << 31), high=(1 << 31) - 1)
+        out.append(v if isinstance(v, int) else T.cast(v, "int32"))
+    return out
 
 
-def _u16(values: Sequence) -> list:
-    return [T.uint16(v) if isinstance(v, int) else T.cast(v, "uint16") for v in values]
+def _u16(values: Sequence, what: str, numbered: bool = True) -> list:
+    """Multicast masks and im2col offsets are 16-bit ``h`` operands."""
+    out = []
+    for i, v in enumerate(values):
+        v = require_int(v, f"{what} {i}" if numbered else what, 16, low=-(1 << 15),
+                        high=0xFFFF)
+        out.append(T.uint16(v & 0xFFFF) if isinstance(v, int) else T.cast(v, "uint16"))
+    return out
 
 
-def _u64(value):
-    return T.uint64(value) if isinstance(value, int) else T.cast(value, "uint64")
+def _u64(value, what: str):
+    """An L2 cache policy (or another 64-bit ``l`` operand): a 64-bit integer."""
+    value = require_int(value, what, 64, exact=True, low=0,
+                        note=" (an L2 cache policy, e.g. T.uint64(...))")
+    return tvm.tirx.const(value, "uint64") if isinstance(value, int) else \
+        T.cast(value, "uint64")
+
+
+def _tensor_map(value, family: str):
+    return require_pointer(value, f"{family} tensor map", tensor_map=True)
+
+
+def _shared(value, what: str):
+    return require_pointer(value, what)
