@@ -52,6 +52,8 @@ def test_one_encode_per_distinct_map_per_launch():
     encode_count = tvm_ffi.get_global_func("tvm_tma.encode_count")
     executable = _launchable(_two_stage_kernel(24))
     data = torch.randn(64, 64, dtype=torch.float16, device="cuda")
+    # An earlier test's map over a reused address would be a cache hit (no encode at all).
+    tvm_ffi.get_global_func("tvm_tma.descriptor_cache_clear")()
     before = encode_count()
     executable["main"](data)
     torch.cuda.synchronize()
