@@ -17,6 +17,20 @@ from typing import Callable
 import pytest
 import tvm
 import tvm_ffi
+from intrinsic_operands import (
+    BAR,
+    DESC_GLOB,
+    DESC_SMEM,
+    GLOB,
+    MAP,
+    SMEM,
+    gdesc,
+    glob,
+    mbar,
+    sdesc,
+    smem,
+    tmap,
+)
 from tvm.script import tirx as T
 from tvm.tirx.layout import S, TileLayout
 
@@ -34,43 +48,13 @@ encode_tiled = tvm_ffi.get_global_func("tvm_tma.encode_tiled")
 
 NS = TmaNamespace
 
-# ---- operands --------------------------------------------------------------------------
+# ---- operands (intrinsic_operands.py) and scalars of each class ----------------
 
-SMEM = tvm.tirx.decl_buffer((8, 64), "float16", "smem", scope="shared.dyn")
-GLOB = tvm.tirx.decl_buffer((8, 64), "float16", "A")
-BAR = tvm.tirx.decl_buffer((1,), "uint64", "bar", scope="shared.dyn")
-DESC_SMEM = tvm.tirx.decl_buffer((128,), "uint8", "desc_smem", scope="shared.dyn")
-DESC_GLOB = tvm.tirx.decl_buffer((128,), "uint8", "desc_glob")
-MAP = T.Var("m", ty=T.handle("tensormap").ty)
 I32 = T.Var("i", "int32")
 U32 = T.Var("u", "uint32")
 I64 = T.Var("big", "int64")
 U64 = T.Var("addr", "uint64")
 F32 = T.Var("f", "float32")
-
-
-def smem():
-    return SMEM.ptr_to([0, 0])
-
-
-def glob():
-    return GLOB.ptr_to([0, 0])
-
-
-def mbar():
-    return BAR.ptr_to([0])
-
-
-def tmap():
-    return T.address_of(MAP)
-
-
-def gdesc():
-    return DESC_GLOB.ptr_to([0])
-
-
-def sdesc():
-    return DESC_SMEM.ptr_to([0])
 
 
 LOAD_SPEC = "rank=2,mode=tile,dst=shared::cluster,multicast=0,cache_hint={ch},cta_group=0"

@@ -13,6 +13,14 @@ from typing import Callable
 
 import pytest
 import tvm
+from intrinsic_operands import (
+    gdesc,
+    glob,
+    mbar,
+    sdesc,
+    smem,
+    tmap,
+)
 from tvm.script import tirx as T
 
 from tvm_tma import intrin
@@ -20,41 +28,9 @@ from tvm_tma.intrin import RULES, IntrinError, TmaNamespace
 
 NS = TmaNamespace
 
-# ---- operands whose memory space the verifier can see -----------------------------------
-
-SMEM = tvm.tirx.decl_buffer((8, 64), "float16", "smem", scope="shared.dyn")
-GLOB = tvm.tirx.decl_buffer((8, 64), "float16", "A")
-BAR = tvm.tirx.decl_buffer((1,), "uint64", "bar", scope="shared.dyn")
-DESC_SMEM = tvm.tirx.decl_buffer((128,), "uint8", "desc_smem", scope="shared.dyn")
-DESC_GLOB = tvm.tirx.decl_buffer((128,), "uint8", "desc_glob")
-MAP = T.Var("m", ty=T.handle("tensormap").ty)
+# ---- operands (intrinsic_operands.py) and scalars of each class ----------------
 
 
-def smem():
-    return SMEM.ptr_to([0, 0])
-
-
-def glob():
-    return GLOB.ptr_to([0, 0])
-
-
-def mbar():
-    return BAR.ptr_to([0])
-
-
-def tmap():
-    """A ``__grid_constant__`` tensor map kernel parameter (space "param")."""
-    return T.address_of(MAP)
-
-
-def gdesc():
-    """A descriptor slot in global memory (for the device mutators)."""
-    return DESC_GLOB.ptr_to([0])
-
-
-def sdesc():
-    """A descriptor slot in shared::cta memory."""
-    return DESC_SMEM.ptr_to([0])
 
 
 def refusal(build: Callable[[], object]) -> IntrinError:
