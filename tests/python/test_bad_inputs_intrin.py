@@ -48,7 +48,7 @@ encode_tiled = tvm_ffi.get_global_func("tvm_tma.encode_tiled")
 
 NS = TmaNamespace
 
-# ---- operands (intrinsic_operands.py) and scalars of each class ----------------
+# ---- scalars of each class (the pointer operands come from intrinsic_operands.py) -----
 
 I32 = T.Var("i", "int32")
 U32 = T.Var("u", "uint32")

@@ -28,11 +28,6 @@ from tvm_tma.intrin import RULES, IntrinError, TmaNamespace
 
 NS = TmaNamespace
 
-# ---- operands (intrinsic_operands.py) and scalars of each class ----------------
-
-
-
-
 def refusal(build: Callable[[], object]) -> IntrinError:
     with pytest.raises(IntrinError) as info:
         build()
