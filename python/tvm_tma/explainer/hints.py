@@ -27,7 +27,6 @@ RULE_HINTS: dict[str, str] = {
     "global-address-align": "allocate the global tensor 16-byte aligned",
     "global-view-offset": "copy from the kernel argument with the offset in the region's "
     "start (A[r0:r1, c0:c1]), or keep a CTA-dependent view's copies inside the view",
-    "coordinate": "start the region on a multiple of the box along the split dimension",
     "region-bounds": "keep the region inside the tensor: declare the index's range "
     "(T.cta_id([n]) / loop extents) or guard it (t = cta + i * grid; if t < num_tiles:) so "
     "that start + extent <= size is provable; for an edge tile pass oob=\"zero\" / \"nan\" "

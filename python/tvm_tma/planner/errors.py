@@ -26,7 +26,6 @@ RULES: dict[str, str] = {
     "global-address-align": "the global base address must be 16-byte aligned",
     "global-view-offset": "a global view's offset must become whole coordinates of a view "
     "the host can bound, or a base address the host can compute",
-    "coordinate": "a split global axis must start on a multiple of its inner extent",
     "region-bounds": "the copied region must provably lie inside the global tensor (or, "
     "with oob=, may cross its end but a store never its start)",
     "oob": "oob= is \"zero\" or \"nan\" (floating types) on global->shared and \"skip\" "
