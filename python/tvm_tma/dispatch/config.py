@@ -9,14 +9,22 @@ import tvm
 from ..planner.errors import refuse
 from ..planner.global_view import LOAD_OOB, STORE_OOB
 from ..planner.proofs import Prover, as_int
-from .facts import FACTS_KEY
+from .facts import CLUSTER_KEY, FACTS_KEY, cluster_ranks_of
 from .operands import read_mbar
 from .roots import ROOT_KEYS
+from .seed_options import (
+    Multicast,
+    read_l2_promotion,
+    read_multicast,
+    read_prefetch,
+    read_reduce,
+)
 
 #: Options the variant understands; anything else is refused by name, never ignored.
-SUPPORTED_OPTIONS = ("mbar", "cache_hint", "oob", "cta_group")
+SUPPORTED_OPTIONS = ("mbar", "cache_hint", "oob", "cta_group", "multicast", "reduce",
+                     "use_tma_reduce", "prefetch", "l2_promotion")
 #: Keys the parse hook writes (not options a kernel author passes).
-CAPTURED_KEYS = (FACTS_KEY, *ROOT_KEYS)
+CAPTURED_KEYS = (FACTS_KEY, CLUSTER_KEY, *ROOT_KEYS)
 #: ``oob=`` values by direction: fill a load's out-of-bounds elements with zeros or NaN, or
 #: drop a store's (a store writes nothing outside the tensor whatever it is told to fill).
 OOB_OPTIONS = {"g2s": LOAD_OOB, "s2g": STORE_OOB}
@@ -33,6 +41,14 @@ class CopyOptions:
     cache_hint: object | None = None
     #: None (the region must lie inside the tensor) or one of OOB_OPTIONS[direction]
     oob: str | None = None
+    #: Where a load lands beyond this CTA (None: only here)
+    multicast: Multicast | None = None
+    #: The tensor reduction a store performs (None: a plain store)
+    reduce: str | None = None
+    #: The load only prefetches the region into L2
+    prefetch: bool = False
+    #: The map's L2 promotion enum
+    l2_promotion: int = 2
 
 
 def _read_cache_hint(value):
@@ -67,8 +83,10 @@ def read_options(config, direction: str, prover=None) -> CopyOptions:
             f"unsupported option(s) {unknown} for dispatch='tma' (supported: "
             f"{list(SUPPORTED_OPTIONS)})",
         )
+    prover = prover if prover is not None else Prover()
     mbar = config.get("mbar")
-    if direction == "g2s" and mbar is None:
+    prefetch = read_prefetch(config.get("prefetch"), direction, mbar)
+    if direction == "g2s" and mbar is None and not prefetch:
         raise refuse(
             "config",
             "a global->shared TMA copy needs mbar=<mbarrier address>: the hardware signals "
@@ -81,10 +99,17 @@ def read_options(config, direction: str, prover=None) -> CopyOptions:
             "cp.async.bulk.commit_group / wait_group",
         )
     if mbar is not None:
-        mbar = read_mbar(mbar, prover if prover is not None else Prover())
+        mbar = read_mbar(mbar, prover)
     _read_cta_group(config.get("cta_group"))
+    multicast = read_multicast(config.get("multicast"), direction, cluster_ranks_of(config),
+                               prover)
+    if multicast is not None and prefetch:
+        raise refuse("multicast", "a prefetch brings data into L2 only: there is nothing to "
+                     "multicast to shared memory")
     return CopyOptions(mbar=mbar, cache_hint=_read_cache_hint(config.get("cache_hint")),
-                       oob=_read_oob(config.get("oob"), direction))
+                       oob=_read_oob(config.get("oob"), direction), multicast=multicast,
+                       reduce=read_reduce(config, direction), prefetch=prefetch,
+                       l2_promotion=read_l2_promotion(config.get("l2_promotion")))
 
 
 def _read_cta_group(value) -> None:

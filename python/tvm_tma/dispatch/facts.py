@@ -30,6 +30,10 @@ from ..planner.proofs import range_fact
 
 #: The config key of ``copy_async`` that holds the captured facts (reserved by "tma").
 FACTS_KEY = "tma_facts"
+#: The config key that holds the kernel's CTA-in-cluster rank variables (a cluster kernel).
+CLUSTER_KEY = "tma_cluster"
+#: The scope binding of ``T.cta_id_in_cluster`` (cluster -> cta, tvm/tirx/exec_scope.py).
+_CLUSTER_TO_CTA = 2
 
 _LOOP_FRAMES = ("ForFrame", "WhileFrame")
 _COPY_OPS = ("tirx.tile.copy", "tirx.tile.copy_async")
@@ -153,11 +157,23 @@ def _context_facts() -> list:
 
 
 def capture_into(config: dict) -> None:
-    """Write the facts of the kernel being parsed into ``config`` (replacing stale ones)."""
+    """Write the facts of the kernel being parsed into ``config`` (replacing stale ones),
+    and, in a cluster kernel, its CTA-in-cluster rank variables (their ranges are facts)."""
     config.pop(FACTS_KEY, None)
+    config.pop(CLUSTER_KEY, None)
     facts = _scope_id_facts() + _context_facts()
     if facts:
         config[FACTS_KEY] = facts
+    ranks = [var for scope_def in scope_id_defs_being_parsed() or ()
+             if int(scope_def.scope) == _CLUSTER_TO_CTA for var in scope_def.def_ids]
+    if ranks:
+        config[CLUSTER_KEY] = ranks
+
+
+def cluster_ranks_of(config: Mapping) -> tuple:
+    """The CTA-in-cluster rank variables of the kernel (empty: not a cluster kernel)."""
+    ranks = config.get(CLUSTER_KEY) if config is not None else None
+    return tuple(ranks) if ranks is not None else ()
 
 
 def facts_of(config: Mapping) -> tuple:

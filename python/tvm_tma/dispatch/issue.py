@@ -1,4 +1,10 @@
-"""Device side: the unrolled issue loop, one ``cp.async.bulk.tensor`` per step.
+"""Device side: the unrolled issue loop, one TMA instruction per step.
+
+A load issues ``cp.async.bulk.tensor`` (with ``.multicast::cluster`` and the mask when it
+lands in several CTAs), a store ``cp.async.bulk.tensor`` or, reducing,
+``cp.reduce.async.bulk.tensor``, a prefetch ``cp.async.bulk.prefetch.tensor``. A plan split
+among the CTAs of a cluster (``plan.cluster_split``) issues only this CTA's run of issues:
+the loop index is offset by the CTA's rank times the run length.
 
 The dispatch emits no completion: a g2s copy completes on the caller's mbarrier
 (``arrive.expect_tx`` + wait), an s2g copy through the caller's commit_group / wait_group.
@@ -6,13 +12,17 @@ The dispatch emits no completion: a g2s copy completes on the caller's mbarrier
 
 from __future__ import annotations
 
+import contextlib
+
 import tvm
 from tvm.script import tirx as T
 from tvm.script.ir_builder import IRBuilder
 
 from .. import intrin
+from ..intrin.operands import cluster_known
 from ..planner.plan_types import TmaPlan
 from .build import build_prim_func
+from .config import CopyOptions
 
 #: Issue loops up to this many steps are fully unrolled; longer ones stay a serial loop.
 UNROLL_LIMIT = 64
@@ -29,14 +39,20 @@ def _shared_pointer(shared_buffer, element_offset):
     return flat.ptr_to([element_offset])
 
 
-def _issue(plan: TmaPlan, tensor_map, shared_buffer, mbar, arch: str, offset, coords,
-           policy=None):
+def _issue(plan: TmaPlan, tensor_map, shared_buffer, options: CopyOptions, arch: str, offset,
+           coords, policy=None):
     address = T.address_of(tensor_map)
+    if options.prefetch:
+        return intrin.prefetch(address, coords, cache_hint=policy, arch=arch)
     if plan.direction == "g2s":
-        return intrin.load(_shared_pointer(shared_buffer, offset), address, coords, mbar,
-                           cache_hint=policy, arch=arch)
-    return intrin.store(address, coords, _shared_pointer(shared_buffer, offset),
-                        cache_hint=policy)
+        mask = options.multicast.mask if options.multicast is not None else None
+        return intrin.load(_shared_pointer(shared_buffer, offset), address, coords,
+                           options.mbar, multicast_mask=mask, cache_hint=policy, arch=arch)
+    source = _shared_pointer(shared_buffer, offset)
+    if options.reduce is not None:
+        return intrin.reduce(options.reduce, address, coords, source, cache_hint=policy,
+                             arch=arch)
+    return intrin.store(address, coords, source, cache_hint=policy, arch=arch)
 
 
 def _policy(cache_hint):
@@ -54,35 +70,47 @@ def _policy(cache_hint):
     return policy[0]
 
 
-def _decompose(plan: TmaPlan, flat_index):
-    """Per-axis step of a flat issue index (outermost axis slowest), as expressions."""
+def _decompose(plan: TmaPlan, index, cta_rank=None):
+    """Per-axis step of this CTA's ``index``-th issue (outermost axis slowest), as
+    expressions; a CTA of a split plan starts at its rank times its run length."""
+    flat = index if cta_rank is None else cta_rank * plan.issues_per_cta + index
     steps = []
     remaining = plan.num_issues
     for axis in plan.issue_axes:
         remaining //= axis.extent
-        steps.append(tvm.tirx.floormod(tvm.tirx.floordiv(flat_index, remaining), axis.extent))
+        steps.append(tvm.tirx.floormod(tvm.tirx.floordiv(flat, remaining), axis.extent))
     return tuple(steps)
 
 
-def emit_issues(plan: TmaPlan, tensor_map, shared_buffer, mbar, arch: str, prover,
-                cache_hint=None):
+def emit_issues(plan: TmaPlan, tensor_map, shared_buffer, options: CopyOptions, arch: str,
+                prover):
     """A parameterless PrimFunc whose body replaces the copy_async call.
 
-    ``cache_hint`` (None, a priority name or a uint64 expression) adds ``.L2::cache_hint``
-    and the policy operand to every issue.
+    ``options.cache_hint`` (None, a priority name or a uint64 expression) adds
+    ``.L2::cache_hint`` and the policy operand to every issue.
     """
+    cta_rank = options.multicast.rank if options.multicast is not None else None
+    if (plan.cluster_split is None) != (cta_rank is None):
+        raise ValueError("a plan split among CTAs needs the CTA's rank, and only it does")
+
+    def issue(offset, coords, policy):
+        T.evaluate(_issue(plan, tensor_map, shared_buffer, options, arch,
+                          prover.simplify(offset), [prover.simplify(c) for c in coords],
+                          policy))
 
     def body():
-        policy = _policy(cache_hint)
-        if not plan.issue_axes:
-            T.evaluate(_issue(plan, tensor_map, shared_buffer, mbar, arch,
-                              plan.smem_offset, plan.coordinates, policy))
+        policy = _policy(options.cache_hint)
+        count = plan.issues_per_cta
+        if count == 1:
+            located = plan.issue_at(_decompose(plan, 0, cta_rank)) if plan.issue_axes else plan
+            issue(located.smem_offset, located.coordinates, policy)
             return
-        loop = T.unroll if plan.num_issues <= UNROLL_LIMIT else T.serial
-        with loop(plan.num_issues) as index:
-            issue = plan.issue_at(_decompose(plan, index))
-            T.evaluate(_issue(plan, tensor_map, shared_buffer, mbar, arch,
-                              prover.simplify(issue.smem_offset),
-                              [prover.simplify(c) for c in issue.coordinates], policy))
+        loop = T.unroll if count <= UNROLL_LIMIT else T.serial
+        with loop(count) as index:
+            located = plan.issue_at(_decompose(plan, index, cta_rank))
+            issue(located.smem_offset, located.coordinates, policy)
 
-    return build_prim_func(body)
+    # The multicast option was read from the kernel's cluster (config.read_multicast).
+    scope = cluster_known() if options.multicast is not None else contextlib.nullcontext()
+    with scope:
+        return build_prim_func(body)

@@ -46,8 +46,10 @@ def plan_copy(op, var_ranges: dict) -> PlannedCopy:
     prover = Prover(var_ranges, facts_of(op.config))
     options = read_options(op.config, direction, prover)
     shared_allocation = shared_allocation_of(op.config)
+    split = options.multicast.ctas if options.multicast is not None else None
     copy_plan = plan(dst, src, prover=prover, oob=options.oob, argument=argument_of(op.config),
-                     shared_allocation=shared_allocation)
+                     shared_allocation=shared_allocation, reduce=options.reduce,
+                     l2_promotion=options.l2_promotion, multicast_ctas=split)
     shared_region, global_region = (dst, src) if direction == "g2s" else (src, dst)
     _check_mbar_space(copy_plan, options.mbar, shared_region, shared_allocation,
                       mbar_allocation_of(op.config), prover)
@@ -95,8 +97,7 @@ def lower_tma_copy(op, sctx):
     base_bytes = planned.plan.base_offset * (tvm.DataType(str(view.dtype)).bits // 8)
     tensor_map = tensor_map_for(planned.plan.tensor_map, host_buffer, sctx, base_bytes)
     return emit_issues(planned.plan, tensor_map, planned.shared_region.source,
-                       planned.options.mbar, str(sctx.target.arch), planned.prover,
-                       planned.options.cache_hint)
+                       planned.options, str(sctx.target.arch), planned.prover)
 
 
 _registered = False

@@ -47,6 +47,11 @@ RULE_HINTS: dict[str, str] = {
     "last byte any copy writes)",
     "global-view-bounds": "declare the view inside the kernel argument it aliases (its shape, "
     "strides and elem_offset within the argument's)",
+    "multicast": "declare the cluster (rank = T.cta_id_in_cluster([n])) and pass "
+    "multicast=rank to split the tile among its CTAs, or a mask of its CTAs; give the tile an "
+    "axis or outer box dimension that divides by n",
+    "reduce": "reduce on a shared->global copy, with an element type the operation is defined "
+    "for (add: f16/bf16/f32/s32/u32/u64; inc/dec: u32; and/or/xor: 32/64-bit integers)",
     "config": "pass mbar= for global->shared copies only, and only the supported options",
     "mbar": "pass mbar=bars.ptr_to([i]) for an 8-byte aligned uint64 buffer in shared memory",
     "scope": "issue the copy from one thread (inside `if tid == 0:`), not a warp or CTA scope",

@@ -2,9 +2,28 @@
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import numbers
+from collections.abc import Iterator
 
 from ..parse_frames import scope_id_defs_being_parsed
+
+#: Set while a caller that has already seen the kernel's cluster builds calls outside the
+#: kernel's own parse (the dispatch builds its issue code in a PrimFunc of its own, whose
+#: open frames cannot show the kernel's ``T.cluster_id``).
+_CLUSTER_KNOWN: contextvars.ContextVar[bool] = contextvars.ContextVar(
+    "tvm_tma_cluster_known", default=False)
+
+
+@contextlib.contextmanager
+def cluster_known() -> Iterator[None]:
+    """Calls built inside belong to a kernel the caller knows declares a cluster."""
+    token = _CLUSTER_KNOWN.set(True)
+    try:
+        yield
+    finally:
+        _CLUSTER_KNOWN.reset(token)
 
 
 def pointer_space(expr) -> str | None:
@@ -64,6 +83,8 @@ def kernel_declares_cluster() -> bool | None:
     While TVMScript is parsed, the IR builder's open frames hold the statements emitted so
     far, including the ``T.cluster_id`` / ``T.cta_id_in_cluster`` scope definitions.
     """
+    if _CLUSTER_KNOWN.get():
+        return True
     scope_defs = scope_id_defs_being_parsed()
     if scope_defs is None:
         return None

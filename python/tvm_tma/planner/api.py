@@ -7,8 +7,10 @@ from collections.abc import Iterable, Mapping
 from .descriptor import Context, build_plan
 from .errors import refuse
 from .global_view import LOAD_OOB, STORE_OOB, read_global
+from .multicast import split_among_ctas
 from .plan_types import TmaPlan
 from .proofs import Prover
+from .reductions import check_reduction
 from .refine import refine
 from .shared_space import check_in_allocation, check_region_in_buffer
 from .views import buffer_span, read_shared
@@ -29,7 +31,8 @@ def copy_direction(dst, src) -> str:
 
 def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
          prover: Prover | None = None, oob: str | None = None, argument=None,
-         shared_allocation=None) -> TmaPlan:
+         shared_allocation=None, reduce: str | None = None, l2_promotion: int = 2,
+         multicast_ctas: int | None = None) -> TmaPlan:
     """Plan ``copy(dst, src)`` between a global and a shared BufferRegion.
 
     ``var_ranges`` maps the kernel's variables (block ids, loop vars) to their ``Range`` and
@@ -40,7 +43,10 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
     (``"skip"``, or ``"zero"``/``"nan"`` as upstream's kernels write it).
     ``argument`` is the kernel argument the global buffer is a view of (if it is one), and
     ``shared_allocation`` the ``T.alloc_buffer`` holding the shared buffer's data (when
-    known, the buffer must lie inside it). Raises :class:`PlanError`.
+    known, the buffer must lie inside it). ``reduce`` makes a store a tensor reduction (the
+    map keeps the tensor's type); ``l2_promotion`` is the map's enum; ``multicast_ctas``
+    splits a multicast load's issues among that many CTAs of the cluster
+    (:func:`~.multicast.split_among_ctas`). Raises :class:`PlanError`.
     """
     direction = copy_direction(dst, src)
     shared_region, global_region = (dst, src) if direction == "g2s" else (src, dst)
@@ -53,6 +59,8 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
     if prover is None:
         prover = Prover(var_ranges, facts)
     _check_oob(oob, direction)
+    if reduce is not None:
+        check_reduction(reduce, str(shared_region.source.dtype))
     check_region_in_buffer(shared_region, prover)
     if shared_allocation is not None:
         lo, hi = buffer_span(shared_region.source, prover)
@@ -62,7 +70,11 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
     global_view = read_global(global_region, prover, direction, oob, argument)
     axes = refine(shared, global_view)
     alignment = shared_alignment(shared_region.source, shared_allocation)
-    return build_plan(axes, Context(shared, global_view, direction, prover, alignment))
+    ctx = Context(shared, global_view, direction, prover, alignment, reduce, l2_promotion)
+    copy_plan = build_plan(axes, ctx)
+    if multicast_ctas is not None:
+        copy_plan = split_among_ctas(copy_plan, multicast_ctas, ctx)
+    return copy_plan
 
 
 #: The dynamic shared arena starts 1024-byte aligned in a kernel without static shared

@@ -28,3 +28,13 @@ class Context:
     prover: Prover
     #: Bytes the shared allocation holding the tile is known to be aligned to.
     shared_alignment: int = 16
+    #: The tensor reduction the copy performs (None: a plain copy).
+    reduce: str | None = None
+    #: The map's L2 promotion enum (0 none, 1 64 B, 2 128 B, 3 256 B).
+    l2_promotion: int = 2
+
+    @property
+    def keeps_dtype(self) -> bool:
+        """The map must keep the tensor's element type (no promotion): NaN fill needs a float
+        type, and a reduction computes in the map's type."""
+        return self.global_view.fills_nan or self.reduce is not None

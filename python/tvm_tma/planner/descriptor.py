@@ -213,7 +213,7 @@ def _promotion_room(extent: int, coord: Expr, ctx: Context) -> int:
 
     None under NaN fill: the fill needs the tensor's own floating-point element type.
     """
-    if ctx.global_view.fills_nan:
+    if ctx.keeps_dtype:
         return 1
     factor = 1
     while (
@@ -315,9 +315,10 @@ def _promote(dims: list[_Dim], ctx: Context) -> tuple[str, int]:
         if width * factor > 8:
             raise refuse("box-dim", f"inner box of {dim0.box} elements exceeds 256 even as "
                          "8-byte elements")
-        if ctx.global_view.fills_nan:
-            raise refuse("box-dim", f"inner box of {dim0.box} elements exceeds 256 and NaN "
-                         f"fill keeps the {shared.dtype} element type (no promotion)")
+        if ctx.keeps_dtype:
+            why = "NaN fill" if ctx.reduce is None else f"the {ctx.reduce} reduction"
+            raise refuse("box-dim", f"inner box of {dim0.box} elements exceeds 256 and {why} "
+                         f"keeps the {shared.dtype} element type (no promotion)")
         if dim0.box % factor or not ctx.prover.divisible(dim0.coord, factor) or any(
             step % factor for _, _, step in dim0.steps
         ) or not (dim0.inside or ctx.prover.divisible(dim0.size, factor)):
@@ -349,6 +350,7 @@ def _finish(dims: list[_Dim], ctx: Context) -> TmaPlan:
         element_strides=tuple(1 for _ in dims),
         swizzle=ctx.shared.swizzle,
         oob_fill=1 if ctx.global_view.fills_nan else 0,
+        l2_promotion=ctx.l2_promotion,
     )
     issue_axes = tuple(
         IssueAxis(extent, smem, index, step)

@@ -40,6 +40,10 @@ RULES: dict[str, str] = {
     "mbar-overlap": "the copy must not write over the mbarrier it completes on",
     "global-view-bounds": "a global view must lie inside the kernel argument whose data it "
     "aliases",
+    "multicast": "a multicast load needs a cluster kernel and a mask of its CTAs, and a tile "
+    "split among the CTAs needs equal pieces that stay 128-byte aligned",
+    "reduce": "a tensor reduction is a store, and PTX defines each operation for some element "
+    "types only",
     "config": "an option of the copy is missing, misplaced or unsupported",
     "mbar": "the mbarrier operand must be an 8-byte aligned address in shared memory",
     "scope": "TMA is issued by a single thread",

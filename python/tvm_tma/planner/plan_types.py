@@ -131,6 +131,10 @@ class TmaPlan:
     edge_dims: tuple[int, ...] = field(default=())
     #: Bounds checked by the host at launch (see :class:`HostCheck`).
     host_checks: tuple[HostCheck, ...] = field(default=())
+    #: CTAs of a cluster the issues are dealt out among (a multicast load split among them):
+    #: CTA ``r`` makes issues ``[r * k, (r + 1) * k)`` of :meth:`issues`, ``k`` =
+    #: :attr:`issues_per_cta`. None: the issuing CTA makes all of them.
+    cluster_split: int | None = None
 
     @property
     def rank(self) -> int:
@@ -142,6 +146,13 @@ class TmaPlan:
         for axis in self.issue_axes:
             count *= axis.extent
         return count
+
+    @property
+    def issues_per_cta(self) -> int:
+        """Issues one CTA makes (all of them unless the plan is split among CTAs)."""
+        if self.cluster_split is None:
+            return self.num_issues
+        return self.num_issues // self.cluster_split
 
     @property
     def bytes_per_issue(self) -> int:
@@ -156,7 +167,12 @@ class TmaPlan:
             coords[axis.coord_dim] = coords[axis.coord_dim] + step * axis.coord_step
         return Issue(offset, tuple(coords))
 
-    def issues(self) -> list[Issue]:
-        """Every issue, outermost issue axis slowest."""
+    def issues(self, cta: int | None = None) -> list[Issue]:
+        """Every issue, outermost issue axis slowest; with ``cta``, only the issues that CTA
+        of the cluster makes (its slice of the CTA axis; all of them in an unsplit plan)."""
         ranges = [range(axis.extent) for axis in self.issue_axes]
-        return [self.issue_at(steps) for steps in itertools.product(*ranges)]
+        every = [self.issue_at(steps) for steps in itertools.product(*ranges)]
+        if cta is None or self.cluster_split is None:
+            return every
+        count = self.issues_per_cta
+        return every[cta * count:(cta + 1) * count]

@@ -119,7 +119,17 @@ def store_tile(spec: TensorMapSpec, coords, smem_byte_address: int, global_bytes
         _byte_index(s_addr[inside], width)]
 
 
+def _flush_subnormals(values: np.ndarray) -> np.ndarray:
+    """float32 with every subnormal replaced by a zero of its sign."""
+    tiny = np.abs(values) < np.finfo(np.float32).tiny
+    return np.where(tiny, np.copysign(np.float32(0), values), values).astype(np.float32)
+
+
 def _reduce_values(op: str, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    if op == "add" and old.dtype == np.float32:
+        # .add.f32 rounds to nearest even and flushes subnormal inputs and results to
+        # sign-preserving zero (PTX ISA; f16/bf16 adds are .noftz).
+        return _flush_subnormals(_flush_subnormals(old) + _flush_subnormals(new))
     if op == "add":
         return (old + new).astype(old.dtype)
     if op == "min":
@@ -141,14 +151,15 @@ def _reduce_values(op: str, old: np.ndarray, new: np.ndarray) -> np.ndarray:
 
 def reduce_tile(op: str, spec: TensorMapSpec, coords, smem_byte_address: int,
                 global_bytes: np.ndarray, shared_bytes: np.ndarray, numpy_dtype,
-                global_dims=None) -> None:
+                global_dims=None, base_byte: int = 0) -> None:
     """``cp.reduce.async.bulk.tensor``: ``global = op(global, shared)`` for in-bounds elements.
 
     ``numpy_dtype`` is the element type the reduction computes in (float32 adds round as
     IEEE single precision, like the hardware's).
     """
     width = spec.element_bytes
-    g_off, s_addr, inside = box_addresses(spec, coords, smem_byte_address, global_dims)
+    g_off, s_addr, inside = box_addresses(spec, coords, smem_byte_address, global_dims,
+                                          base_byte=base_byte)
     g_idx = _byte_index(g_off[inside], width)
     s_idx = _byte_index(s_addr[inside], width)
     old = global_bytes[g_idx].view(numpy_dtype)
@@ -157,20 +168,65 @@ def reduce_tile(op: str, spec: TensorMapSpec, coords, smem_byte_address: int,
         global_bytes[g_idx] = _reduce_values(op, old, new).view(np.uint8)
 
 
+def numpy_type(dtype: str):
+    """The numpy type of a map element type (bfloat16 from ml_dtypes)."""
+    if dtype == "bfloat16":
+        import ml_dtypes
+
+        return ml_dtypes.bfloat16
+    return np.dtype(dtype).type
+
+
 def execute_plan(
     plan: TmaPlan,
     global_bytes: np.ndarray,
     shared_bytes: np.ndarray,
     element_bytes: int,
     env: Mapping | None = None,
+    *,
+    reduce: str | None = None,
+    cta: int | None = None,
 ) -> None:
-    """Run every issue of ``plan`` on byte arrays, in place (``env`` binds symbolic values)."""
+    """Run every issue of ``plan`` on byte arrays, in place (``env`` binds symbolic values).
+
+    ``reduce`` makes a store the tensor reduction of that name (computed in the map's
+    element type); ``cta`` runs only that CTA's slice of a plan split among a cluster.
+    """
     env = env or {}
     spec = plan.tensor_map
     dims = [int(evaluate(d, env)) for d in spec.global_dims]
     base = int(evaluate(plan.base_offset, env)) * element_bytes
-    move = load_tile if plan.direction == "g2s" else store_tile
-    for issue in plan.issues():
+    for issue in plan.issues(cta):
         coords = [int(evaluate(c, env)) for c in issue.coordinates]
         smem = int(evaluate(issue.smem_offset, env)) * element_bytes
-        move(spec, coords, smem, global_bytes, shared_bytes, dims, base_byte=base)
+        if reduce is not None:
+            reduce_tile(reduce, spec, coords, smem, global_bytes, shared_bytes,
+                        numpy_type(spec.dtype), dims, base_byte=base)
+        elif plan.direction == "g2s":
+            load_tile(spec, coords, smem, global_bytes, shared_bytes, dims, base_byte=base)
+        else:
+            store_tile(spec, coords, smem, global_bytes, shared_bytes, dims, base_byte=base)
+
+
+def execute_multicast(
+    plan: TmaPlan,
+    global_bytes: np.ndarray,
+    images: list[np.ndarray],
+    element_bytes: int,
+    env: Mapping | None = None,
+    *,
+    mask: int | None = None,
+    issuers: tuple[int, ...] | None = None,
+) -> None:
+    """A multicast load in a cluster of ``len(images)`` CTAs, in place on every CTA's shared
+    image: each CTA of ``issuers`` (default: all) makes its issues (its slice of a split
+    plan), and every box lands at the same shared address in each CTA of ``mask``
+    (default: all of them)."""
+    if plan.direction != "g2s":
+        raise ValueError("only loads multicast")
+    count = len(images)
+    mask = (1 << count) - 1 if mask is None else mask
+    receivers = [images[r] for r in range(count) if mask >> r & 1]
+    for rank in issuers if issuers is not None else range(count):
+        for image in receivers:
+            execute_plan(plan, global_bytes, image, element_bytes, env, cta=rank)
