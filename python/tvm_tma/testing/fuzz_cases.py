@@ -19,10 +19,9 @@ from __future__ import annotations
 
 import math
 import random
-from collections.abc import Mapping
-from typing import TypeVar
 
-from .copy_cases import CopyCase, row_major_strides
+from .copy_cases import CopyCase
+from .fuzz_views import global_strides, pieces, view_offset, weighted
 
 #: Element bytes of every dtype the fuzzer draws.
 DTYPES: dict[str, int] = {
@@ -37,7 +36,6 @@ MAX_GLOBAL_ELEMS = 1 << 18
 DEFAULT_SEED = 20251122
 FLOAT_DTYPES = ("float16", "bfloat16", "float32")  #: the dtypes oob="nan" fills
 
-_Key = TypeVar("_Key")
 _OUTER = {1: 3, 2: 4, 3: 2, 4: 3, 5: 1, 8: 3, 16: 2, 64: 1, 256: 1, 512: 1}  # outer extents
 
 
@@ -51,12 +49,6 @@ def random_case(seed: int, index: int) -> CopyCase:
     raise RuntimeError(f"generator found no case for seed {seed} index {index}")
 
 
-def _weighted(rng: random.Random, table: Mapping[_Key, int]) -> _Key:
-    """One key of ``table``, drawn with the weights its values give."""
-    keys = list(table)
-    return rng.choices(keys, weights=[table[k] for k in keys])[0]
-
-
 def _draw(rng: random.Random, name: str) -> CopyCase | None:
     direction = rng.choice(("g2s", "s2g"))
     oob = None  # edge tiles: oob= for a quarter of the copies, rarely the other direction's
@@ -66,7 +58,7 @@ def _draw(rng: random.Random, name: str) -> CopyCase | None:
     floats = oob == "nan" and rng.random() < 0.85  # NaN fill exists for float types only
     dtype = rng.choice(FLOAT_DTYPES if floats else list(DTYPES))
     width = DTYPES[dtype]
-    layout = _weighted(rng, {"row": 28, "padded": 16, "blocked": 8, "swizzle:0": 9,
+    layout = weighted(rng, {"row": 28, "padded": 16, "blocked": 8, "swizzle:0": 9,
                              "swizzle:1": 13, "swizzle:2": 13, "swizzle:3": 13})
     buf = _shared_tile(rng, layout, width)
     if buf is None:
@@ -83,17 +75,17 @@ def _draw(rng: random.Random, name: str) -> CopyCase | None:
         g_ext[rng.randrange(len(g_ext))] += 1
     edges = _edges(rng, oob, direction, g_ext, stages)
     g_shape, g_start = _global_box(rng, g_ext, width, stages, edges)
-    view = _weighted(rng, {"argument": 72, "offset": 16, "pieces": 12})
+    view = weighted(rng, {"argument": 72, "offset": 16, "pieces": 12})
     g_strides, g_offset, tiles = None, 0, None
     if view == "pieces":
-        tiles = _pieces(rng, g_shape, g_start, g_ext, stages, width, edges)
+        tiles = pieces(rng, g_shape, g_start, g_ext, stages, width, edges)
         if tiles is not None and rng.random() < 0.25:
             g_offset = max(1, 16 // width) * rng.randint(1, 64)
     if tiles is None:
         odd_rows = (len(g_shape) - 1 in edges) and (g_shape[-1] * width) % 16
-        g_strides = _global_strides(rng, g_shape, width, bool(odd_rows) and rng.random() < 0.8)
+        g_strides = global_strides(rng, g_shape, width, bool(odd_rows) and rng.random() < 0.8)
     if view == "offset":
-        g_strides, g_offset = _view_offset(rng, g_shape, g_start, g_strides, width)
+        g_strides, g_offset = view_offset(rng, g_shape, g_start, g_strides, width)
     whole = tuple(s_ext) == tuple(buf)
     lead = (0,) if stages else ()
     case = CopyCase(
@@ -117,7 +109,7 @@ def _edges(rng: random.Random, oob: str | None, direction: str, extents: list[in
     dims = [d for d, r in enumerate(reach) if r > 1]
     last, edges = len(extents) - 1, {}
     outer = [d for d in dims if d != last]
-    kind = _weighted(rng, {"inside": 12, "dim0": 24, "outer": 22, "both": 20, "before": 28})
+    kind = weighted(rng, {"inside": 12, "dim0": 24, "outer": 22, "both": 20, "before": 28})
     if oob is None or not dims or kind == "inside":
         return edges
     if kind in ("dim0", "both") and last in dims:
@@ -134,7 +126,7 @@ def _edges(rng: random.Random, oob: str | None, direction: str, extents: list[in
 def _row_pad(rng: random.Random, last: int, width: int) -> int:
     """Elements of padding after each shared row: mostly to a 128-byte pitch (so row issues
     stay aligned), sometimes to a 16-byte one, sometimes odd."""
-    pitch = _weighted(rng, {128: 65, 16: 23, "odd": 12})
+    pitch = weighted(rng, {128: 65, 16: 23, "odd": 12})
     if pitch == "odd":
         return rng.randint(1, 17)
     more = rng.randint(0, 2 if pitch == 128 else 4)
@@ -152,9 +144,9 @@ def _shared_tile(rng: random.Random, layout: str, width: int) -> list[int] | Non
     span = _span(layout, width)
     if span:
         last = span * rng.choice((1, 1, 2, 2, 3, 4))
-        rows = 8 * _weighted(rng, {1: 6, 2: 4, 3: 1, 4: 3, 8: 2, 16: 1, 32: 1, 64: 1})
-        rank = _weighted(rng, {2: 6, 3: 3, 4: 1})
-        shape = [*[_weighted(rng, _OUTER) for _ in range(rank - 2)], rows, last]
+        rows = 8 * weighted(rng, {1: 6, 2: 4, 3: 1, 4: 3, 8: 2, 16: 1, 32: 1, 64: 1})
+        rank = weighted(rng, {2: 6, 3: 3, 4: 1})
+        shape = [*[weighted(rng, _OUTER) for _ in range(rank - 2)], rows, last]
     else:
         if layout.startswith("swizzle") or rng.random() < 0.9:
             last = max(1, rng.choice((16, 32, 32, 64, 64, 128, 128, 256, 512, 1024, 2048))
@@ -163,8 +155,8 @@ def _shared_tile(rng: random.Random, layout: str, width: int) -> list[int] | Non
             last = rng.randint(1, 300)
         weights = {2: 6, 3: 3, 4: 1} if layout.startswith(("swizzle", "blocked")) else {
             1: 2, 2: 6, 3: 3, 4: 1}
-        rank = _weighted(rng, weights)
-        shape = [_weighted(rng, _OUTER) for _ in range(rank - 1)] + [last]
+        rank = weighted(rng, weights)
+        shape = [weighted(rng, _OUTER) for _ in range(rank - 1)] + [last]
         if layout == "blocked" and shape[-2] < 2:
             shape[-2] = rng.choice((2, 4, 8, 16))
     while math.prod(shape) * width > MAX_TILE_BYTES:
@@ -247,7 +239,7 @@ def _global_box(rng: random.Random, extents: list[int], width: int, stages: int,
     innermost = max((d for d, e in enumerate(extents) if e != 1), default=len(extents) - 1)
     shape, start = [], []
     for d, e in enumerate(extents):
-        kind = _weighted(rng, {"zero": 35, "multiple": 25, "eight": 15, "any": 25})
+        kind = weighted(rng, {"zero": 35, "multiple": 25, "eight": 15, "any": 25})
         if d == innermost and kind == "any" and rng.random() < 0.7:
             kind = "unit16"  # TMA boxes start on 16 bytes along dimension 0
         s = (0 if kind == "zero" else e * rng.randint(0, 3) if kind == "multiple" else
@@ -255,7 +247,7 @@ def _global_box(rng: random.Random, extents: list[int], width: int, stages: int,
              unit16 * rng.randint(0, max(1, 2 * e // unit16)) if kind == "unit16" else
              rng.randint(0, 2 * e))
         reach = e * (max(stages, 1) if d == 0 else 1)
-        slack = _weighted(rng, {0: 40, "small": 30, "round": 30})
+        slack = weighted(rng, {0: 40, "small": 30, "round": 30})
         slack = (rng.randint(1, e) if slack == "small" else
                  rng.choice((8, 16, 32, 64)) if slack == "round" else 0)
         n = s + reach + slack
@@ -278,120 +270,8 @@ def _global_box(rng: random.Random, extents: list[int], width: int, stages: int,
     return shape, start
 
 
-def _global_strides(rng: random.Random, shape: list[int], width: int,
-                    align_rows: bool = False) -> list[int] | None:
-    """None (dense row-major) or a padded / permuted view's strides (``align_rows``: padded,
-    rows first rounded up to 16 bytes)."""
-    roll = rng.random()
-    if roll < 0.62 and not align_rows:
-        return None
-    rank = len(shape)
-    if roll < 0.65 and rank > 1 and not align_rows:  # a permuted (transposed) dense view
-        return _laid_out(rng, shape, rng.sample(range(rank), rank), width, {"none": 1})
-    unit16 = max(1, 16 // width)
-    strides = [0] * rank
-    strides[-1] = 2 if rng.random() < 0.04 else 1  # every other element: not contiguous
-    for d in reversed(range(rank - 1)):
-        kind = _weighted(rng, {"none": 45, "aligned": 45, "odd": 10})
-        pad = (unit16 * rng.randint(1, 8) if kind == "aligned" else
-               rng.randint(1, 9) if kind == "odd" else 0)
-        row = strides[d + 1] * shape[d + 1]
-        strides[d] = (-(-row // unit16) * unit16 if align_rows else row) + pad
-    return strides
-
-
-def _view_offset(rng: random.Random, shape: list[int], start: list[int],
-                 strides: list[int] | None, width: int) -> tuple[list[int] | None, int]:
-    """(strides, offset) of a view declared in the kernel at an offset: a sub-box of a padded
-    parent (whole rows and columns; its columns may start off 16 bytes, the region then
-    shifts back onto them), whole outer rows of the view, or any (mis)aligned offset."""
-    unit16, rank = max(1, 16 // width), len(shape)
-    kind = _weighted(rng, {"sub": 40, "rows": 20, "aligned": 25, "misaligned": 15})
-    if kind == "sub":  # A.sub[k0:, k1:, ...] of a parent with room around the view
-        ks = [0 if shape[d] == 1 or rng.random() < 0.35 else rng.randint(1, 24)
-              for d in range(rank)]
-        ks[-1] = unit16 * rng.randint(0, 8) if shape[-1] > 1 else 0
-        shift = rng.randint(1, unit16 - 1) * (rng.random() < 0.5)  # columns off 16 bytes
-        if shift and shape[-1] > 1 and start[-1] >= shift and start[-1] % unit16 == 0:
-            ks[-1], start[-1] = ks[-1] + shift, start[-1] - shift  # misaligned, folds
-        strides = [1] * rank
-        for d in reversed(range(rank - 1)):
-            row = strides[d + 1] * (shape[d + 1] + ks[d + 1] + rng.choice((0, 0, 8, 13)))
-            strides[d] = -(-row // unit16) * unit16 if rng.random() < 0.85 else row
-        offset = sum(k * s for k, s in zip(ks, strides))
-        return strides, offset or strides[0] * rng.randint(1, 4)
-    if kind == "rows":  # a flat sub-range A[k * row:] viewed with the same strides
-        used = zip(strides or row_major_strides(shape), shape)
-        return strides, max((s for s, n in used if n > 1), default=1) * rng.randint(1, 16)
-    offset = rng.randint(1, 127)  # in 16-byte units when aligned
-    return strides, unit16 * offset if kind == "aligned" else offset + (offset % unit16 == 0)
-
-
-def _pieces(rng: random.Random, shape: list[int], start: list[int], extents: list[int],
-            stages: int, width: int, edges: dict[int, str]
-            ) -> tuple[tuple[int, ...], tuple[int, ...]] | None:
-    """``global_tiles``: dims as several padded, sometimes interleaved strided pieces (row
-    blocks, column planes); ``shape`` may grow to a multiple of a piece. None: no split."""
-    pieces: list[int] = []
-    for d, n in enumerate(shape):
-        split = [n]
-        if n > 2 and d not in edges and rng.random() < 0.6:
-            unit = max(1, 16 // width) if d == len(shape) - 1 else 1  # 16-byte rows
-            split = _split_dim(rng, n, start[d], extents[d], bool(stages) and d == 0, unit)
-            shape[d] = math.prod(split)
-        pieces.extend(split)
-    if len(pieces) == len(shape):
-        return None
-    order = list(range(len(pieces)))  # memory order, outermost first
-    roll = rng.random()
-    if roll < 0.3:  # interleaved: one piece outermost in memory (planes of columns)
-        order.insert(0, order.pop(rng.randrange(len(order) - 1)))
-    elif roll < 0.4:
-        order = [*rng.sample(order[:-1], len(order) - 1), order[-1]]
-    strides = _laid_out(rng, pieces, order, width, {"none": 45, "aligned": 45, "odd": 10})
-    return tuple(pieces), tuple(strides)
-
-
-def _laid_out(rng: random.Random, extents: list[int], order: list[int], width: int,
-              pads: Mapping[str, int]) -> list[int]:
-    """Strides of ``extents`` in memory ``order`` (outermost first), steps padded by ``pads``."""
-    unit16, strides, step = max(1, 16 // width), [0] * len(extents), 1
-    for i in reversed(order):
-        strides[i] = step
-        kind = _weighted(rng, pads)
-        step *= extents[i]
-        if kind == "aligned":
-            step = -(-step // unit16) * unit16 + unit16 * rng.randint(0, 4)
-        elif kind == "odd":
-            step += rng.randint(1, 9)
-    return strides
-
-
-def _split_dim(rng: random.Random, n: int, s: int, e: int, staged: bool, unit: int = 1
-               ) -> list[int]:
-    """Pieces (outer first) of a dim of ``n``, mostly ones that its region ``[s, s + e)`` (each
-    stage's when ``staged``) covers whole or stays inside one row of."""
-    divisors = [r for r in range(2, min(n, 257)) if n % r == 0]
-    good = [r for r in divisors if ((s % r == 0 and e % r == 0) or (
-        not staged and s // r == (s + e - 1) // r)) and (r % unit == 0 or rng.random() < 0.2)]
-    if good and rng.random() < 0.9:
-        r = rng.choice(good)
-    elif divisors and rng.random() < 0.5:
-        r = rng.choice(divisors)  # may cut the region: refused with rule layout
-    else:
-        r = min(64, math.gcd(s, e) & -math.gcd(s, e))  # a power of two; n grows to fit
-        if r < 2:
-            return [n]
-        n = -(-n // r) * r
-    inner = [r]
-    if r > 2 and rng.random() < 0.25:
-        whole = s % r == 0 and e % r == 0
-        inner = _split_dim(rng, r, 0 if whole else s % r, r if whole else e, False)
-    return [n // r, *inner]
-
-
 def _smem_offset(rng: random.Random, layout: str, width: int) -> int:
-    kind = _weighted(rng, {"zero": 55, "aligned": 39, "misaligned": 6})
+    kind = weighted(rng, {"zero": 55, "aligned": 39, "misaligned": 6})
     if kind == "zero":
         return 0
     if kind == "aligned":
