@@ -124,3 +124,18 @@ def test_natural_persistent_loop_is_bit_exact_on_gpu():
     executable["main"](source.view(torch.float16), out.view(torch.float16))
     torch.cuda.synchronize()
     assert torch.equal(out, source)
+
+
+def test_a_guard_the_ranges_alone_refute_marks_the_copy_unreachable():
+    """A ring's refill guard ``k + stages < steps`` when a problem has ``steps == stages``:
+    ``k < 0`` with ``k`` in [0, 4). The analyzer folds it to false only before the facts'
+    scope is entered (inside, the bound of ``k`` is an empty intersection it leaves alone)."""
+    import tvm
+
+    from tvm_tma.planner.proofs import Prover
+
+    k = tvm.tirx.Var("k", "int32")
+    ring = {k: tvm.ir.Range(0, 4)}
+    assert Prover(ring, [k + 4 < 4]).unreachable
+    assert not Prover(ring, [k + 4 < 5]).unreachable
+    assert Prover(ring, [k >= 4]).unreachable

@@ -65,7 +65,10 @@ def read_multicast(value, direction: str, cluster_ranks: tuple, prover: Prover
         if sizes[0] is None or not 2 <= sizes[0] <= MAX_CLUSTER:
             raise refuse("multicast", f"multicast={value}: the cluster size {sizes[0]} must be "
                          f"static and 2..{MAX_CLUSTER}")
+        _check_every_cta_issues(value, sizes[0], prover)
         return Multicast((1 << sizes[0]) - 1, sizes[0], value)
+    if isinstance(value, tvm.ir.expr.Expr) and as_int(prover.simplify(value)) is not None:
+        value = as_int(prover.simplify(value))  # a constant expression is a static mask
     if isinstance(value, bool) or isinstance(value, (float, str)):
         raise refuse("multicast", f"multicast={value!r} is neither a CTA mask nor the CTA's "
                      "rank in the cluster (T.cta_id_in_cluster)")
@@ -81,6 +84,21 @@ def read_multicast(value, direction: str, cluster_ranks: tuple, prover: Prover
         raise refuse("multicast", f"multicast={value} of type {dtype or type(value).__name__} "
                      "is not a CTA mask (an integer of at most 16 bits of CTAs)")
     return Multicast(value)
+
+
+def _check_every_cta_issues(rank, size: int, prover: Prover) -> None:
+    """A tile dealt out among the cluster arrives only if every CTA issues its share: a copy
+    under a guard that leaves some rank out would leave every CTA's mbarrier short of the
+    tile's bytes, waiting forever."""
+    if prover.unreachable:
+        return
+    for excluded in range(size):
+        if prover.prove(rank != excluded):
+            raise refuse("multicast", f"multicast={rank} deals the tile out among all {size} "
+                         f"CTAs of the cluster, but this copy never runs where {rank} == "
+                         f"{excluded} (its guards exclude it): that share would never arrive "
+                         "and every CTA would wait on its mbarrier forever; issue the copy "
+                         "from every CTA, or pass a mask and load the whole tile from one CTA")
 
 
 def _cluster_size(rank, prover: Prover) -> int | None:

@@ -101,6 +101,12 @@ class Prover:
         self.unreachable = False
         if constraints:
             together = tvm.tirx.all(*constraints)
+            # A fact the ranges alone refute (``step + 4 < 4`` with ``step`` in [0, 4)) is
+            # only seen before the scope is entered: inside it the analyzer's bound of
+            # ``step`` is the empty intersection, which it does not fold.
+            if as_int(self.analyzer.simplify(together)) == 0:
+                self.unreachable = True
+                return
             self._scope = self.analyzer.constraint_scope(together)
             self._scope.__enter__()
             # Under its own facts a contradictory conjunction folds to false (bounds of one
