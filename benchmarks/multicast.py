@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
+import tvm
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
 from tvm.tirx.layout import S, TileLayout
@@ -180,14 +181,14 @@ def measure(found: list[tuple[Stream, object]], runs: int) -> list[dict]:
         rng = np.random.default_rng(stream.distinct)
         data = rng.integers(0, 1 << 16, size=(stream.distinct * TILE_ROWS, TILE_COLS),
                             dtype=np.uint16)
-        source = torch.from_numpy(data.view(np.int16)).cuda()
-        out = torch.full((stream.clusters * CLUSTER, THREADS), -1, dtype=torch.int32,
-                         device="cuda")
+        device = tvm.cuda(0)
+        source = tvm.runtime.tensor(data, device)
+        out = tvm.runtime.tensor(np.full((stream.clusters * CLUSTER, THREADS), 0xFFFFFFFF,
+                                         dtype=np.uint32), device)
         kernel = built.executable["main"]
         kernel(source, out)
-        torch.cuda.synchronize()
-        exact = np.array_equal(out.cpu().numpy().view(np.uint32),
-                               expected_checksums(stream, data))
+        device.sync()
+        exact = np.array_equal(out.numpy(), expected_checksums(stream, data))
         ms = time_launches(torch, lambda: kernel(source, out), runs, warmup=3)
         rows.append({
             "variant": stream.name, "exact": exact, "ms": round(ms, 4),

@@ -1,9 +1,10 @@
 """Probe every (reduction, map element type) pair on the GPU, each in its own process.
 
-Usage: python tools/probe_reduce_types.py  (one line per pair, then a summary)
+Usage: python tools/probe_reduce_types.py [--raw]  (one line per pair, then a summary)
 
-Each pair runs ``cp.reduce.async.bulk.tensor.<op>`` through a tensor map of that element type
-(built with ``T.tma.encode_tiled`` / ``T.tma.reduce``, below the dispatch, which refuses the
+Each pair runs ``cp.reduce.async.bulk.tensor.<op>`` through a tensor map of the type the
+dispatch would encode for it (``reduction_map_dtype``; ``--raw``: the tensor's own type) (built
+with ``T.tma.encode_tiled`` / ``T.tma.reduce``, below the dispatch, which refuses the
 pairs PTX leaves undefined) on random data and reports
 
 * ``MATCH``: global memory equals numpy's ``op(old, new)`` in that type;
@@ -36,7 +37,7 @@ from tvm.script import tirx as T
 from tvm.tirx.layout import S, TileLayout
 import tvm_tma  # noqa: F401
 
-op, dtype = sys.argv[1], sys.argv[2]
+op, dtype, map_dtype = sys.argv[1], sys.argv[2], sys.argv[3]
 ROWS, COLS = 8, 64
 width = tvm.DataType(dtype).bits // 8
 
@@ -45,7 +46,8 @@ width = tvm.DataType(dtype).bits // 8
 def probe(G_ptr: T.handle, X_ptr: T.handle):
     G = T.match_buffer(G_ptr, (ROWS, COLS), dtype, layout=TileLayout(S[ROWS, COLS]))
     X = T.match_buffer(X_ptr, (ROWS, COLS), dtype, layout=TileLayout(S[ROWS, COLS]))
-    gmap = T.meta_var(T.tma.encode_tiled(G, dtype, [COLS, ROWS], [COLS * width], [COLS, ROWS]))
+    gmap = T.meta_var(T.tma.encode_tiled(G, map_dtype, [COLS, ROWS], [COLS * width],
+                                         [COLS, ROWS]))
     T.device_entry()
     T.cta_id([1])
     tid = T.thread_id([128])
@@ -116,10 +118,11 @@ print(json.dumps({"verdict": verdict, "detail": f"{differing} bytes differ from 
 """
 
 
-def _probe(worker: Path, pair: tuple[str, str]) -> tuple[str, str, str, str]:
+def _probe(worker: Path, pair: tuple[str, str], map_dtype: str
+           ) -> tuple[str, str, str, str]:
     op, dtype = pair
-    run = subprocess.run([sys.executable, str(worker), op, dtype], capture_output=True,
-                         text=True, timeout=300)
+    run = subprocess.run([sys.executable, str(worker), op, dtype, map_dtype],
+                         capture_output=True, text=True, timeout=300)
     lines = [line for line in run.stdout.splitlines() if line.startswith("{")]
     if not lines:
         tail = (run.stderr.strip().splitlines() or ["no output"])[-1][:160]
@@ -129,14 +132,17 @@ def _probe(worker: Path, pair: tuple[str, str]) -> tuple[str, str, str, str]:
 
 
 def main() -> int:
-    from tvm_tma.planner.reductions import REDUCE_TYPES
+    from tvm_tma.planner.reductions import REDUCE_TYPES, reduction_map_dtype
+
+    raw = "--raw" in sys.argv  # every map in the tensor's own type, as PTX names it
 
     pairs = [(op, dtype) for op in OPS for dtype in DTYPES]
     with tempfile.TemporaryDirectory() as directory:
         worker = Path(directory) / "reduce_probe_worker.py"  # TVMScript parses its source
         worker.write_text(WORKER)
         with ThreadPoolExecutor(max_workers=8) as pool:
-            results = list(pool.map(lambda pair: _probe(worker, pair), pairs))
+            results = list(pool.map(lambda pair: _probe(
+                worker, pair, pair[1] if raw else reduction_map_dtype(*pair)), pairs))
     surprises = 0
     for op, dtype, verdict, detail in results:
         defined = dtype in REDUCE_TYPES[op]

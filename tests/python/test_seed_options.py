@@ -130,6 +130,15 @@ def test_a_reducing_store_keeps_its_element_type_where_a_store_widens(encoded_ma
     assert (reducing.dtype, reducing.box_dims) == ("float16", (256, 16))
 
 
+def test_a_bitwise_reduction_of_int64_runs_through_a_uint64_map(encoded_maps):
+    """The hardware takes only a UINT64 map for 64-bit and/or/xor (an INT64 map is an
+    illegal instruction, tools/probe_reduce_types.py --raw): the same bits, unsigned."""
+    compile_kernel(reduce_kernel("xor", "int64"))
+    compile_kernel(reduce_kernel("max", "int64"))
+    xor, maximum = encoded_maps
+    assert (xor.dtype, maximum.dtype) == ("uint64", "int64")
+
+
 def test_use_tma_reduce_is_the_same_reduction():
     ours = compile_kernel(reduce_kernel("max", "int32")).cuda_source
     theirs = compile_kernel(reduce_kernel("max", "int32", alias=True)).cuda_source
@@ -268,6 +277,9 @@ REFUSALS = {
     "reduce-add-on-int8": (
         lambda: _kernel(_TILE, _store('use_tma_reduce="add"'), dtype="int8"),
         "reduce", "reduce='add' on int8"),
+    "reduce-add-on-float64": (
+        lambda: _kernel(_TILE, _store('reduce="add"'), dtype="float64"),
+        "reduce", "reduce='add' on float64"),
     "reduce-inc-on-int32": (
         lambda: _kernel(_TILE, _store('reduce="inc"'), dtype="int32"),
         "reduce", "reduce='inc' on int32: PTX defines the inc tensor reduction for uint32"),

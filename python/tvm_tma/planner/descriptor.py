@@ -22,6 +22,7 @@ from .context import MAX_BOX, MAX_RANK, Context
 from .errors import PlanError, refuse
 from .plan_types import SWIZZLE_GEOMETRY, IssueAxis, TensorMapSpec, TmaPlan
 from .proofs import Expr, Prover, as_int
+from .reductions import reduction_map_dtype
 from .refine import CopyAxis
 from .rules import check_plan
 
@@ -333,7 +334,8 @@ def _promote(dims: list[_Dim], ctx: Context) -> tuple[str, int]:
         dim0.steps = [(n, smem, step // factor) for n, smem, step in dim0.steps]
         width *= factor
     if width == shared.element_bytes:
-        return descriptor_dtype(shared.dtype, width), 1
+        dtype = descriptor_dtype(shared.dtype, width)
+        return (dtype if ctx.reduce is None else reduction_map_dtype(ctx.reduce, dtype)), 1
     return _PROMOTED[width], width // shared.element_bytes
 
 
