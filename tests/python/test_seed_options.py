@@ -337,3 +337,18 @@ def test_safe_neighbour_of_a_refusal_assembles(name):
 def test_every_new_rule_has_a_refusal():
     rules = {rule for _, rule, _ in REFUSALS.values()}
     assert {"multicast", "reduce"} <= rules
+
+
+def test_explain_shows_the_split_and_each_option_instruction():
+    import tvm_tma
+    from tvm_tma.explainer.report import format_kernel
+
+    text = format_kernel(tvm_tma.explain(multicast_kernel(128, 128, 4, swizzle=3)))
+    assert ("instruction: cp.async.bulk.tensor.3d.shared::cluster.global.mbarrier::"
+            "complete_tx::bytes.multicast::cluster") in text
+    assert "split among the cluster's 4 CTAs: CTA r makes issues [r * 1, (r + 1) * 1)" in text
+    reduce = format_kernel(tvm_tma.explain(reduce_kernel("xor", "int64")))
+    assert "instruction: cp.reduce.async.bulk.tensor.2d.global.shared::cta.xor.bulk_group" \
+        in reduce and "tensorDataType = uint64" in reduce
+    prefetch = format_kernel(tvm_tma.explain(prefetch_kernel()))
+    assert "instruction: cp.async.bulk.prefetch.tensor.2d.L2.global\n" in prefetch

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import linecache
 
+from ..dispatch.config import CopyOptions
 from ..dispatch.predicates import check_copy, check_scope
 from ..dispatch.variant import plan_copy
 from ..intrin.target import writes_cta_group
-from ..intrin.tensor_copy import LOAD, STORE
+from ..intrin.tensor_copy import LOAD, PREFETCH, REDUCE, STORE
 from ..planner.errors import PlanError
 from .collect import CopySite, tma_copies
 from .hints import RULE_HINTS
@@ -30,16 +31,22 @@ def _source_line(op) -> tuple[int | None, str]:
     return span.line, text.strip()
 
 
-def instruction_for(direction: str, rank: int, arch: str, cache_hint: bool) -> str:
-    """The PTX mnemonic each issue of the copy becomes on ``arch``."""
-    if direction == "g2s":
-        spec = {"rank": rank, "mode": "tile", "dst": "shared::cluster", "multicast": False,
-                "cache_hint": cache_hint, "cta_group": 1 if writes_cta_group(arch) else 0}
-        template = LOAD.render(spec).instructions[0].template
+def instruction_for(direction: str, rank: int, arch: str, options: CopyOptions) -> str:
+    """The PTX mnemonic (with its modifiers) each issue of the copy becomes on ``arch``."""
+    hint = options.cache_hint is not None
+    if options.prefetch:
+        rendered = PREFETCH.render({"rank": rank, "mode": "tile", "cache_hint": hint})
+    elif direction == "g2s":
+        rendered = LOAD.render({
+            "rank": rank, "mode": "tile", "dst": "shared::cluster",
+            "multicast": options.multicast is not None, "cache_hint": hint,
+            "cta_group": 1 if writes_cta_group(arch) else 0})
+    elif options.reduce is not None:
+        rendered = REDUCE.render({"op": options.reduce, "rank": rank, "mode": "tile",
+                                  "cache_hint": hint})
     else:
-        template = STORE.render({"rank": rank, "mode": "tile", "cache_hint": cache_hint}
-                                ).instructions[0].template
-    return template.split(" ")[0]
+        rendered = STORE.render({"rank": rank, "mode": "tile", "cache_hint": hint})
+    return rendered.instructions[0].template.split(" ")[0]
 
 
 def _direction_of(op) -> str | None:
@@ -63,8 +70,7 @@ def explain_copy(site: CopySite, arch: str = "sm_90a") -> CopyExplanation:
         return CopyExplanation(line, source, _direction_of(op), rule=error.rule,
                                detail=error.detail, hint=RULE_HINTS.get(error.rule))
     plan = planned.plan
-    instruction = instruction_for(plan.direction, plan.rank, arch,
-                                  planned.options.cache_hint is not None)
+    instruction = instruction_for(plan.direction, plan.rank, arch, planned.options)
     return CopyExplanation(line, source, plan.direction, plan=plan,
                            established=tuple(planned.prover.established),
                            instruction=instruction)

@@ -10,6 +10,9 @@ def _issue_loop(plan: TmaPlan) -> list[str]:
     if not plan.issue_axes:
         return ["    issue loop: none (one issue)"]
     lines = [f"    issue loop: {plan.num_issues} issues, outermost axis first"]
+    if plan.cluster_split is not None:
+        lines.append(f"    split among the cluster's {plan.cluster_split} CTAs: CTA r makes "
+                     f"issues [r * {plan.issues_per_cta}, (r + 1) * {plan.issues_per_cta})")
     for axis in plan.issue_axes:
         lines.append(f"      {axis.extent} steps: shared +{axis.smem_stride} elements, "
                      f"coordinate {axis.coord_dim} +{axis.coord_step}")
