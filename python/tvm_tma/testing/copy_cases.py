@@ -8,6 +8,10 @@ multi-stage), the two regions and the direction. From it we build
   shared element, so a GPU run checks placement *and* that nothing else was touched
   (:func:`build_kernel`),
 * the expected bytes, from TVM's own layout semantics (:func:`expected_after`).
+
+Two variants share the one-CTA case: ``cluster=N`` runs the load as a multicast in an
+N-CTA cluster (each CTA issues its share of the boxes, every CTA receives the whole tile),
+and ``reduce=op`` makes the store a tensor reduction into the global region.
 """
 
 from __future__ import annotations
@@ -28,6 +32,8 @@ POISON_BYTE = 0xA5
 #: Fill of the global allocation's bytes outside the view (row padding, the view offset);
 #: distinct from the shared poison so a byte moved from padding into shared memory shows.
 GLOBAL_PAD_BYTE = 0x5A
+#: Cluster sizes a case may multicast in (the kernel launches one cluster of that many CTAs).
+MIN_CLUSTER, MAX_CLUSTER = 2, 4
 
 
 @dataclass(frozen=True)
@@ -52,6 +58,13 @@ class CopyCase:
     ``oob`` (``"zero"``/``"nan"`` for g2s, ``"skip"`` for s2g) lets the global region cross
     the view's edges (a load's region may even start before it): a load fills the elements
     outside the view, a store leaves them alone.
+
+    ``cluster`` (g2s only) is 0 for the one-CTA kernel, or N in 2..4: the kernel runs one
+    cluster of N CTAs, each copy is ``copy_async(..., multicast=rank)`` (the tile's boxes
+    dealt out among the N CTAs, each box landing in all of them) and ``D`` has a leading dim
+    of N: CTA ``r`` seeds its shared memory from ``D[r]`` and writes its whole image back
+    there. ``reduce`` (s2g only) names a tensor reduction: the store combines the shared
+    data into the global region, ``global = op(global, shared)`` in the element type.
     """
 
     name: str
@@ -77,6 +90,20 @@ class CopyCase:
     #: strides)`` of ``TileLayout(S[extents : strides])`` over ``global_shape`` (a tiled or
     #: interleaved tensor); None: one stride per dim (``global_strides``)
     global_tiles: tuple[tuple[int, ...], tuple[int, ...]] | None = None
+    #: CTAs of the cluster a multicast load is split among (0: one CTA, no multicast)
+    cluster: int = 0
+    #: ``reduce=`` of a store (a tensor reduction op), or None for a plain store
+    reduce: str | None = None
+
+    def __post_init__(self) -> None:
+        # The two variants exist for one direction each (the kernel could not express the
+        # other): refuse them here rather than build a kernel that means something else.
+        if self.cluster and not (MIN_CLUSTER <= self.cluster <= MAX_CLUSTER
+                                 and self.direction == "g2s"):
+            raise ValueError(f"cluster={self.cluster}: a multicast load in a cluster of "
+                             f"{MIN_CLUSTER}..{MAX_CLUSTER} CTAs (g2s only)")
+        if self.reduce is not None and self.direction != "s2g":
+            raise ValueError(f"reduce={self.reduce!r} is for s2g copies")
 
     @property
     def element_bytes(self) -> int:
@@ -132,6 +159,11 @@ class CopyCase:
     @property
     def shared_bytes(self) -> int:
         return (math.prod(self.shared_shape) + self.smem_elem_offset) * self.element_bytes
+
+    @property
+    def images_shape(self) -> tuple[int, ...]:
+        """Shape of ``D``: the shared buffer, once per CTA of the cluster in a cluster case."""
+        return ((self.cluster,) if self.cluster else ()) + tuple(self.shared_shape)
 
     def stage_starts(self, stage) -> tuple[tuple, tuple]:
         """(shared start, global start) of one stage (stage may be a TIR variable)."""
@@ -253,14 +285,36 @@ def _slices(starts, extents):
     return tuple(slice(s, s + e) for s, e in zip(starts, extents))
 
 
+def _dump_index(case: CopyCase, rank, flat) -> tuple:
+    """Index of ``D`` for shared element ``flat``: in a cluster case, in CTA ``rank``'s image."""
+    index = tuple(_unravel(flat, case.shared_shape))
+    return (rank, *index) if case.cluster else index
+
+
+def _copy_options(case: CopyCase, rank) -> dict:
+    """The copy's options beyond dispatch/mbar/cache_hint (only those the case sets, so a
+    plain case's call is what it always was)."""
+    options = {} if case.oob is None else {"oob": case.oob}
+    if case.cluster:
+        options["multicast"] = rank
+    if case.reduce is not None:
+        options["reduce"] = case.reduce
+    return options
+
+
 def build_kernel(case: CopyCase, dispatch: str = "tma"):
-    """A one-CTA kernel ``main(A, D)`` that performs the copy with ``dispatch`` ("tma").
+    """A kernel ``main(A, D)`` that performs the copy with ``dispatch`` ("tma").
 
     g2s: ``D`` (shared shape) seeds shared memory (poison), the TMA load overwrites the
     region, and every shared element is written back to ``D``. s2g: ``D`` fills shared
-    memory, the TMA store writes the region of ``A``. A global view that is not a dense
-    row-major array (:attr:`CopyCase.global_is_dense`) is matched with its strides (and
-    offset): the caller passes a strided view of the allocation (:func:`global_storage`).
+    memory, the TMA store (or reduction) writes the region of ``A``. A global view that is
+    not a dense row-major array (:attr:`CopyCase.global_is_dense`) is matched with its
+    strides (and offset): the caller passes a strided view of the allocation
+    (:func:`global_storage`).
+
+    A cluster case launches one cluster of ``case.cluster`` CTAs; ``D`` holds one image per
+    CTA (:attr:`CopyCase.images_shape`). Each CTA expects the whole tile's bytes on its own
+    mbarrier before it issues its share: a peer's boxes may complete on it first.
     """
     g_shape, s_shape, dtype = case.global_shape, case.shared_shape, case.dtype
     layout = shared_layout_of(case)
@@ -271,12 +325,14 @@ def build_kernel(case: CopyCase, dispatch: str = "tma"):
     stages = max(case.stages, 1)
     nbytes = case.copy_bytes * stages
     g2s = case.direction == "g2s"
+    clustered = case.cluster > 0
+    expect_last = g2s and not clustered  # a one-CTA load expects its bytes after issuing
+    d_shape = case.images_shape
     g_layout = global_layout_of(case)
     g_args = {} if case.global_is_dense else dict(strides=case.g_strides)
     in_kernel = case.view_in_kernel
     arg_shape = (case.global_storage_elems,) if in_kernel else g_shape
     arg_layout = TileLayout(S[arg_shape]) if in_kernel else g_layout
-    options = {} if case.oob is None else {"oob": case.oob}
 
     def regions(stage, smem, glob):
         s_start, g_start = case.stage_starts(stage)
@@ -289,43 +345,57 @@ def build_kernel(case: CopyCase, dispatch: str = "tma"):
     def main(A_ptr: T.handle, D_ptr: T.handle):
         G = T.match_buffer(A_ptr, arg_shape, dtype, layout=arg_layout,
                            **({} if in_kernel else g_args))
-        D = T.match_buffer(D_ptr, s_shape, dtype, layout=TileLayout(S[tuple(s_shape)]))
+        D = T.match_buffer(D_ptr, d_shape, dtype, layout=TileLayout(S[tuple(d_shape)]))
         if in_kernel:  # a view at an offset inside the argument, as a kernel author writes it
             A = T.decl_buffer(g_shape, dtype, G.data, elem_offset=case.global_offset,
                               layout=g_layout)
         else:
             A = T.meta_var(G)
         T.device_entry()
-        T.cta_id([1])
+        if clustered:
+            T.cluster_id([1])
+            rank = T.cta_id_in_cluster([case.cluster])
+        else:
+            T.cta_id([1])
+            rank = T.meta_var(0)
         tid = T.thread_id([THREADS])
         dyn = T.alloc_buffer((mbar_slot * 8 + 8,), "uint8", scope="shared.dyn")
         smem = T.decl_buffer(s_shape, dtype, dyn.data, elem_offset=case.smem_elem_offset,
                              layout=layout)
         mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=mbar_slot)
         for flat in T.serial(tid, total, step=THREADS):
-            smem[tuple(_unravel(flat, s_shape))] = D[tuple(_unravel(flat, s_shape))]
+            smem[tuple(_unravel(flat, s_shape))] = D[_dump_index(case, rank, flat)]
         if tid == 0:
             T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
         T.ptx.fence.proxy.async_.shared__cta()
-        T.cuda.cta_sync()
+        if clustered:
+            # Every CTA's mbarrier (and seeded image) is ready before any peer multicasts.
+            T.ptx.fence.mbarrier_init.release.cluster()
+            T.cuda.cluster_sync()
+        else:
+            T.cuda.cta_sync()
         if tid == 0:
+            if clustered:
+                T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(nbytes))
             for stage in T.serial(stages):
                 dst, src = T.meta_var(regions(stage, smem, A))
                 if g2s:
                     Tx.copy_async(dst, src, dispatch=dispatch, mbar=mbar.ptr_to([0]),
-                                  cache_hint=case.cache_hint, **options)
+                                  cache_hint=case.cache_hint, **_copy_options(case, rank))
                 else:
                     Tx.copy_async(dst, src, dispatch=dispatch, cache_hint=case.cache_hint,
-                                  **options)
-            if g2s:
+                                  **_copy_options(case, rank))
+            if expect_last:
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(nbytes))
-            else:
+            elif not g2s:
                 T.ptx.cp.async_.bulk.commit_group()
                 T.ptx.cp.async_.bulk.wait_group(0)
         if g2s:
             T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
             for flat in T.serial(tid, total, step=THREADS):
-                D[tuple(_unravel(flat, s_shape))] = smem[tuple(_unravel(flat, s_shape))]
+                D[_dump_index(case, rank, flat)] = smem[tuple(_unravel(flat, s_shape))]
+        if clustered:
+            T.cuda.cluster_sync()  # no CTA exits while a peer may still multicast into it
     # fmt: on
     return main
 
@@ -335,6 +405,29 @@ def random_array(shape, dtype: str, rng: np.random.Generator) -> np.ndarray:
     nbytes = math.prod(shape) * (tvm.DataType(dtype).bits // 8)
     raw = rng.integers(0, 256, size=nbytes, dtype=np.uint8)
     return raw.view(numpy_dtype(dtype)).reshape(shape)
+
+
+def reduction_array(shape, dtype: str, rng: np.random.Generator) -> np.ndarray:
+    """Operands of a reduction: no random bits, since a NaN or an infinity would make the
+    float results depend on how the hardware orders them. Floats are finite (scaled normals,
+    one in twenty subnormal: f32 add flushes those); integers mix every bit pattern with the
+    values where the ops turn (0..3 and the type's extremes), so inc/dec see ``old == 0``,
+    ``old == new``, ``old < new`` and ``old > new`` and add wraps."""
+    count, kind = math.prod(shape), numpy_dtype(dtype)
+    pick = rng.integers(0, 20, size=count)
+    if np.dtype(kind).kind in "iu":
+        values = random_array((count,), dtype, rng)
+        small = rng.integers(0, 4, size=count).astype(kind)
+        info = np.iinfo(kind)
+        values = np.where(pick < 5, small, values)
+        values = np.where((pick >= 5) & (pick < 8), np.array(info.max, kind) - small, values)
+        values = np.where((pick >= 8) & (pick < 10), np.array(info.min, kind) + small, values)
+        return values.astype(kind).reshape(shape)
+    import ml_dtypes
+
+    scale = np.where(pick == 0, float(ml_dtypes.finfo(kind).smallest_normal), 64.0)
+    values = rng.standard_normal(count) * scale
+    return values.astype(np.float32).astype(kind).reshape(shape)
 
 
 def numpy_dtype(dtype: str):
@@ -368,8 +461,18 @@ def expected_after(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray)
 
     The two regions pair their elements in row-major order (TIRx ``copy_async``); with
     ``oob`` the global region may cross the view's edges: a load writes the fill there, a
-    store leaves the tensor alone.
+    store leaves the tensor alone. A reduction combines instead of overwriting
+    (:func:`reduce_elements`). In a cluster case ``shared_in`` holds one image per CTA
+    (:attr:`CopyCase.images_shape`) and each ends as the one-CTA copy would leave it.
     """
+    if case.cluster:
+        images = [_expected_one(case, global_in, image)[1] for image in shared_in]
+        return global_in.copy(), np.stack(images)
+    return _expected_one(case, global_in, shared_in)
+
+
+def _expected_one(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray):
+    """:func:`expected_after` of one CTA's copy (every stage)."""
     glob, shared = global_in.copy(), shared_in.copy()
     for stage in range(max(case.stages, 1)):
         s_start, g_start = case.stage_starts(stage)
@@ -382,9 +485,56 @@ def expected_after(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray)
             flat[~inside] = _fill(case, int((~inside).sum()))
             flat[inside] = glob[g_inside]
             shared[s_sl] = flat.reshape(tile.shape)
+        elif case.reduce is not None:
+            glob[g_inside] = reduce_elements(case.reduce, glob[g_inside], flat[inside])
         else:
             glob[g_inside] = flat[inside]
     return glob, shared
+
+
+def reduce_elements(op: str, old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """``op(old, new)`` element by element, in ``old``'s type, as the PTX ISA defines the
+    tensor reductions. Written from the ISA apart from the TMA model's version, so that the
+    fuzzer compares two readings of it."""
+    if op == "add":
+        return _add(old, new)
+    if op in ("min", "max"):
+        take_new = new < old if op == "min" else new > old
+        return np.where(take_new, new, old).astype(old.dtype)
+    if op in _BITWISE:
+        bits = _unsigned(old.dtype)
+        return _BITWISE[op](old.view(bits), new.view(bits)).view(old.dtype)
+    if op == "inc":  # PTX: (old >= new) ? 0 : old + 1, unsigned
+        return np.where(old >= new, 0, old + 1).astype(old.dtype)
+    if op == "dec":  # PTX: (old == 0 || old > new) ? new : old - 1, unsigned
+        return np.where((old == 0) | (old > new), new, old - 1).astype(old.dtype)
+    raise ValueError(f"unknown reduction {op!r}")
+
+
+_BITWISE = {"and": np.bitwise_and, "or": np.bitwise_or, "xor": np.bitwise_xor}
+
+
+def _unsigned(dtype) -> np.dtype:
+    return np.dtype(f"uint{np.dtype(dtype).itemsize * 8}")
+
+
+def _add(old: np.ndarray, new: np.ndarray) -> np.ndarray:
+    """PTX ``add`` of the tensor reduction: integers wrap; f16/bf16 round the exact sum to
+    nearest even (their float32 sum is exact enough that rounding it once more is the same);
+    f32 rounds to nearest even and flushes subnormal inputs and results to signed zero."""
+    if old.dtype.kind in "iu":
+        bits = _unsigned(old.dtype)
+        return (old.view(bits) + new.view(bits)).view(old.dtype)
+    if old.dtype == np.float32:
+        wide = _flush_to_zero(old).astype(np.float64) + _flush_to_zero(new).astype(np.float64)
+        return _flush_to_zero(wide.astype(np.float32))
+    return (old.astype(np.float32) + new.astype(np.float32)).astype(old.dtype)
+
+
+def _flush_to_zero(values: np.ndarray) -> np.ndarray:
+    """float32 values with each subnormal replaced by a zero of the same sign."""
+    subnormal = (values != 0) & (np.abs(values) < np.finfo(np.float32).smallest_normal)
+    return np.where(subnormal, np.float32(0) * np.sign(values), values).astype(np.float32)
 
 
 def _fill(case: CopyCase, count: int) -> np.ndarray:

@@ -20,13 +20,14 @@ from .copy_cases import (
     numpy_dtype,
     planner_regions,
     random_array,
+    reduction_array,
     shared_layout_of,
 )
 from .layout_eval import layout_offsets
-from .tma_model import execute_plan
+from .tma_model import execute_multicast, execute_plan
 
 SM90A = {"kind": "cuda", "arch": "sm_90a"}
-_CALL_SITE = re.compile(r"^\s+tvm_tma_(?:load|store)_\w+\(", re.MULTILINE)
+_CALL_SITE = re.compile(r"^\s+tvm_tma_(?:load|store|reduce)_\w+\(", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class Built:
 
     @property
     def tma_asm_lines(self) -> list[str]:
-        return re.findall(r'asm volatile\("(cp\.async\.bulk\.tensor[^"]*)"', self.cuda_source)
+        return re.findall(r'asm volatile\("(cp\.(?:reduce\.)?async\.bulk\.tensor[^"]*)"',
+                          self.cuda_source)
 
     @property
     def tensormap_params(self) -> int:
@@ -72,12 +74,14 @@ def assemble(cuda_source: str, arch: str = "sm_90a") -> bytes:
 
 
 def plans_of(case: CopyCase) -> list[tuple[TmaPlan, dict]]:
-    """The plan of every stage, with the variable binding that selects the stage."""
+    """The plan of every stage, with the variable binding that selects the stage (split
+    among the cluster's CTAs in a cluster case, reducing in a reduce case)."""
+    options = dict(oob=case.oob, reduce=case.reduce, multicast_ctas=case.cluster or None)
     if not case.stages:
-        return [(plan(*planner_regions(case), oob=case.oob), {})]
+        return [(plan(*planner_regions(case), **options), {})]
     stage = tvm.tirx.Var("stage", "int32")
     ranges = {stage: tvm.ir.Range.from_min_extent(0, case.stages)}
-    staged = plan(*planner_regions(case, stage), var_ranges=ranges, oob=case.oob)
+    staged = plan(*planner_regions(case, stage), var_ranges=ranges, **options)
     return [(staged, {stage: value}) for value in range(case.stages)]
 
 
@@ -98,12 +102,20 @@ def model_buffers(case: CopyCase, global_logical: np.ndarray, shared_logical: np
     The allocation's bytes outside the view are padding (``GLOBAL_PAD_BYTE``); the arena's
     bytes that no logical shared element occupies (the elem_offset prefix, padded rows) are
     poison, so a copy that touches either shows in a byte comparison of the whole buffers.
+    A cluster case has one arena per CTA: the rows of a 2-D array.
     """
     offsets = _arena_offsets(case) if arena_offsets is None else arena_offsets
-    width = case.element_bytes
+    images = shared_logical.reshape(-1, *case.shared_shape)
+    arenas = np.stack([_arena(offsets, case.element_bytes, image) for image in images])
+    return global_storage(case, global_logical).view(np.uint8), (
+        arenas if case.cluster else arenas[0])
+
+
+def _arena(offsets: np.ndarray, width: int, logical: np.ndarray) -> np.ndarray:
+    """One shared arena: poison, with the logical elements at their offsets."""
     arena = np.full((int(offsets.max()) + 1) * width, POISON_BYTE, dtype=np.uint8)
-    arena[_element_bytes(offsets, width)] = shared_logical.reshape(-1).view(np.uint8)
-    return global_storage(case, global_logical).view(np.uint8), arena
+    arena[_element_bytes(offsets, width)] = logical.reshape(-1).view(np.uint8)
+    return arena
 
 
 def run_model_buffers(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray,
@@ -111,34 +123,44 @@ def run_model_buffers(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarr
     """Execute the planned issues on the numpy TMA model over whole buffers.
 
     Returns the (global allocation, shared arena) bytes after the copy, see
-    :func:`model_buffers`; ``plans`` defaults to :func:`plans_of`.
+    :func:`model_buffers`; ``plans`` defaults to :func:`plans_of`. A cluster case runs
+    every CTA's share of each plan as a multicast into every CTA's arena; a reduce case
+    reduces into the global allocation.
     """
     global_bytes, arena = model_buffers(case, global_in, shared_in, arena_offsets)
+    width = case.element_bytes
     for copy_plan, env in plans if plans is not None else plans_of(case):
-        execute_plan(copy_plan, global_bytes, arena, case.element_bytes, env)
+        if case.cluster:
+            execute_multicast(copy_plan, global_bytes, list(arena), width, env)
+        else:
+            execute_plan(copy_plan, global_bytes, arena, width, env, reduce=case.reduce)
     return global_bytes, arena
 
 
 def run_model(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray):
-    """Execute the planned issues on the numpy TMA model; returns (global, shared) after."""
+    """Execute the planned issues on the numpy TMA model; returns (global, shared) after
+    (shared: one image per CTA in a cluster case)."""
     offsets = _arena_offsets(case)
     global_bytes, arena = run_model_buffers(case, global_in, shared_in, arena_offsets=offsets)
-    shared_out = arena[_element_bytes(offsets, case.element_bytes)]
+    shared_out = np.ascontiguousarray(arena[..., _element_bytes(offsets, case.element_bytes)])
     shared_out = shared_out.view(shared_in.dtype).reshape(shared_in.shape)
     global_out = global_bytes.view(global_in.dtype)[global_offsets(case).reshape(-1)]
     return global_out.reshape(global_in.shape), shared_out
 
 
 def inputs(case: CopyCase, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Random global data; shared data random (s2g) or poison (g2s)."""
+    """Random global data; shared data random (s2g) or poison (g2s, one image per CTA in a
+    cluster case). A reduction's operands are values it computes on, not random bits
+    (:func:`~.copy_cases.reduction_array`)."""
     rng = np.random.default_rng(seed)
-    global_in = random_array(case.global_shape, case.dtype, rng)
+    draw = random_array if case.reduce is None else reduction_array
+    global_in = draw(case.global_shape, case.dtype, rng)
     if case.direction == "g2s":
-        count = math.prod(case.shared_shape) * case.element_bytes
+        count = math.prod(case.images_shape) * case.element_bytes
         shared_in = np.full(count, POISON_BYTE, np.uint8).view(numpy_dtype(case.dtype))
-        shared_in = shared_in.reshape(case.shared_shape)
+        shared_in = shared_in.reshape(case.images_shape)
     else:
-        shared_in = random_array(case.shared_shape, case.dtype, rng)
+        shared_in = draw(case.shared_shape, case.dtype, rng)
     return global_in, shared_in
 
 
@@ -146,7 +168,8 @@ def run_on_gpu(case: CopyCase, built: Built, seed: int = 0) -> tuple[bool, str]:
     """Run on device 0; compare every byte of both buffers with the expected result.
 
     The global side is the view's whole allocation (:func:`global_storage`, padding
-    included): the kernel gets a strided view of it when the view is not dense.
+    included): the kernel gets a strided view of it when the view is not dense. The shared
+    side is ``D``: every CTA's image in a cluster case.
     ``built`` needs only an ``executable`` with a ``"main"`` function.
     """
     import torch
