@@ -64,7 +64,8 @@ def test_fuzz_10k_cases_have_no_mismatch(capsys):
 def test_generator_covers_the_grid():
     cases = [fuzz.random_case(1, index) for index in range(1500)]
     keys = Counter(key for case in cases for key in fuzz.coverage_keys(case))
-    assert {case.dtype for case in cases} == set(fuzz.DTYPES)
+    assert {case.dtype for case in cases} == set(fuzz.ALL_DTYPES)  # wider ints: reductions
+    assert {case.dtype for case in cases if case.reduce is None} == set(fuzz.DTYPES)
     assert {len(case.global_shape) for case in cases} == {1, 2, 3, 4, 5}
     layouts = {key for key in keys if key.startswith("layout=")}
     assert layouts == {"layout=row", "layout=padded", "layout=blocked", "layout=swizzle:0",
@@ -125,8 +126,11 @@ def test_new_features_are_accepted_in_a_sample():
         refused = summary.coverage[(feature, "refused")]
         assert accepted >= (3 if "misaligned" in feature else 10), (feature, accepted)
         assert refused > 0, feature
-    for rule in ("oob", "global-address-align", "layout", "region-bounds"):
+    for rule in ("oob", "global-address-align", "layout", "region-bounds", "multicast",
+                 "reduce"):
         assert summary.rules[rule] > 0, rule
+    for variant in ("multicast", "reduce"):  # the variants (test_fuzz_variants.py) plan too
+        assert summary.coverage[(variant, "accepted")] >= 10, variant
 
 
 def test_generator_is_deterministic_per_case():
@@ -137,7 +141,9 @@ def test_generator_is_deterministic_per_case():
 def test_a_sample_mixes_accepts_and_refusals_with_rules():
     summary = fuzz.run_fuzz(600, seed=2)
     assert summary.cases == 600
-    assert summary.accepted >= 0.35 * summary.cases, summary.line
+    # A multicast case is refused more often than a plain one (its pieces must stay aligned):
+    # with them in the stream about 39% of the cases plan (40.5% before).
+    assert summary.accepted >= 0.33 * summary.cases, summary.line
     assert set(summary.rules) <= set(RULES)
     assert len(summary.rules) >= 8, summary.rules
     assert summary.coverage[("layout=swizzle:3", "accepted")] > 0

@@ -5,15 +5,25 @@ random starts, padded or permuted strides; or a view declared in the kernel at a
 laid out as strided pieces), a region that may cross the view's edges with ``oob=``, a shared
 buffer (plain, padded rows, row blocks, TVM's MMA swizzle atoms, multi-stage, at aligned or
 misaligned offsets, a sub-region or the whole buffer), often of another shape than the global
-region, one of seven dtypes and either direction. The planner must either refuse with a rule of
+region, one of seven dtypes and either direction. About one case in twelve is a multicast load
+split among a cluster of 2 or 4 CTAs (``multicast=rank``), and as many are stores that reduce
+with a random op (``reduce=``), mostly on a dtype PTX defines the op for, sometimes not
+(:mod:`.fuzz_variants`). The planner must either refuse with a rule of
 :data:`~tvm_tma.planner.RULES`, or return plans that satisfy the hardware invariants (checked
 in :mod:`.fuzz_oracle` independently of the planner's own rules) and that, run on the TMA
 model over the whole global allocation and the whole shared arena, give exactly the bytes
-numpy's copy gives.
+numpy's copy gives. For the variants the oracle also checks, apart from the planner: a split
+plan's issues are dealt out exactly (``issues_per_cta * N == num_issues``, each issue made by
+one CTA, every issue on the swizzle period: 1024/512/256 bytes under swizzle 3/2/1, else 128)
+and every CTA's image on the model (``execute_multicast``) is the one-CTA copy; a reduction
+keeps its element type, is refused with rule ``reduce`` exactly when PTX does not define its
+(op, dtype) pair, and leaves numpy's reduction in global memory (computed in
+:func:`~.copy_cases.reduce_elements`, not by the model).
 
 A failing case is minimized (:func:`shrink`) and saved as a regression test
 (:func:`save_regression`). ``--gpu`` builds the accepted cases' kernels in worker processes and
-runs them on the GPU, comparing every byte of both buffers.
+runs them on the GPU, comparing every byte of both buffers: a multicast case's kernel runs one
+cluster and checks every CTA's image, a reduce case's kernel reduces on the hardware.
 
     python -m tvm_tma.testing.fuzz --cases 10000 --seed 1 [--jobs 2] [--gpu] [--save-failures D]
                                    [--coverage]
@@ -22,7 +32,8 @@ prints ``seed S`` first and ``N cases, A accepted, R refused, M mismatches`` las
 on any mismatch (an invariant violation, a crash or a refusal without a known rule count as
 mismatches).
 
-The fuzzer lives in one module per job: :mod:`.fuzz_cases` (the case generator),
+The fuzzer lives in one module per job: :mod:`.fuzz_cases` (the case generator, with
+:mod:`.fuzz_views` for the global views and :mod:`.fuzz_variants` for the variants),
 :mod:`.fuzz_oracle` (one case: refusal rule, plan invariants, model bytes), :mod:`.fuzz_run`
 (many cases in worker processes), :mod:`.fuzz_shrink` (minimization and regression files) and
 :mod:`.fuzz_gpu` (kernels on the GPU). This module is the command line and the facade that
@@ -40,6 +51,7 @@ import sys
 from pathlib import Path
 
 from .fuzz_cases import (
+    ALL_DTYPES,
     DEFAULT_SEED,
     DTYPES,
     MAX_GLOBAL_ELEMS,
@@ -59,6 +71,8 @@ from .fuzz_oracle import (
     model_mismatch,
     plan_invariants,
     plans_of,
+    split_invariants,
+    variant_invariants,
 )
 from .fuzz_run import Summary, coverage_keys, run_fuzz
 from .fuzz_shrink import (
@@ -73,12 +87,12 @@ from .fuzz_shrink import (
 )
 
 __all__ = [
-    "CASE_TIMEOUT", "DEFAULT_SEED", "DTYPES", "MAX_BOX", "MAX_GLOBAL_ELEMS", "MAX_KERNEL_SMEM",
-    "MAX_RANK", "MAX_TILE_BYTES", "REGRESSION_DIR", "SMEM_ALIGN", "CaseTimeout", "GpuSummary",
-    "Outcome", "Summary", "case_digest", "case_source", "check_case", "coverage_keys",
-    "kernel_compatible", "main", "minimize_failure", "model_mismatch", "plan_invariants",
-    "plans_of", "random_case", "regression_source", "run_fuzz", "run_gpu", "save_regression",
-    "shrink", "valid_case",
+    "ALL_DTYPES", "CASE_TIMEOUT", "DEFAULT_SEED", "DTYPES", "MAX_BOX", "MAX_GLOBAL_ELEMS",
+    "MAX_KERNEL_SMEM", "MAX_RANK", "MAX_TILE_BYTES", "REGRESSION_DIR", "SMEM_ALIGN", "CaseTimeout",
+    "GpuSummary", "Outcome", "Summary", "case_digest", "case_source", "check_case",
+    "coverage_keys", "kernel_compatible", "main", "minimize_failure", "model_mismatch",
+    "plan_invariants", "plans_of", "random_case", "regression_source", "run_fuzz", "run_gpu",
+    "save_regression", "shrink", "split_invariants", "valid_case", "variant_invariants",
 ]
 
 

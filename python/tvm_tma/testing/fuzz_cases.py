@@ -12,7 +12,9 @@ strides; or declared in the kernel at an offset -- a padded parent's sub-box, wh
 view's edges with ``oob=`` (dim 0's end, an outer end, both, a load's start), a shared buffer
 (plain, padded rows, row blocks, TVM's MMA swizzle atoms, multi-stage, at aligned or
 misaligned offsets, a sub-region or the whole buffer), often of another shape than the
-global region (a reshape), one of seven dtypes and either direction.
+global region (a reshape), one of seven dtypes and either direction. A share of the cases
+are variants (:mod:`.fuzz_variants`): multicast loads split among a cluster of 2 or 4 CTAs,
+and stores that reduce with a random op, on a dtype PTX defines it for or, sometimes, not.
 """
 
 from __future__ import annotations
@@ -21,13 +23,16 @@ import math
 import random
 
 from .copy_cases import CopyCase
+from .fuzz_variants import REDUCE_ONLY_DTYPES, Variant, draw_variant
 from .fuzz_views import global_strides, pieces, view_offset, weighted
 
-#: Element bytes of every dtype the fuzzer draws.
+#: Element bytes of every dtype a plain case draws.
 DTYPES: dict[str, int] = {
     "float16": 2, "bfloat16": 2, "float32": 4, "int8": 1, "uint8": 1,
     "float8_e4m3fn": 1, "float8_e5m2": 1,
 }
+#: Element bytes of every dtype any case draws (reductions draw wider integers too).
+ALL_DTYPES: dict[str, int] = {**DTYPES, **REDUCE_ONLY_DTYPES}
 #: The most dimensions a tensor map (and so a drawn global view) has.
 MAX_RANK = 5
 #: Upper bounds that keep one case fast on the model and launchable as one CTA.
@@ -42,24 +47,25 @@ _OUTER = {1: 3, 2: 4, 3: 2, 4: 3, 5: 1, 8: 3, 16: 2, 64: 1, 256: 1, 512: 1}  # o
 def random_case(seed: int, index: int) -> CopyCase:
     """Case ``index`` of the stream ``seed`` (independent of every other case)."""
     rng = random.Random(f"tvm-tma-fuzz:{seed}:{index}")
+    variant = draw_variant(seed, index, ALL_DTYPES)
     for _ in range(100):
-        case = _draw(rng, f"fuzz-{seed}-{index}")
+        case = _draw(rng, f"fuzz-{seed}-{index}", variant)
         if case is not None:
             return case
     raise RuntimeError(f"generator found no case for seed {seed} index {index}")
 
 
-def _draw(rng: random.Random, name: str) -> CopyCase | None:
-    direction = rng.choice(("g2s", "s2g"))
+def _draw(rng: random.Random, name: str, variant: Variant) -> CopyCase | None:
+    direction = variant.direction or rng.choice(("g2s", "s2g"))
     oob = None  # edge tiles: oob= for a quarter of the copies, rarely the other direction's
     if rng.random() < 0.24:
         store = (direction == "s2g") != (rng.random() < 0.03)
         oob = "skip" if store else rng.choice(("zero", "nan"))
     floats = oob == "nan" and rng.random() < 0.85  # NaN fill exists for float types only
-    dtype = rng.choice(FLOAT_DTYPES if floats else list(DTYPES))
-    width = DTYPES[dtype]
+    dtype = variant.dtype or rng.choice(FLOAT_DTYPES if floats else list(DTYPES))
+    width = ALL_DTYPES[dtype]
     layout = weighted(rng, {"row": 28, "padded": 16, "blocked": 8, "swizzle:0": 9,
-                             "swizzle:1": 13, "swizzle:2": 13, "swizzle:3": 13})
+                            "swizzle:1": 13, "swizzle:2": 13, "swizzle:3": 13})
     buf = _shared_tile(rng, layout, width)
     if buf is None:
         return None
@@ -96,7 +102,7 @@ def _draw(rng: random.Random, name: str) -> CopyCase | None:
         shared_extent=None if whole else (1,) * len(lead) + tuple(s_ext),
         smem_elem_offset=_smem_offset(rng, layout, width), stages=stages,
         global_strides=None if g_strides is None else tuple(g_strides), global_offset=g_offset,
-        oob=oob, global_tiles=tiles,
+        oob=oob, global_tiles=tiles, cluster=variant.cluster, reduce=variant.reduce,
     )
     return case if case.global_storage_elems <= MAX_GLOBAL_ELEMS else None
 

@@ -9,6 +9,13 @@ that satisfy the hardware invariants (checked here independently of the planner'
 and that, run on the TMA model over the whole global allocation and the whole shared arena,
 give exactly the bytes numpy's copy gives. A crash, a refusal without a known rule or a case
 that runs past its time limit is a mismatch too.
+
+The variants are judged the same way, plus what they promise: a multicast load's plan is dealt
+out among the cluster's CTAs (each issue made by exactly one CTA, each CTA's run as long as
+the others, every piece on the swizzle period) and every CTA's image on the model is the
+one-CTA copy; a reduction keeps the element type, is refused with rule ``reduce`` exactly
+when PTX does not define its (op, dtype) pair, and leaves numpy's reduction of the region in
+global memory (``expected_after`` computes it apart from the TMA model).
 """
 
 from __future__ import annotations
@@ -17,6 +24,7 @@ import contextlib
 import signal
 import threading
 import traceback
+from collections import Counter
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -27,12 +35,14 @@ from ..planner import RULES, PlanError
 from ..planner.plan_types import DESCRIPTOR_DTYPE_BYTES, SWIZZLE_GEOMETRY
 from .copy_cases import CopyCase, expected_after, shared_layout_of
 from .fuzz_cases import MAX_RANK
+from .fuzz_variants import reduction_defined
 from .layout_eval import evaluate, layout_offsets
 from .runner import inputs, model_buffers, plans_of, run_model_buffers
 from .tma_model import box_addresses
 
 if TYPE_CHECKING:
     from ..planner import TmaPlan
+    from ..planner.plan_types import Issue
 
 MAX_BOX = 256
 SMEM_ALIGN = 128
@@ -94,13 +104,19 @@ def _check_case(case: CopyCase, data_seed: int) -> Outcome:
     try:
         plans = plans_of(case)
     except PlanError as error:
-        if error.rule in RULES:
-            return Outcome("refused", rule=error.rule)
-        return Outcome("mismatch", kind="unknown-rule", problem=str(error))
+        if error.rule not in RULES:
+            return Outcome("mismatch", kind="unknown-rule", problem=str(error))
+        problem = _reduce_refusal_problem(case, error.rule)
+        if problem:
+            return Outcome("mismatch", kind="reduce-refusal", problem=f"{problem}: {error}")
+        return Outcome("refused", rule=error.rule)
     except CaseTimeout:
         raise
     except Exception as error:  # noqa: BLE001 -- any other exception is a planner failure
         return _crash("plan", error)
+    if case.reduce is not None and not reduction_defined(case.reduce, case.dtype):
+        return Outcome("mismatch", kind="reduce-accepted", problem=(
+            f"reduce={case.reduce!r} on {case.dtype} was planned: PTX does not define it"))
     try:
         problems = plan_invariants(case, plans)
     except CaseTimeout:
@@ -120,6 +136,20 @@ def _check_case(case: CopyCase, data_seed: int) -> Outcome:
     if problem:
         return Outcome("mismatch", kind="bytes", problem=problem, issues=issues)
     return Outcome("accepted", issues=issues)
+
+
+def _reduce_refusal_problem(case: CopyCase, rule: str) -> str:
+    """'' when refusing ``case`` with ``rule`` agrees with the PTX ISA's reductions: a pair
+    it does not define is refused for that (rule ``reduce``), one it defines never is."""
+    if case.reduce is None:
+        return ""
+    defined = reduction_defined(case.reduce, case.dtype)
+    if not defined and rule != "reduce":
+        return (f"reduce={case.reduce!r} on {case.dtype} (undefined in PTX) refused with rule "
+                f"{rule!r}, not 'reduce'")
+    if defined and rule == "reduce":
+        return f"reduce={case.reduce!r} on {case.dtype} (defined in PTX) refused as a reduction"
+    return ""
 
 
 def _crash(stage: str, error: Exception) -> Outcome:
@@ -198,6 +228,8 @@ def plan_invariants(case: CopyCase, plans: list[tuple[TmaPlan, dict]]
         for axis in copy_plan.issue_axes:
             if axis.extent < 1 or not 0 <= axis.coord_dim < rank:
                 fail("issue-axis", f"{axis}")
+        if not problems:
+            problems.extend(variant_invariants(case, copy_plan, env))
         if problems:
             continue
         for issue in copy_plan.issues():
@@ -238,6 +270,71 @@ def plan_invariants(case: CopyCase, plans: list[tuple[TmaPlan, dict]]
         if np.unique(every).size != every.size:
             fail("overlap", "two issues write the same shared address")
     return problems
+
+
+def variant_invariants(case: CopyCase, copy_plan: TmaPlan, env: Mapping
+                       ) -> list[tuple[str, str]]:
+    """What a variant's plan promises: a reduction computes on the tensor's own elements (a
+    promoted map would combine the wrong numbers, :func:`_same_reduction`); only a cluster
+    case's plan is split, and that one exactly (:func:`split_invariants`)."""
+    problems = []
+    map_dtype = copy_plan.tensor_map.dtype
+    if case.reduce is not None and not _same_reduction(case.reduce, case.dtype, map_dtype):
+        problems.append(("reduce-dtype", f"reduce={case.reduce!r} on {case.dtype} computes in "
+                                         f"{map_dtype}"))
+    if case.cluster:
+        return problems + split_invariants(case.cluster, copy_plan, env, case.element_bytes)
+    if copy_plan.cluster_split is not None:
+        problems.append(("split-unasked", f"a one-CTA copy split among "
+                                          f"{copy_plan.cluster_split} CTAs"))
+    return problems
+
+
+def _same_reduction(op: str, dtype: str, map_dtype: str) -> bool:
+    """A map of ``map_dtype`` computes ``op`` on ``dtype`` tensors: the same type, or for the
+    bitwise ops (PTX types them ``.b32``/``.b64``: bits, not numbers) any integer type of the
+    same width."""
+    if map_dtype == dtype:
+        return True
+    integers = {"int32": 4, "uint32": 4, "int64": 8, "uint64": 8}
+    return (op in ("and", "or", "xor") and dtype in integers
+            and integers.get(map_dtype) == integers[dtype])
+
+
+def split_invariants(ctas: int, copy_plan: TmaPlan, env: Mapping, width: int
+                     ) -> list[tuple[str, str]]:
+    """A plan dealt out among ``ctas`` CTAs: equal runs, each issue made by exactly one CTA
+    (a box made twice lands twice, a box nobody makes never arrives and every CTA's mbarrier
+    waits for it forever), every issue starting on the swizzle pattern's period (128 bytes
+    without a swizzle) so each piece lands on the pattern as the whole tile would."""
+    if copy_plan.cluster_split != ctas or copy_plan.issues_per_cta * ctas != copy_plan.num_issues:
+        return [("split-count", f"split among {copy_plan.cluster_split} CTAs, "
+                                f"{copy_plan.issues_per_cta} issue(s) each, for {ctas} CTAs and "
+                                f"{copy_plan.num_issues} issue(s)")]
+
+    def key(issue: Issue) -> tuple[int, tuple[int, ...]]:
+        return _int(issue.smem_offset, env) * width, tuple(_int(c, env) for c in issue.coordinates)
+
+    every = Counter(key(issue) for issue in copy_plan.issues())
+    runs = [[key(issue) for issue in copy_plan.issues(cta=rank)] for rank in range(ctas)]
+    if any(len(run) != copy_plan.issues_per_cta for run in runs):
+        return [("split-count", f"runs of {[len(run) for run in runs]} issues, not "
+                                f"{copy_plan.issues_per_cta} each")]
+    dealt = Counter(k for run in runs for k in run)
+    twice = [k for k, n in dealt.items() if n > 1]
+    if twice:
+        return [("split-duplicate", f"issue (shared byte, coordinates) {twice[0]} is made "
+                                    f"{dealt[twice[0]]} times by the CTAs")]
+    if dealt != every:
+        missing = next(iter(every - dealt))
+        return [("split-cover", f"no CTA makes issue (shared byte, coordinates) {missing}")]
+    swizzle = copy_plan.tensor_map.swizzle
+    period = SWIZZLE_GEOMETRY[swizzle][1] if swizzle in SWIZZLE_GEOMETRY else SMEM_ALIGN
+    off = sorted(k[0] for k in every if k[0] % period)
+    if off:
+        return [("split-align", f"a piece starts at shared byte {off[0]}, off the "
+                                f"{period}-byte period of swizzle mode {swizzle}")]
+    return []
 
 
 _OFFSETS_CACHE: dict[int, tuple[CopyCase, np.ndarray]] = {}

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from .copy_cases import CopyCase, row_major_strides
 from .fuzz_cases import random_case
 from .fuzz_oracle import Outcome, check_case
+from .fuzz_variants import reduction_defined
 
 
 @dataclass
@@ -109,7 +110,18 @@ def coverage_keys(case: CopyCase) -> list[str]:
         keys.append("pieces")
     if is_reshape(case):
         keys.append("reshape")
-    return keys
+    return keys + variant_keys(case)
+
+
+def variant_keys(case: CopyCase) -> list[str]:
+    """Coverage keys of a case's variant: multicast (and its cluster size), reduce (its op,
+    and whether PTX defines the pair)."""
+    if case.cluster:
+        return ["multicast", f"cluster={case.cluster}"]
+    if case.reduce is None:
+        return []
+    defined = "defined" if reduction_defined(case.reduce, case.dtype) else "undefined"
+    return ["reduce", f"reduce={case.reduce}", f"reduce-{defined}"]
 
 
 def crossings(case: CopyCase) -> tuple[set[int], set[int]]:

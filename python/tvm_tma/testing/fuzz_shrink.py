@@ -3,7 +3,8 @@
 It exists apart from the oracle and the drivers because minimizing is a search over case
 *edits* (drop a stage, a stride, a dimension, layout pieces, the view's offset or ``oob=``,
 pull the region back inside the view, undo a reshape, halve an extent, simplify the layout
-or dtype), driven only by a failure predicate; it knows nothing about plans.
+or dtype, load in one CTA or a smaller cluster, store without reducing), driven only by a
+failure predicate; it knows nothing about plans.
 :func:`minimize_failure` keeps the failure's ``kind`` fixed while it shrinks, and
 :func:`save_regression` writes the result as ``test_case_<hash>.py``, which imports
 ``check_case`` from the ``fuzz`` facade.
@@ -83,6 +84,7 @@ def _replace(case: CopyCase, **changes: object) -> CopyCase:
 
 def _simpler(case: CopyCase) -> Iterator[CopyCase | None]:
     """Candidate simplifications of ``case``, boldest first."""
+    yield from _plainer(case)
     yield from _unstaged(case)
     if case.global_tiles is not None:
         yield _replace(case, global_tiles=None, global_strides=None)
@@ -108,7 +110,17 @@ def _simpler(case: CopyCase) -> Iterator[CopyCase | None]:
     yield from _simpler_dtypes(case)
     yield from _unreshaped(case)
     if case.direction == "s2g":
-        yield _replace(case, direction="g2s", oob="zero" if case.oob else None)
+        yield _replace(case, direction="g2s", oob="zero" if case.oob else None, reduce=None)
+
+
+def _plainer(case: CopyCase) -> Iterator[CopyCase]:
+    """The variant undone: a one-CTA load (or a cluster of two), a plain store."""
+    if case.cluster:
+        yield _replace(case, cluster=0)
+        if case.cluster > 2:
+            yield _replace(case, cluster=2)
+    if case.reduce is not None:
+        yield _replace(case, reduce=None)
 
 
 def tile_groups(shape: tuple[int, ...], pieces: tuple[int, ...]) -> list[list[int]] | None:
@@ -312,9 +324,17 @@ def _simpler_dtypes(case: CopyCase) -> Iterator[CopyCase]:
         yield _replace(case, dtype=same_width[case.dtype])
 
 
+#: Fields added to :class:`CopyCase` after digests were first written: left out of the digest
+#: at their defaults, so every older case keeps its digest (and its regression file's name).
+_LATER_FIELDS = {"cluster": 0, "reduce": None}
+
+
 def case_digest(case: CopyCase) -> str:
     """A stable short hash of a case's content (its name excluded)."""
     fields = dataclasses.asdict(_replace(case, name=""))
+    for name, default in _LATER_FIELDS.items():
+        if fields[name] == default:
+            del fields[name]
     return hashlib.sha1(repr(sorted(fields.items())).encode()).hexdigest()[:12]
 
 
