@@ -29,6 +29,7 @@ from tvm_tma.testing.runner import assemble, compile_kernel
 MULTICASTS = [  # rows, cols, CTAs per cluster, swizzle, split among the CTAs
     (64, 64, 2, 0, True), (64, 64, 4, 0, True), (128, 128, 2, 3, True),
     (128, 128, 4, 3, True), (64, 64, 2, 3, False), (128, 64, 4, 0, False),
+    (8, 64, 4, 3, True),  # two 128B-swizzled rows per CTA: pieces off the 1024-byte period
 ]
 CLUSTERS = 3
 PAIRS = [(op, dtype) for op, dtypes in REDUCE_TYPES.items() for dtype in dtypes]

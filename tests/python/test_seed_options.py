@@ -250,8 +250,8 @@ REFUSALS = {
         lambda: _kernel(_TILE, _load("multicast=5"), cluster=2),
         "multicast", "multicast mask 0b101 names CTAs outside the 2-CTA cluster"),
     "tile-that-cannot-be-split": (
-        lambda: _kernel(_SWIZZLED_ROWS, _load("multicast=rank", "A[0:8, 0:64]"), cluster=4),
-        "multicast", "cannot be split among 4 CTAs"),
+        lambda: _kernel(_SWIZZLED_ROWS, _load("multicast=rank", "A[0:8, 0:64]"), cluster=16),
+        "multicast", "cannot be split among 16 CTAs"),
     "split-under-a-guard-that-leaves-a-cta-out": (
         lambda: _kernel(_TILE, "if rank == 0:\n    " + _load("multicast=rank"), cluster=2),
         "multicast", "never runs where rank == 1"),
@@ -314,6 +314,9 @@ def test_bad_seed_option_is_refused_with_its_rule(name):
 
 
 SAFE = {  # the neighbours of the refusals above, which plan and assemble
+    # Two 128-byte swizzled rows per CTA: off the 1024-byte period, on the tile's pattern.
+    "swizzled-rows-among-4-ctas": lambda: _kernel(
+        _SWIZZLED_ROWS, _load("multicast=rank", "A[0:8, 0:64]"), cluster=4),
     "split-in-a-4-cta-cluster": lambda: _kernel(_TILE, _load("multicast=rank"), cluster=4),
     "mask-from-one-cta": lambda: _kernel(
         _TILE, "if rank == 0:\n    " + _load("multicast=3"), cluster=2),

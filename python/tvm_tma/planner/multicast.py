@@ -13,9 +13,16 @@ needed: an outer box dimension becomes issues (each step one slice of it), and t
 that supplies the missing factor is cut into that many pieces. A cut dimension must be the
 outermost of the box with an extent above one (a box lands densely in shared memory, so a
 piece of an inner dimension would interleave with the next slice of an outer one); every
-piece must start 128-byte aligned in shared memory and, in a swizzled tile, on the swizzle
-pattern period; a piece of dimension 0 must stay a whole number of 16-byte units and is
-never cut under a swizzle (its rows fill the swizzle span whatever their width).
+piece must start 128-byte aligned in shared memory, like every issue; a piece of dimension 0
+must stay a whole number of 16-byte units and is never cut under a swizzle (its rows fill
+the swizzle span whatever their width).
+
+A piece of a swizzled tile stays on the tile's swizzle pattern wherever it starts: the
+hardware swizzles absolute shared-address bits, and the tile's base is on the pattern period
+(rule ``swizzle-base-period``), so a box that starts at row ``k`` of the tile lands exactly
+where rows ``k, k+1, ...`` of the whole tile land (measured on the H100 and H200: a box
+starting inside an aligned tile). Each piece lands at the same offset in every CTA, so on
+the same pattern there too.
 """
 
 from __future__ import annotations
@@ -36,7 +43,7 @@ def split_among_ctas(plan: TmaPlan, ctas: int, ctx: Context) -> TmaPlan:
     if ctas == 1:
         return plan
     spec = plan.tensor_map
-    piece_align = _piece_alignment(plan)
+    piece_align = SMEM_ALIGN
     width = ctx.shared.element_bytes
     boxes = list(spec.box_dims)
     new_axes: list[IssueAxis] = []
@@ -67,7 +74,8 @@ def split_among_ctas(plan: TmaPlan, ctas: int, ctx: Context) -> TmaPlan:
             "multicast",
             f"the tile ({plan.num_issues} issue(s) of box {list(spec.box_dims)}) cannot be "
             f"split among {ctas} CTAs: no cut of its outer box dimensions gives a multiple of "
-            f"{ctas} boxes that each start {piece_align}-byte aligned in shared memory")
+            f"{ctas} boxes that each start {piece_align}-byte aligned in shared memory (rows "
+            "of a swizzled box are whole swizzle spans)")
     return replace(plan, tensor_map=replace(spec, box_dims=tuple(boxes)),
                    issue_axes=(*plan.issue_axes, *new_axes), cluster_split=ctas)
 
@@ -78,13 +86,6 @@ def _piece_fits(plan: TmaPlan, dim: int, piece: int, piece_align: int) -> bool:
     if dim == 0 and (spec.swizzle or (piece * spec.element_bytes) % 16):
         return False
     return (piece * _row_bytes(plan, dim)) % piece_align == 0
-
-
-def _piece_alignment(plan: TmaPlan) -> int:
-    """Bytes every piece's shared offset must be a multiple of (the swizzle period in a
-    swizzled tile, so each piece lands on the pattern like the whole tile)."""
-    swizzle = plan.tensor_map.swizzle
-    return SWIZZLE_GEOMETRY[swizzle][1] if swizzle else SMEM_ALIGN
 
 
 def _row_bytes(plan: TmaPlan, dim: int) -> int:
