@@ -130,10 +130,21 @@ def test_a_box_no_cta_makes_breaks_an_invariant(monkeypatch):
     assert _kind(MULTICAST) == ("mismatch", "invariant:split-cover")
 
 
-def test_a_piece_off_the_swizzle_period_breaks_an_invariant(monkeypatch):
-    """128 bytes in: aligned for a TMA issue, but not on the 1024-byte pattern period."""
-    _patch_plans(monkeypatch, lambda p: dataclasses.replace(p, smem_offset=p.smem_offset + 64))
+def test_a_piece_off_128_bytes_breaks_an_invariant(monkeypatch):
+    _patch_plans(monkeypatch, lambda p: dataclasses.replace(p, smem_offset=p.smem_offset + 32))
     assert _kind(MULTICAST) == ("mismatch", "invariant:split-align")
+
+
+def test_pieces_in_each_others_place_are_a_byte_mismatch(monkeypatch):
+    """The two 16-row pieces swapped in shared memory: aligned, whole, misplaced."""
+    def swapped(p):
+        *outer, last = p.issue_axes
+        back = dataclasses.replace(last, smem_stride=-last.smem_stride)
+        return dataclasses.replace(p, smem_offset=p.smem_offset + last.smem_stride,
+                                   issue_axes=(*outer, back))
+
+    _patch_plans(monkeypatch, swapped)
+    assert _kind(MULTICAST) == ("mismatch", "bytes")
 
 
 def test_a_split_plan_for_one_cta_breaks_an_invariant(monkeypatch):
@@ -151,12 +162,12 @@ def test_every_ctas_image_is_compared(monkeypatch):
     assert "shared" in fuzz.check_case(MULTICAST).problem
 
 
-#: Found by the 10,000-case run (seed 20251122, cases 993 and 5447), minimized: the planner
-#: splits these tiles with pieces off the swizzle period, which planner/multicast.py promises
-#: never to do (it checks the size of the pieces it cuts, not where the issues start). The
-#: first needs no cut: its two issues (the two 128-byte columns of an 11-row tile) already
-#: divide by 2; the second is cut at row 3 + 8 of a 128B-swizzled tile. Either a refusal
-#: (rule multicast) or pieces on the period will do; these pass once the planner says so.
+#: Found by the 10,000-case run (seed 20251122, cases 993 and 5447), minimized: splits whose
+#: pieces start off the swizzle pattern's period (the first needs no cut: the two 128-byte
+#: columns of an 11-row tile already divide by 2; the second is cut at row 3 + 8 of a
+#: 128B-swizzled tile). The hardware swizzles absolute addresses, so a piece lands on the
+#: tile's pattern wherever it starts: both fuzz cases ran bit-exact on an H200, and the
+#: planner's split asks for 128-byte alignment only.
 OFF_PERIOD = [
     CopyCase("off-period-no-cut", "float32", "g2s", (64,), (0,), (64,), (11, 64), "swizzle:3",
              shared_start=(0, 0), shared_extent=(1, 64), cluster=2),
@@ -165,12 +176,13 @@ OFF_PERIOD = [
 ]
 
 
-@pytest.mark.xfail(strict=True, reason="planner: split_among_ctas leaves issues off the "
-                   "swizzle period (see planner/multicast.py's promise)")
 @pytest.mark.parametrize("case", OFF_PERIOD, ids=[case.name for case in OFF_PERIOD])
-def test_split_pieces_start_on_the_swizzle_period(case):
+def test_split_pieces_off_the_swizzle_period_are_exact(case):
     outcome = fuzz.check_case(case)
-    assert outcome.status != "mismatch", f"{outcome.kind}: {outcome.problem}"
+    assert outcome.status == "accepted", f"{outcome.kind}: {outcome.problem}"
+    (plan, env), = fuzz.plans_of(case)
+    starts = [int(i.smem_offset) * case.element_bytes for i in plan.issues()]
+    assert any(start % 1024 for start in starts) and not any(start % 128 for start in starts)
 
 
 # --------------------------------------------------------------------------------------------

@@ -14,10 +14,10 @@ in :mod:`.fuzz_oracle` independently of the planner's own rules) and that, run o
 model over the whole global allocation and the whole shared arena, give exactly the bytes
 numpy's copy gives. For the variants the oracle also checks, apart from the planner: a split
 plan's issues are dealt out exactly (``issues_per_cta * N == num_issues``, each issue made by
-one CTA, every issue on the swizzle period: 1024/512/256 bytes under swizzle 3/2/1, else 128)
-and every CTA's image on the model (``execute_multicast``) is the one-CTA copy; a reduction
-keeps its element type, is refused with rule ``reduce`` exactly when PTX does not define its
-(op, dtype) pair, and leaves numpy's reduction in global memory (computed in
+one CTA, every piece 128-byte aligned; off the swizzle period is fine, the hardware swizzles
+absolute addresses) and every CTA's image on the model (``execute_multicast``) is the one-CTA
+copy; a reduction keeps its element type, is refused with rule ``reduce`` exactly when PTX does
+not define its (op, dtype) pair, and leaves numpy's reduction in global memory (computed in
 :func:`~.copy_cases.reduce_elements`, not by the model).
 
 A failing case is minimized (:func:`shrink`) and saved as a regression test
