@@ -355,3 +355,16 @@ def test_explain_shows_the_split_and_each_option_instruction():
         in reduce and "tensorDataType = uint64" in reduce
     prefetch = format_kernel(tvm_tma.explain(prefetch_kernel()))
     assert "instruction: cp.async.bulk.prefetch.tensor.2d.L2.global\n" in prefetch
+
+
+@pytest.mark.parametrize("options,direction,rule", [
+    (dict(reduce="add"), "g2s", "reduce"), (dict(multicast_ctas=2), "s2g", "multicast")])
+def test_the_planner_itself_refuses_an_option_of_the_other_direction(options, direction,
+                                                                     rule):
+    from tvm_tma.planner import PlanError, plan
+    from tvm_tma.testing.copy_cases import CopyCase, planner_regions
+
+    case = CopyCase("c", "float32", direction, (32, 64), (0, 0), (8, 64), (8, 64))
+    with pytest.raises(PlanError) as info:
+        plan(*planner_regions(case), **options)
+    assert info.value.rule == rule

@@ -60,7 +60,13 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
         prover = Prover(var_ranges, facts)
     _check_oob(oob, direction)
     if reduce is not None:
+        if direction != "s2g":
+            raise refuse("reduce", f"reduce={reduce!r}: a reduction combines shared data into "
+                         "global memory, so it is for shared->global copies")
         check_reduction(reduce, str(shared_region.source.dtype))
+    if multicast_ctas is not None and direction != "g2s":
+        raise refuse("multicast", "multicast is for global->shared loads (a store writes one "
+                     "tensor)")
     check_region_in_buffer(shared_region, prover)
     if shared_allocation is not None:
         lo, hi = buffer_span(shared_region.source, prover)
