@@ -8,21 +8,24 @@ One kernel, two variants that differ in one option of one ``copy_async``:
   engine writes both halves into both CTAs' shared memory (one global request per tile
   per cluster).
 
-Each cluster streams ``--tiles`` tiles of 64 x 128 uint16 (16 KiB) through a ring of 4
-stages; every CTA reads every element of each tile it receives (an XOR checksum per
-thread, checked against numpy before timing) and releases the stage in both CTAs (the
-peer's multicast writes into it), exactly as the B operand of a 2-CTA GEMM is consumed
-(examples/cluster_multicast.py). Both variants run the same synchronization.
+Each cluster streams ``--tiles`` tiles of 64 x 128 uint16 (16 KiB) through a ring of
+stages; every CTA reads each tile it receives (an XOR checksum per thread, checked against
+numpy before timing) and releases the stage in both CTAs (the peer's multicast writes into
+it), exactly as the B operand of a 2-CTA GEMM is consumed (examples/cluster_multicast.py).
+Both variants run the same synchronization.
 
-Two footprints: ``dram`` (every tile distinct: the data streams from DRAM) and ``l2``
-(the clusters cycle over 1024 tiles, 16 MiB: the data stays in L2).
+Two pipelines: ``4stages-readsall`` (every thread reads its 64 elements of each tile: the
+consumer sets the pace) and ``8stages-readsone`` (one element per thread per tile and twice
+the bytes in flight: the copies set the pace). Two footprints: ``dram`` (every tile
+distinct: the data streams from DRAM) and ``l2`` (the clusters cycle over 1024 tiles,
+16 MiB: the data stays in L2).
 
 Reported per variant, from the tile counts: bytes landed in shared memory (useful bytes),
 global bytes the TMA requested, their ratio (requested per useful byte: 1.0 plain, 0.5
 multicast), and the measured median time of one launch with the useful bandwidth it
 implies; the ratio of the two times is measured in the same run. ``ncu --metrics
 dram__bytes_read.sum,lts__t_requests_srcunit_tex_op_read.sum python
-benchmarks/multicast.py --profile multicast-l2`` measures what the hardware read.
+benchmarks/multicast.py --profile multicast-dram-8stages-readsone`` measures what the hardware read.
 
 Usage: python benchmarks/multicast.py [--compile-only] [--runs 30] [--tiles 256]
        [--json out.json] [--profile NAME]
@@ -50,7 +53,7 @@ from copy_bandwidth import time_launches  # noqa: E402
 
 TILE_ROWS, TILE_COLS = 64, 128
 TILE_BYTES = TILE_ROWS * TILE_COLS * 2
-STAGES = 4
+PER_THREAD = TILE_ROWS * TILE_COLS // 128  # elements of a tile per thread
 CLUSTER = 2
 THREADS = 128
 BARRIER_BYTES = 1024
@@ -66,11 +69,23 @@ class Stream:
     tiles: int
     distinct: int
     multicast: bool
+    #: Ring stages per CTA (16 KiB each).
+    stages: int = 4
+    #: "all": every thread reads its 64 elements of each tile (the consumer sets the pace);
+    #: "one": one element per thread per tile (the copies set the pace).
+    reads: str = "all"
+
+    @property
+    def footprint(self) -> str:
+        return "l2" if self.distinct == L2_TILES else "dram"
+
+    @property
+    def config(self) -> str:
+        return f"{self.footprint}-{self.stages}stages-reads{self.reads}"
 
     @property
     def name(self) -> str:
-        footprint = "l2" if self.distinct == L2_TILES else "dram"
-        return f"{'multicast' if self.multicast else 'plain'}-{footprint}"
+        return f"{'multicast' if self.multicast else 'plain'}-{self.config}"
 
     @property
     def useful_bytes(self) -> int:
@@ -86,7 +101,7 @@ class Stream:
 
 def stream_kernel(stream: Stream):
     clusters, tiles, distinct = stream.clusters, stream.tiles, stream.distinct
-    share = stream.multicast
+    share, stages, every = stream.multicast, stream.stages, stream.reads == "all"
 
     # fmt: off
     @T.prim_func
@@ -99,23 +114,23 @@ def stream_kernel(stream: Stream):
         cluster = T.cluster_id([clusters])
         rank = T.cta_id_in_cluster([CLUSTER])
         tid = T.thread_id([THREADS])
-        dyn = T.alloc_buffer((BARRIER_BYTES + STAGES * TILE_BYTES,), "uint8",
+        dyn = T.alloc_buffer((BARRIER_BYTES + stages * TILE_BYTES,), "uint8",
                              scope="shared.dyn")
-        full = T.decl_buffer((STAGES,), "uint64", dyn.data, elem_offset=0)
-        empty = T.decl_buffer((STAGES,), "uint64", dyn.data, elem_offset=STAGES)
-        ring = T.decl_buffer((STAGES, TILE_ROWS, TILE_COLS), "uint16", dyn.data,
+        full = T.decl_buffer((stages,), "uint64", dyn.data, elem_offset=0)
+        empty = T.decl_buffer((stages,), "uint64", dyn.data, elem_offset=stages)
+        ring = T.decl_buffer((stages, TILE_ROWS, TILE_COLS), "uint16", dyn.data,
                              elem_offset=BARRIER_BYTES // 2,
-                             layout=TileLayout(S[STAGES, TILE_ROWS, TILE_COLS]))
+                             layout=TileLayout(S[stages, TILE_ROWS, TILE_COLS]))
         check = T.alloc_local((1,), "uint32")
         peer_empty = T.alloc_local((1,), "uint32")
         if tid == 0:
-            for s in T.serial(STAGES):
+            for s in T.serial(stages):
                 T.ptx.mbarrier.init.shared.b64(full.ptr_to([s]), T.uint32(1))
                 T.ptx.mbarrier.init.shared.b64(empty.ptr_to([s]), T.uint32(CLUSTER))
         T.ptx.fence.mbarrier_init.release.cluster()
         T.cuda.cluster_sync()
         if tid == 0:
-            for s in T.serial(STAGES):
+            for s in T.serial(stages):
                 row = T.meta_var((s * clusters + cluster) % distinct * TILE_ROWS)
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([s]),
                                                            T.uint32(TILE_BYTES))
@@ -127,10 +142,15 @@ def stream_kernel(stream: Stream):
                                   mbar=full.ptr_to([s]))
         check[0] = T.uint32(0)
         for t in T.serial(tiles):
-            s = T.meta_var(t % STAGES)
-            T.cuda.mbarrier_wait(full.ptr_to([s]), t // STAGES % 2)
-            for j in T.serial(TILE_ROWS * TILE_COLS // THREADS):
-                i = T.meta_var(j * THREADS + tid)
+            s = T.meta_var(t % stages)
+            T.cuda.mbarrier_wait(full.ptr_to([s]), t // stages % 2)
+            if every:
+                for j in T.serial(PER_THREAD):
+                    i = T.meta_var(j * THREADS + tid)
+                    check[0] = check[0] ^ T.Cast("uint32",
+                                                 ring[s, i // TILE_COLS, i % TILE_COLS])
+            else:
+                i = T.meta_var(tid * PER_THREAD + t % PER_THREAD)
                 check[0] = check[0] ^ T.Cast("uint32", ring[s, i // TILE_COLS, i % TILE_COLS])
             T.cuda.cta_sync()
             if tid == 0:
@@ -139,9 +159,9 @@ def stream_kernel(stream: Stream):
                         peer_empty[0], T.cuda.cvta_generic_to_shared(empty.ptr_to([s])),
                         T.uint32(peer))
                     T.ptx.mbarrier.arrive.release.cluster.shared__cluster.b64(peer_empty[0])
-                if t + STAGES < tiles:
-                    row = T.meta_var(((t + STAGES) * clusters + cluster) % distinct * TILE_ROWS)
-                    T.cuda.mbarrier_wait_acquire_cluster(empty.ptr_to([s]), t // STAGES % 2)
+                if t + stages < tiles:
+                    row = T.meta_var(((t + stages) * clusters + cluster) % distinct * TILE_ROWS)
+                    T.cuda.mbarrier_wait_acquire_cluster(empty.ptr_to([s]), t // stages % 2)
                     T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([s]),
                                                                T.uint32(TILE_BYTES))
                     if share:
@@ -157,19 +177,28 @@ def stream_kernel(stream: Stream):
 
 
 def expected_checksums(stream: Stream, data: np.ndarray) -> np.ndarray:
-    """Thread ``tid`` of each CTA XORs elements ``tid + 128 j`` of every tile it receives."""
-    per_tile = np.bitwise_xor.reduce(
-        data.reshape(stream.distinct, TILE_ROWS * TILE_COLS // THREADS, THREADS), axis=1)
+    """Thread ``tid`` of each CTA XORs elements ``tid + 128 j`` of every tile it receives
+    (``reads="all"``), or element ``64 tid + t % 64`` of its ``t``-th tile (``"one"``)."""
+    tiles = data.reshape(stream.distinct, PER_THREAD, THREADS)
     out = np.zeros((stream.clusters * CLUSTER, THREADS), dtype=np.uint32)
     for cluster in range(stream.clusters):
         order = [(t * stream.clusters + cluster) % stream.distinct for t in range(stream.tiles)]
-        checksum = np.bitwise_xor.reduce(per_tile[order], axis=0).astype(np.uint32)
-        out[cluster * CLUSTER:(cluster + 1) * CLUSTER] = checksum
+        if stream.reads == "all":
+            checksum = np.bitwise_xor.reduce(
+                np.bitwise_xor.reduce(tiles[order], axis=1), axis=0)
+        else:
+            flat = data.reshape(stream.distinct, THREADS, PER_THREAD)
+            picked = flat[order, :, [t % PER_THREAD for t in range(stream.tiles)]]
+            checksum = np.bitwise_xor.reduce(picked, axis=0)
+        out[cluster * CLUSTER:(cluster + 1) * CLUSTER] = checksum.astype(np.uint32)
     return out
 
 
 def streams(clusters: int, tiles: int) -> list[Stream]:
-    return [Stream(clusters, tiles, distinct, multicast)
+    """Both variants of each configuration: consumer-paced (4 stages, every element read)
+    and copy-paced (8 stages, one element per thread), each from DRAM and from L2."""
+    return [Stream(clusters, tiles, distinct, multicast, stages, reads)
+            for stages, reads in ((4, "all"), (8, "one"))
             for distinct in (clusters * tiles, L2_TILES) for multicast in (False, True)]
 
 
@@ -197,9 +226,9 @@ def measure(found: list[tuple[Stream, object]], runs: int) -> list[dict]:
             "requested_per_useful": stream.requested_bytes / stream.useful_bytes,
             "useful_GBps": round(stream.useful_bytes / ms / 1e6, 1),
         })
-    for row in rows:  # plain / multicast of the same footprint, measured in this run
-        footprint = row["variant"].split("-")[1]
-        plain = next(r for r in rows if r["variant"] == f"plain-{footprint}")
+    for row in rows:  # plain / multicast of the same configuration, measured in this run
+        config = row["variant"].split("-", 1)[1]
+        plain = next(r for r in rows if r["variant"] == f"plain-{config}")
         row["time_vs_plain"] = round(row["ms"] / plain["ms"], 3)
     return rows
 
@@ -227,10 +256,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     rows = measure(found, 1 if args.profile else args.runs)
     print(f"{clusters} clusters of {CLUSTER} CTAs, {args.tiles} tiles of {TILE_BYTES} B each")
-    print(f"{'variant':16} {'exact':6} {'ms':>8} {'req/useful':>10} {'useful GB/s':>11} "
+    print(f"{'variant':34} {'exact':6} {'ms':>8} {'req/useful':>10} {'useful GB/s':>11} "
           f"{'time vs plain':>13}")
     for row in rows:
-        print(f"{row['variant']:16} {row['exact']!s:6} {row['ms']:8.3f} "
+        print(f"{row['variant']:34} {row['exact']!s:6} {row['ms']:8.3f} "
               f"{row['requested_per_useful']:10.2f} {row['useful_GBps']:11.1f} "
               f"{row['time_vs_plain']:13.3f}")
     if args.json:
