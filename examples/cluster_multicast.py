@@ -56,7 +56,7 @@ from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
 from tvm.tirx.layout import S, TileLayout
 
-import tvm_tma  # noqa: F401  (registers dispatch="tma"; autoloaded anyway once installed)
+from tvm_tma.demo import hopper_available  # importing tvm_tma registers dispatch="tma"
 
 BM, BN, BK = 64, 64, 64  # a CTA's block of C, and the K step
 STAGES = 4
@@ -176,14 +176,6 @@ def reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
     for kk in range(a.shape[1]):
         acc = acc + a32[:, kk:kk + 1] * b32[kk:kk + 1, :]
     return acc
-
-
-def hopper_available() -> bool:
-    try:
-        device = tvm.cuda(0)
-        return bool(device.exist) and device.compute_version.startswith("9")
-    except Exception:
-        return False
 
 
 def main(m: int = 512, n: int = 256, k: int = 512) -> int:
