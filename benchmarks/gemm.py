@@ -38,13 +38,15 @@ PROBLEMS = [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 14336, 4096),
 def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                 ctas: int) -> list[GemmConfig]:
     """The default configuration, or (``sweep``) the grid around it."""
-    base = GemmConfig(m, n, k, dtype=dtype, b_layout=b_layout, ctas=ctas)
+    base = GemmConfig.for_problem(m, n, k, dtype=dtype, b_layout=b_layout, ctas=ctas)
     if not sweep:
         return [base]
     found = []
-    for block_n, stages in ((256, 3), (256, 4), (128, 4), (128, 5), (128, 6)):
+    for block_n, stages, epilogue_n in ((256, 3, 0), (256, 4, 128), (256, 4, 64),
+                                        (128, 4, 0), (128, 6, 0), (128, 7, 64)):
         for group_m in (4, 8, 16):
-            cfg = replace(base, block_n=block_n, stages=stages, group_m=group_m)
+            cfg = replace(base, block_n=block_n, stages=stages, group_m=group_m,
+                          epilogue_n=epilogue_n)
             try:
                 cfg.check()
             except ValueError:
@@ -88,6 +90,7 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, runs: int) -> list
             rows.append({
                 "problem": f"{m}x{n}x{k}", "dtype": dtype, "b": b_layout,
                 "block_n": cfg.block_n, "stages": cfg.stages, "group_m": cfg.group_m,
+                "epilogue_n": cfg.epilogue_cols,
                 "correct": ok, "worst_error_over_bound": round(worst, 4),
                 "ms": round(ms, 4), "tflops": round(flops / ms / 1e9, 1),
                 "torch_ms": round(torch_ms, 4),

@@ -31,9 +31,10 @@ Each CTA has three warpgroups (384 threads):
   So one group of MMAs runs while the next slot's wait completes, and the producer stays
   up to ``stages`` slots ahead.
 * **Epilogue** (consumers): after the tile's last MMA the accumulators are rounded to the
-  output type and written into a 128B-swizzled C tile in shared memory, then one thread
-  stores it with a TMA store (``oob="skip"``: the parts of an edge tile past M or N are not
-  written). The next tile's epilogue waits until that store has read the C tile.
+  output type and written into a 128B-swizzled C stage in shared memory (``epilogue_n``
+  columns at a time), then one thread stores it with a TMA store (``oob="skip"``: the parts
+  of an edge tile past M or N are not written). Each stage waits until the previous store
+  has read the C stage.
 
 The barrier phases are counted, not tracked: producer and consumers both number their uses
 of the ring ``it = j * k_steps + k`` (tile ordinal j of this CTA, K step k), so slot and
@@ -90,10 +91,28 @@ class GemmConfig:
     block_m: int = 128
     block_n: int = 256
     block_k: int = 64
-    stages: int = 3
+    stages: int = 4
     #: Row blocks per group of the tile order (L2 reuse); 1 is plain row-major order.
     group_m: int = 8
+    #: Columns of C staged in shared memory per TMA store (0: the whole block_n). A
+    #: narrower C stage leaves room for one more ring slot.
+    epilogue_n: int = 128
     ctas: int = 132
+
+    @classmethod
+    def for_problem(cls, m: int, n: int, k: int, **options) -> GemmConfig:
+        """The default tiling for a problem: 128 x 256 tiles (4 stages, C staged 128
+        columns at a time), or 128 x 128 tiles when 128 x 256 ones would leave SMs idle.
+
+        From the sweep in benchmarks/RESULTS.md: on the H200, 128 x 256 x 64 with 4 stages
+        is fastest wherever there are at least as many tiles as SMs; a 1000 x 2000 problem
+        has only 64 such tiles for 132 SMs, and 128 x 128 tiles (128 of them) run it 1.2x
+        faster.
+        """
+        wide = cls(m, n, k, **options)
+        if wide.num_tiles >= wide.ctas:
+            return wide
+        return cls(m, n, k, **{"block_n": 128, "stages": 4, "epilogue_n": 0, **options})
 
     @property
     def consumers(self) -> int:
@@ -117,8 +136,12 @@ class GemmConfig:
         return self.block_n * self.block_k * self.element_bytes
 
     @property
+    def epilogue_cols(self) -> int:
+        return self.epilogue_n or self.block_n
+
+    @property
     def c_tile_bytes(self) -> int:
-        return self.block_m * self.block_n * self.element_bytes
+        return self.block_m * self.epilogue_cols * self.element_bytes
 
     @property
     def shared_bytes(self) -> int:
@@ -165,6 +188,9 @@ class GemmConfig:
             raise ValueError(f"block_k={self.block_k}: 64 (one 128-byte swizzle row)")
         if self.stages < 2:
             raise ValueError(f"stages={self.stages}: the ring needs at least 2 slots")
+        if self.epilogue_cols % 64 or self.block_n % self.epilogue_cols:
+            raise ValueError(f"epilogue_n={self.epilogue_n}: whole 64-column atoms that "
+                             f"divide block_n={self.block_n}")
         if self.group_m < 1 or self.ctas < 1:
             raise ValueError(f"group_m={self.group_m}, ctas={self.ctas}: both at least 1")
         if self.shared_bytes > MAX_SHARED:
@@ -212,6 +238,7 @@ def gemm_kernel(cfg: GemmConfig):
     b_offset = (BARRIER_BYTES + stages * cfg.a_tile_bytes) // elem
     c_offset = (BARRIER_BYTES + stages * (cfg.a_tile_bytes + cfg.b_tile_bytes)) // elem
     tile_bytes = cfg.a_tile_bytes + cfg.b_tile_bytes
+    en = cfg.epilogue_cols
 
     # fmt: off
     @T.prim_func
@@ -229,8 +256,8 @@ def gemm_kernel(cfg: GemmConfig):
                                layout=mma_shared_layout(dtype, 3, (stages, bm, bk)))
         b_ring = T.decl_buffer((stages, *b_slot), dtype, dyn.data, elem_offset=b_offset,
                                layout=mma_shared_layout(dtype, 3, (stages, *b_slot)))
-        c_tile = T.decl_buffer((bm, bn), dtype, dyn.data, elem_offset=c_offset,
-                               layout=mma_shared_layout(dtype, 3, (bm, bn)))
+        c_tile = T.decl_buffer((bm, en), dtype, dyn.data, elem_offset=c_offset,
+                               layout=mma_shared_layout(dtype, 3, (bm, en)))
         acc = T.alloc_local((acc_regs,), "float32")
         desc_a = T.alloc_local((1,), "uint64")
         desc_b = T.alloc_local((1,), "uint64")
@@ -245,7 +272,7 @@ def gemm_kernel(cfg: GemmConfig):
             T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGISTERS)
             if tid == 0:
                 for j in T.serial(rounds):
-                    tile = cta + j * ctas
+                    tile = T.meta_var(cta + j * ctas)
                     if tile < num_tiles:
                         mb, nb = T.meta_var(tile_coordinates(tile, m_blocks, n_blocks,
                                                              group_m))
@@ -273,7 +300,7 @@ def gemm_kernel(cfg: GemmConfig):
             consumer = T.meta_var(warpgroup - 1)
             lane = T.meta_var(tid % WARPGROUP)
             for j in T.serial(rounds):
-                tile = cta + j * ctas
+                tile = T.meta_var(cta + j * ctas)
                 if tile < num_tiles:
                     mb, nb = T.meta_var(tile_coordinates(tile, m_blocks, n_blocks, group_m))
                     for ks in T.serial(k_steps):
@@ -301,22 +328,27 @@ def gemm_kernel(cfg: GemmConfig):
                     T.ptx.wgmma.wait_group.sync.aligned(0)
                     if lane == 0:
                         ring.consumer_release(j * k_steps + k_steps - 1)
-                    # Epilogue. The previous tile's TMA store must have read the C tile.
-                    if tid == WARPGROUP:
-                        T.ptx.cp.async_.bulk.wait_group.read(0)
-                    T.ptx.bar.sync(1, WARPGROUP * cfg.consumers)
+                    # Epilogue, en columns at a time: the previous TMA store must have
+                    # read the C stage before it is overwritten.
                     warp = T.meta_var(lane // 32)
-                    for i in T.unroll(acc_regs):
-                        # wgmma m64nN f32 fragment: register i of lane l of warp w holds
-                        # row 16w + l/4 + 8*((i/2)%2), column 8*(i/4) + 2*(l%4) + i%2.
-                        c_tile[consumer * 64 + warp * 16 + lane % 32 // 4 + i // 2 % 2 * 8,
-                               i // 4 * 8 + lane % 4 * 2 + i % 2] = T.Cast(dtype, acc[i])
-                    T.ptx.fence.proxy.async_.shared__cta()
-                    T.ptx.bar.sync(1, WARPGROUP * cfg.consumers)
-                    if tid == WARPGROUP:
-                        Tx.copy_async(C[mb * bm:mb * bm + bm, nb * bn:nb * bn + bn],
-                                      c_tile[:, :], dispatch="tma", oob="skip")
-                        T.ptx.cp.async_.bulk.commit_group()
+                    for h in T.unroll(bn // en):
+                        if tid == WARPGROUP:
+                            T.ptx.cp.async_.bulk.wait_group.read(0)
+                        T.ptx.bar.sync(1, WARPGROUP * cfg.consumers)
+                        for i in T.unroll(en // 2):
+                            # wgmma m64nN f32 fragment: register r of lane l of warp w
+                            # holds row 16w + l/4 + 8*((r/2)%2), column 8*(r/4) + 2*(l%4)
+                            # + r%2; this stage holds registers h*en/2 .. (h+1)*en/2 - 1.
+                            c_tile[consumer * 64 + warp * 16 + lane % 32 // 4 + i // 2 % 2 * 8,
+                                   i // 4 * 8 + lane % 4 * 2 + i % 2] = T.Cast(
+                                       dtype, acc[h * (en // 2) + i])
+                        T.ptx.fence.proxy.async_.shared__cta()
+                        T.ptx.bar.sync(1, WARPGROUP * cfg.consumers)
+                        n0 = T.meta_var(nb * bn + h * en)
+                        if tid == WARPGROUP and n0 < n:
+                            Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en],
+                                          c_tile[:, :], dispatch="tma", oob="skip")
+                            T.ptx.cp.async_.bulk.commit_group()
             if tid == WARPGROUP:
                 T.ptx.cp.async_.bulk.wait_group.read(0)
     # fmt: on
@@ -369,7 +401,7 @@ def run(cfg: GemmConfig, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndar
 def main() -> int:
     from tvm_tma.testing.runner import assemble, compile_kernel
 
-    cfg = GemmConfig(1000, 2000, 3000)  # ragged: no extent is a multiple of its tile
+    cfg = GemmConfig.for_problem(1000, 2000, 3000)  # ragged: no extent a multiple of a tile
     cubin = assemble(compile_kernel(gemm_kernel(cfg)).cuda_source)
     print(f"{cfg}: {len(cubin)} bytes of sm_90a cubin")
     if not hopper_available():

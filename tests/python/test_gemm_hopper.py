@@ -20,6 +20,8 @@ from gemm_hopper import GemmConfig, gemm_kernel, run  # noqa: E402
 #: layouts, both dtypes, both tile widths.
 CASES = [
     GemmConfig(256, 512, 256),
+    GemmConfig(256, 512, 256, stages=3, epilogue_n=0),
+    GemmConfig.for_problem(1000, 2000, 3000),
     GemmConfig(200, 136, 328),
     GemmConfig(1000, 2000, 3000, ctas=16),
     GemmConfig(128, 256, 40, b_layout="kn"),
@@ -28,12 +30,14 @@ CASES = [
     GemmConfig(264, 520, 136, dtype="float16", b_layout="kn"),
     GemmConfig(512, 384, 1024, block_n=128, stages=4, group_m=2, ctas=7),
     GemmConfig(192, 320, 200, block_n=128, stages=5, b_layout="kn", dtype="float16"),
+    GemmConfig(520, 648, 1000, ctas=9),
+    GemmConfig(256, 264, 192, stages=4, epilogue_n=64, b_layout="kn"),
 ]
 
 
 def _name(cfg: GemmConfig) -> str:
     return (f"{cfg.m}x{cfg.n}x{cfg.k}-{cfg.dtype}-{cfg.b_layout}-bn{cfg.block_n}"
-            f"-s{cfg.stages}-c{cfg.ctas}")
+            f"-s{cfg.stages}-e{cfg.epilogue_cols}-c{cfg.ctas}")
 
 
 @pytest.fixture(scope="module", params=CASES, ids=_name)
@@ -65,7 +69,8 @@ def test_gemm_issues_the_expected_instructions(built):
     loads = len(re.findall(r"tvm_tma_load_\w+\(\(", src))
     assert loads in ((2, 1 + cfg.block_n // 64) if cfg.b_layout == "kn" else (2,))
     stores = len(re.findall(r"tvm_tma_store_\w+\(\(", src))
-    assert stores in (1, cfg.block_n // 64)
+    stages = cfg.block_n // cfg.epilogue_cols  # the epilogue loop over C stages is unrolled
+    assert stores in (stages, stages * cfg.epilogue_cols // 64)
     assert len(re.findall(r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global"
                           r"\.mbarrier::complete_tx::bytes", src)) >= 1
     assert re.search(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta\.bulk_group", src)
@@ -85,6 +90,24 @@ def test_gemm_refuses_configurations_it_cannot_run(bad, rule):
     params = dict(m=256, n=256, k=256) | bad
     with pytest.raises(ValueError, match=re.escape(rule)):
         gemm_kernel(GemmConfig(**params))
+
+
+def test_default_tiling_keeps_every_sm_busy():
+    assert GemmConfig.for_problem(8192, 8192, 8192).block_n == 256
+    assert GemmConfig.for_problem(8192, 1024, 8192).block_n == 256  # 256 tiles >= 132
+    ragged = GemmConfig.for_problem(1000, 2000, 3000)  # 64 wide tiles for 132 SMs
+    assert (ragged.block_n, ragged.num_tiles) == (128, 128)
+
+
+def test_benchmark_compile_only_assembles_every_variant(capsys):
+    """What CI runs of benchmarks/gemm.py: the default kernel of a square and the ragged
+    problem for both dtypes and both B layouts, assembled for sm_90a."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    import gemm as benchmark
+
+    assert benchmark.main(["--compile-only", "--problem", "8192x8192x8192",
+                           "--problem", "1000x2000x3000"]) == 0
+    assert "8 kernels assembled" in capsys.readouterr().out
 
 
 @pytest.mark.gpu

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tvm
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
 from tvm.tirx.layout import S, TileLayout
@@ -139,3 +140,17 @@ def test_a_guard_the_ranges_alone_refute_marks_the_copy_unreachable():
     assert Prover(ring, [k + 4 < 4]).unreachable
     assert not Prover(ring, [k + 4 < 5]).unreachable
     assert Prover(ring, [k >= 4]).unreachable
+
+
+def test_a_fact_over_a_one_round_loop_bounds_its_other_variable():
+    """``tile = cta + j * ctas`` under ``if tile < num_tiles`` in a loop of one round (a
+    small GEMM on a persistent grid): the fact is ``cta < num_tiles``, which is what bounds
+    the tile's coordinates (``cta // 16`` is 0)."""
+    from tvm_tma.planner.proofs import Prover
+
+    cta, j = tvm.tirx.Var("cta", "int32"), tvm.tirx.Var("j", "int32")
+    prover = Prover({cta: tvm.ir.Range(0, 132), j: tvm.ir.Range(0, 1)},
+                    facts=[cta + j * 132 < 4])
+    assert prover.prove(cta // 16 == 0)
+    assert not Prover({cta: tvm.ir.Range(0, 132), j: tvm.ir.Range(0, 2)},
+                      facts=[cta + j * 132 < 4]).prove(cta // 16 == 1)

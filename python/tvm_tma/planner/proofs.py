@@ -48,6 +48,17 @@ def as_range(fact) -> tuple | None:
     return var, tvm.ir.Range.from_min_extent(low.a, high.b - low.a)
 
 
+def _bounds_one_variable(fact) -> bool:
+    """``var < c``, ``c <= var``, ... or a range: a fact the analyzer turns into a bound."""
+    if as_range(fact) is not None:
+        return True
+    if not isinstance(fact, (tvm.tirx.LT, tvm.tirx.LE, tvm.tirx.GT, tvm.tirx.GE)):
+        return False
+    sides = (fact.a, fact.b)
+    return (sum(isinstance(side, tvm.tirx.Var) for side in sides) == 1
+            and sum(as_int(side) is not None for side in sides) == 1)
+
+
 @dataclass(frozen=True)
 class Established:
     """A safety fact the planner proved, and the kernel facts the proof could lean on."""
@@ -80,7 +91,16 @@ class Prover:
                 self.ranges[var] = rng
                 self.assumptions[var] = _range_text(var, rng)
         constraints = []
-        for fact in facts:
+        for stated in facts:
+            # Under the ranges, a fact may reduce to a simpler one: ``cta + j * 132 < 4``
+            # with ``j`` the variable of a one-round loop is ``cta < 4``, a range.
+            # Other facts keep the form the kernel wrote (``explain`` quotes them; a fact
+            # the ranges refute is found below).
+            simplified = self.analyzer.simplify(stated)
+            if as_int(simplified) == 1:
+                continue
+            reduced = _bounds_one_variable(simplified) and not _bounds_one_variable(stated)
+            fact = simplified if reduced else stated
             found = as_range(fact)
             if found is not None and found[0] not in bound:
                 self.analyzer.bind(*found)
