@@ -12,18 +12,25 @@ warp); producer ``p`` of CTA ``b`` is *lane* ``v = b * producers + p`` of ``V`` 
 takes tiles ``v``, ``v + V``, ``v + 2V``, ... so that at any moment neighbouring lanes
 stream neighbouring memory.
 
-Each producer owns ``stages`` shared tiles of the ring and one mbarrier per stage. One
-thread per pipeline is all TMA needs:
+Each producer owns a ring of ``stages`` shared tiles: a
+:class:`tvm_tma.pipeline.TmaPipeline` drained by TMA stores (``empty=None``: no empty
+barriers, the producer's own bulk groups tell it when a slot may be refilled), built as
+``TmaPipeline(full, None, stages, first=producer * stages)`` so that every producer's
+slots and full mbarriers sit side by side in one buffer. The producer's k-th tile is ring
+use k (slot ``first + k % stages``). One thread per pipeline is all TMA needs:
 
-1. Prologue: start the loads of the producer's first ``stages`` tiles, one per stage. Each
-   load completes on its stage's mbarrier (``arrive.expect_tx`` announces the bytes).
-2. Steady state, for the producer's k-th tile in stage ``s = k % stages``:
-   wait for the stage's mbarrier (phase ``(k // stages) % 2``), then TMA-store the stage
-   back to global memory and commit the store as a bulk group.
-   The stage of the *previous* tile is refilled next: ``wait_group.read 1`` waits only
-   until that older store has finished reading shared memory (not for its global writes),
-   while the store just issued keeps running. So ``stages - 1`` loads and up to two stores
-   are in flight per producer at all times.
+1. Prologue: ``ring.init()`` (one full mbarrier per slot), then the loads of the
+   producer's first ``stages`` tiles (uses 0 .. stages - 1, nothing to wait for). Each load
+   completes on ``ring.full_barrier(k)``; ``ring.producer_commit`` (``arrive.expect_tx``)
+   announces its bytes right after the copy is issued.
+2. Steady state, for use k: ``ring.consumer_wait(k)`` (the slot's full mbarrier, phase
+   ``k // stages % 2``), then TMA-store the slot back to global memory and commit the store
+   as a bulk group. The slot of the *previous* tile is refilled next, with use
+   ``k - 1 + stages``: ``ring.producer_acquire(k - 1 + stages, pending_stores=1)`` is
+   ``wait_group.read 1``, which waits only until the store of use k - 1 has finished
+   reading shared memory (not for its global writes), while the store just issued keeps
+   running. So ``stages - 1`` loads and up to two stores are in flight per producer at all
+   times.
 3. Epilogue: ``wait_group.read 0``: shared memory must outlive the stores' reads of it;
    their global writes complete with the kernel.
 
@@ -57,6 +64,7 @@ from tvm.script.tirx import tile as Tx
 from tvm.tirx.layout import S, TileLayout
 
 import tvm_tma  # noqa: F401  (registers dispatch="tma"; autoloaded anyway once installed)
+from tvm_tma.pipeline import TmaPipeline
 
 #: Bytes reserved at the front of dynamic shared memory for the mbarriers. The ring starts
 #: right after them, on the 1024-byte period that 128B swizzle needs.
@@ -165,47 +173,48 @@ def pipelined_copy_kernel(shape: PipelineShape):
         tid = T.thread_id([32 * producers])
         dyn = T.alloc_buffer((shape.shared_bytes,), "uint8", scope="shared.dyn")
         full = T.decl_buffer((producers * stages,), "uint64", dyn.data, elem_offset=0)
-        ring = T.decl_buffer((producers * stages, tm, tn), dtype, dyn.data,
-                             elem_offset=BARRIER_BYTES * 8 // tvm.DataType(dtype).bits,
-                             layout=layout)
+        tiles = T.decl_buffer((producers * stages, tm, tn), dtype, dyn.data,
+                              elem_offset=BARRIER_BYTES * 8 // tvm.DataType(dtype).bits,
+                              layout=layout)
         # Lane 0 of each warp is one producer with its own stages, barriers and bulk groups.
         producer = T.meta_var(tid // 32)
         lane = T.meta_var(cta * producers + producer)
-        first = T.meta_var(producer * stages)  # its first slot in the ring
         if tid % 32 == 0:
-            for s in T.serial(stages):
-                T.ptx.mbarrier.init.shared.b64(full.ptr_to([first + s]), T.uint32(1))
+            # This producer's ring: slots and barriers producer * stages .., drained by its
+            # own TMA stores. Its k-th tile (lane + k * lanes) is ring use k.
+            ring = TmaPipeline(full, None, stages, first=producer * stages)
+            ring.init()
             T.ptx.fence.proxy.async_.shared__cta()
-            # Prologue: fill every stage. This lane's k-th tile is lane + k * lanes.
+            # Prologue: fill every stage (uses 0 .. stages - 1: nothing to wait for). Each
+            # load is issued before producer_commit announces its bytes (either order is
+            # correct: the phase cannot complete before the arrival).
             for k in T.serial(stages):
                 tile = lane + k * lanes
                 if tile < num_tiles:
                     r0, c0 = T.meta_var(origin(tile))
-                    Tx.copy_async(ring[first + k, :, :], A[r0:r0 + tm, c0:c0 + tn],
-                                  dispatch="tma", mbar=full.ptr_to([first + k]),
+                    Tx.copy_async(tiles[ring.slot(k), :, :], A[r0:r0 + tm, c0:c0 + tn],
+                                  dispatch="tma", mbar=ring.full_barrier(k),
                                   cache_hint=load_hint)
-                    T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([first + k]),
-                                                               T.uint32(tile_bytes))
+                    ring.producer_commit(k, tile_bytes)
             for k in T.serial(rounds):
                 tile = lane + k * lanes
                 if tile < num_tiles:
-                    slot = T.meta_var(first + k % stages)
                     r0, c0 = T.meta_var(origin(tile))
-                    T.cuda.mbarrier_wait(full.ptr_to([slot]), (k // stages) % 2)
-                    Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], ring[slot, :, :], dispatch="tma",
-                                  cache_hint=store_hint)
+                    ring.consumer_wait(k)
+                    Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], tiles[ring.slot(k), :, :],
+                                  dispatch="tma", cache_hint=store_hint)
                     T.ptx.cp.async_.bulk.commit_group()
-                    # Refill the previous tile's stage once its store has read it.
-                    refill = lane + (k - 1 + stages) * lanes
+                    # Refill the previous tile's slot with use k - 1 + stages once the store
+                    # of use k - 1 has read it (the one just committed may still read).
+                    use = T.meta_var(k - 1 + stages)
+                    refill = lane + use * lanes
                     if k >= 1 and refill < num_tiles:
-                        prev = T.meta_var(first + (k - 1) % stages)
                         nr0, nc0 = T.meta_var(origin(refill))
-                        T.ptx.cp.async_.bulk.wait_group.read(1)
-                        Tx.copy_async(ring[prev, :, :], A[nr0:nr0 + tm, nc0:nc0 + tn],
-                                      dispatch="tma", mbar=full.ptr_to([prev]),
-                                      cache_hint=load_hint)
-                        T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([prev]),
-                                                                   T.uint32(tile_bytes))
+                        ring.producer_acquire(use, pending_stores=1)
+                        Tx.copy_async(tiles[ring.slot(use), :, :],
+                                      A[nr0:nr0 + tm, nc0:nc0 + tn], dispatch="tma",
+                                      mbar=ring.full_barrier(use), cache_hint=load_hint)
+                        ring.producer_commit(use, tile_bytes)
             # Shared memory must outlive the stores' reads of it; their global writes
             # complete with the kernel (as in CUTLASS's TMA epilogue).
             T.ptx.cp.async_.bulk.wait_group.read(0)
@@ -257,60 +266,58 @@ def dynamic_pipelined_copy_kernel(shape: PipelineShape):
         full = T.decl_buffer((producers * stages,), "uint64", dyn.data, elem_offset=0)
         held = T.decl_buffer((producers * stages,), "int32", dyn.data,
                              elem_offset=BARRIER_BYTES // 2 // 4)  # tile index per slot
-        ring = T.decl_buffer((producers * stages, tm, tn), dtype, dyn.data,
-                             elem_offset=BARRIER_BYTES * 8 // tvm.DataType(dtype).bits,
-                             layout=layout)
+        tiles = T.decl_buffer((producers * stages, tm, tn), dtype, dyn.data,
+                              elem_offset=BARRIER_BYTES * 8 // tvm.DataType(dtype).bits,
+                              layout=layout)
         k = T.alloc_buffer((1,), "int32", scope="local")  # this producer's tile count
         tile = T.alloc_buffer((1,), "int32", scope="local")  # the tile of its k-th stage
         drawn = T.alloc_buffer((1,), "int32", scope="local")  # the next tile, drawn ahead
         producer = T.meta_var(tid // 32)
         lane = T.meta_var(cta * producers + producer)
-        first = T.meta_var(producer * stages)
         if tid % 32 == 0:
-            for s in T.serial(stages):
-                T.ptx.mbarrier.init.shared.b64(full.ptr_to([first + s]), T.uint32(1))
+            # The producer's ring, as in the static kernel: its k-th tile is ring use k.
+            ring = TmaPipeline(full, None, stages, first=producer * stages)
+            ring.init()
             T.ptx.fence.proxy.async_.shared__cta()
-            # Prologue: the first `stages` tiles of every lane are static.
+            # Prologue: the first `stages` tiles of every lane are static (uses 0 ..
+            # stages - 1). Loads are issued before producer_commit, as in the static kernel.
             for s in T.serial(stages):
                 first_tile = lane + s * lanes
-                held[first + s] = first_tile
+                held[ring.slot(s)] = first_tile
                 if first_tile < num_tiles:
                     r0, c0 = T.meta_var(origin(first_tile))
-                    Tx.copy_async(ring[first + s, :, :], A[r0:r0 + tm, c0:c0 + tn],
-                                  dispatch="tma", mbar=full.ptr_to([first + s]),
+                    Tx.copy_async(tiles[ring.slot(s), :, :], A[r0:r0 + tm, c0:c0 + tn],
+                                  dispatch="tma", mbar=ring.full_barrier(s),
                                   cache_hint=load_hint)
-                    T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([first + s]),
-                                                               T.uint32(tile_bytes))
+                    ring.producer_commit(s, tile_bytes)
             drawn[0] = first_dynamic + T.cuda.atomic_add(work.ptr_to([0]), 1)
             k[0] = 0
-            tile[0] = held[first]
+            tile[0] = held[ring.slot(0)]
             while tile[0] < num_tiles:
                 # Held tiles are lane + s * lanes or drawn ones: never negative.
                 T.assume(tile[0] >= 0)
-                slot = T.meta_var(first + k[0] % stages)
                 r0, c0 = T.meta_var(origin(tile[0]))
-                T.cuda.mbarrier_wait(full.ptr_to([slot]), k[0] // stages % 2)
-                Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], ring[slot, :, :], dispatch="tma",
-                              cache_hint=store_hint)
+                ring.consumer_wait(k[0])
+                Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], tiles[ring.slot(k[0]), :, :],
+                              dispatch="tma", cache_hint=store_hint)
                 T.ptx.cp.async_.bulk.commit_group()
-                # Refill the previous tile's stage with the drawn tile once its store has
-                # read it, and draw the one after.
+                # Refill the previous tile's slot with the drawn tile (use k - 1 + stages)
+                # once the store of use k - 1 has read it, and draw the one after.
                 if k[0] >= 1:
-                    prev = T.meta_var(first + (k[0] - 1) % stages)
-                    T.ptx.cp.async_.bulk.wait_group.read(1)
-                    held[prev] = drawn[0]
+                    use = T.meta_var(k[0] - 1 + stages)
+                    ring.producer_acquire(use, pending_stores=1)
+                    held[ring.slot(use)] = drawn[0]
                     if drawn[0] < num_tiles:
                         # An atomic counter that starts at zero: first_dynamic or later.
                         T.assume(drawn[0] >= first_dynamic)
                         nr0, nc0 = T.meta_var(origin(drawn[0]))
-                        Tx.copy_async(ring[prev, :, :], A[nr0:nr0 + tm, nc0:nc0 + tn],
-                                      dispatch="tma", mbar=full.ptr_to([prev]),
-                                      cache_hint=load_hint)
-                        T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([prev]),
-                                                                   T.uint32(tile_bytes))
+                        Tx.copy_async(tiles[ring.slot(use), :, :],
+                                      A[nr0:nr0 + tm, nc0:nc0 + tn], dispatch="tma",
+                                      mbar=ring.full_barrier(use), cache_hint=load_hint)
+                        ring.producer_commit(use, tile_bytes)
                         drawn[0] = first_dynamic + T.cuda.atomic_add(work.ptr_to([0]), 1)
                 k[0] = k[0] + 1
-                tile[0] = held[first + k[0] % stages]
+                tile[0] = held[ring.slot(k[0])]
             T.ptx.cp.async_.bulk.wait_group.read(0)
             # The last producer to finish resets the counters for the next launch.
             T.cuda.thread_fence()

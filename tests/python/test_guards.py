@@ -154,3 +154,34 @@ def test_a_fact_over_a_one_round_loop_bounds_its_other_variable():
     assert prover.prove(cta // 16 == 0)
     assert not Prover({cta: tvm.ir.Range(0, 132), j: tvm.ir.Range(0, 2)},
                       facts=[cta + j * 132 < 4]).prove(cta // 16 == 1)
+
+
+def test_a_warpgroup_indexed_copy_in_an_else_branch_plans():
+    """Warpgroup 0 produces, the others each store their own slice: the else branch's
+    ``slices[tid // 128 - 1]`` is inside the buffer only through the branch's fact
+    ``tid // 128 != 0`` (the ranges alone allow ``-1``)."""
+    rows = 64
+
+    # fmt: off
+    @T.prim_func
+    def consumers_store(B_ptr: T.handle):
+        B = T.match_buffer(B_ptr, (2 * rows, 64), "float16", layout=TileLayout(S[2 * rows, 64]))
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([384])
+        dyn = T.alloc_buffer((2 * rows * 64 * 2,), "uint8", scope="shared.dyn")
+        slices = T.decl_buffer((2, rows, 64), "float16", dyn.data,
+                               layout=TileLayout(S[2, rows, 64]))
+        if tid // 128 == 0:
+            T.cuda.cta_sync()
+        else:
+            consumer = T.meta_var(tid // 128 - 1)
+            if tid % 128 == 0:
+                Tx.copy_async(B[consumer * rows:consumer * rows + rows, :],
+                              slices[consumer, :, :], dispatch="tma")
+                T.ptx.cp.async_.bulk.commit_group()
+                T.ptx.cp.async_.bulk.wait_group(0)
+    # fmt: on
+    built = compile_kernel(consumers_store)
+    assert built.tma_call_sites == 1
+    assemble(built.cuda_source)

@@ -96,6 +96,55 @@ def test_dynamic_schedule_device_code():
     assert len(assemble(cuda)) > 0
 
 
+@pytest.mark.parametrize("schedule", ["static", "dynamic"])
+@pytest.mark.parametrize("producers", [1, 4])
+def test_ring_is_a_tma_pipeline_drained_by_stores(schedule, producers):
+    """Each producer's ring is a TmaPipeline with empty=None: one full mbarrier per slot
+    (initialised unrolled, one arrival each, at the producer's own slots), one try_wait per
+    tile (consumer_wait), and the refill acquires with ``wait_group.read 1`` between the
+    store's commit and the refill load; no empty barriers, no other wait."""
+    stages = 3
+    shape = PipelineShape(2048, 1024, "float16", tile_rows=32, stages=stages, ctas=5,
+                          producers=producers, schedule=schedule)
+    _, cuda = _build(shape)
+    # The kernel's definition (the first `extern "C" __global__` line declares it).
+    body = cuda[cuda.index(") {", cuda.index('extern "C" __global__')):]
+    inits = re.findall(r"tvm_builtin_ptx_mbarrier_init_init_shared_b64\(.*?dyn_ptr\)\[(.*?)\]\)"
+                       r"\)\), \(uint\)(\d+)\);", body)
+    slots = [index for index, _ in inits]
+    assert len(inits) == stages and len(set(slots)) == stages, inits
+    assert all(count == "1" for _, count in inits)  # full barriers only: one arrival
+    if producers == 1:
+        assert slots == ["0", "1", "2"]
+    else:  # ring p starts at barrier p * stages
+        assert slots[0] == "((((int)threadIdx.x) >> 5) * 3)"
+    assert cuda.count("mbarrier.init.shared.b64") == 1  # the one helper
+    # One try_wait loop (the helper) and one call to it per tile: consumer_wait.
+    assert cuda.count("mbarrier.try_wait") == 1
+    assert body.count("tvm_builtin_cuda_mbarrier_wait(") == 1
+    assert "mbarrier.arrive.shared" not in cuda  # no empty barriers to release
+    # producer_acquire(k - 1 + stages, pending_stores=1): after the store's commit, before
+    # the refill's load; the epilogue waits for every store's reads.
+    read1 = "tvm_builtin_ptx_cp_async_bulk_wait_group_async_bulk_wait_group_read_1();"
+    read0 = "tvm_builtin_ptx_cp_async_bulk_wait_group_async_bulk_wait_group_read_0();"
+    assert body.count(read1) == 1 and body.count(read0) == 1
+    assert cuda.count("cp.async.bulk.wait_group") == 2  # read 1 and read 0, nothing else
+    lines = [line.strip() for line in body.splitlines()]
+    position = {name: next(i for i, line in enumerate(lines) if line.startswith(prefix))
+                for name, prefix in [("wait", "tvm_builtin_cuda_mbarrier_wait("),
+                                     ("store", "tvm_tma_store_"),
+                                     ("commit", "tvm_builtin_ptx_cp_async_bulk_commit_group"),
+                                     ("read1", read1), ("read0", read0)]}
+    refill = [i for i, line in enumerate(lines) if line.startswith("tvm_tma_load_")][1]
+    assert (position["wait"] < position["store"] < position["commit"] < position["read1"]
+            < refill < position["read0"]), position
+    # The refill announces its bytes right after its load, on the load's barrier.
+    expect = lines[refill + 1]
+    assert expect.startswith("tvm_builtin_ptx_mbarrier_arrive_expect_tx"), expect
+    assert lines[refill].split(", ")[-1].rstrip(");") in expect
+    assert len(assemble(cuda)) > 0
+
+
 def test_one_tile_kernel_in_row_bands():
     """chunks=4: four 32-row bands, each loaded on its own mbarrier and stored once it has
     arrived; one read-wait at the end."""
