@@ -3,7 +3,9 @@
 Every problem is first checked against torch (fp32 reference, relative error bound below),
 then both are timed in the same run: median of ``--runs`` launches, each with its own pair
 of CUDA events. ``--compile-only`` builds and assembles every kernel for sm_90a (no GPU);
-``--sweep`` times tile width, stage count and tile-group size per problem.
+``--sweep`` times tilings, ping-pong against cooperative warpgroups, 2x1 clusters with B
+multicast, and split-K per problem; ``--schedule``, ``--cluster`` and ``--split-k`` set
+them for the default tiling.
 
 Correctness bound (``gemm_hopper.error_bound``): C is rounded to bf16/fp16 from an fp32
 accumulation of K products, so each element may differ from the fp32 reference by its own
@@ -35,38 +37,58 @@ PROBLEMS = [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 14336, 4096),
             (4096, 4096, 14336), (8192, 1024, 8192), (1000, 2000, 3000)]
 
 
+#: The sweep's tilings: (schedule, block_m, block_n, stages, epilogue_n). Cooperative
+#: warpgroups share a 128-row tile; ping-pong ones each take whole tiles in turns.
+SWEEP_TILINGS = [("cooperative", 128, 256, 4, 128), ("cooperative", 128, 256, 3, 0),
+                 ("cooperative", 128, 128, 6, 0), ("pingpong", 128, 128, 6, 64),
+                 ("pingpong", 128, 128, 5, 128), ("pingpong", 64, 256, 4, 128)]
+
+
 def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
-                ctas: int) -> list[GemmConfig]:
-    """The default configuration, or (``sweep``) the grid around it."""
-    base = GemmConfig.for_problem(m, n, k, dtype=dtype, b_layout=b_layout, ctas=ctas)
+                ctas: int, **options) -> list[GemmConfig]:
+    """The default configuration, or (``sweep``) the grid around it: tiling and schedule,
+    cluster 1 or 2 (B multicast), and split-K 2 where the tiles alone leave SMs idle."""
+    base = GemmConfig.for_problem(m, n, k, dtype=dtype, b_layout=b_layout, ctas=ctas,
+                                  **options)
     if not sweep:
         return [base]
     found = []
-    for block_n, stages, epilogue_n in ((256, 3, 0), (256, 4, 128), (256, 4, 64),
-                                        (128, 4, 0), (128, 6, 0), (128, 7, 64)):
-        for group_m in (4, 8, 16):
-            cfg = replace(base, block_n=block_n, stages=stages, group_m=group_m,
-                          epilogue_n=epilogue_n)
-            try:
-                cfg.check()
-            except ValueError:
-                continue
-            found.append(cfg)
+    for schedule, block_m, block_n, stages, epilogue_n in SWEEP_TILINGS:
+        for cluster in (1, 2):
+            tiling = replace(base, schedule=schedule, block_m=block_m, block_n=block_n,
+                             stages=stages, epilogue_n=epilogue_n, cluster=cluster)
+            splits = (1, 2) if tiling.num_tiles < 2 * ctas else (1,)
+            for split_k in splits:
+                cfg = replace(tiling, split_k=split_k)
+                try:
+                    cfg.check()
+                except ValueError:
+                    continue
+                found.append(cfg)
     return found
 
 
-def check(torch, c, reference, magnitude, k: int, dtype: str) -> tuple[bool, float]:
-    """Every element inside ``error_bound``; returns (ok, worst error / bound)."""
-    bound = error_bound(reference, magnitude, k, dtype)
+def check(torch, c, a, b_kn, reference, magnitude, cfg: GemmConfig) -> tuple[bool, float]:
+    """Every element inside ``error_bound``; returns (ok, worst error / bound). A split-K
+    launch adds its K parts into a C of zeros."""
+    if cfg.split_k == 1:
+        bound = error_bound(reference, magnitude, cfg.k, cfg.dtype)
+    else:
+        width = cfg.steps_per_unit * cfg.block_k
+        parts = sum((a[:, k0:k0 + width].float() @ b_kn[k0:k0 + width].float()).abs()
+                    for k0 in range(0, cfg.k, width))
+        bound = error_bound(reference, magnitude, cfg.k, cfg.dtype, cfg.split_k, parts,
+                            torch.zeros_like(reference))
     ratio = ((c.float() - reference).abs() / bound).max().item()
     return bool(torch.isfinite(c.float()).all().item()) and ratio <= 1.0, ratio
 
 
-def measure(problems, dtype: str, b_layout: str, sweep: bool, runs: int) -> list[dict]:
+def measure(problems, dtype: str, b_layout: str, sweep: bool, runs: int,
+            **options) -> list[dict]:
     import torch
 
     device = tvm.cuda(0)
-    ctas = torch.cuda.get_device_properties(0).multi_processor_count
+    ctas = options.pop("ctas", None) or torch.cuda.get_device_properties(0).multi_processor_count
     torch_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
     rows = []
     for m, n, k in problems:
@@ -79,18 +101,29 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, runs: int) -> list
         magnitude = a.float().abs() @ b_kn.float().abs()
         torch_ms = time_launches(torch, lambda a=a, b_kn=b_kn: torch.matmul(a, b_kn), runs, 5)
         flops = 2 * m * n * k
-        for cfg in configs_for(m, n, k, dtype, b_layout, sweep, ctas):
+        for cfg in configs_for(m, n, k, dtype, b_layout, sweep, ctas, **options):
             executable = compile_kernel(gemm_kernel(cfg)).executable["main"]
-            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch_dtype)
+            # Split-K adds into C: it starts at zero, and every timed launch zeroes it
+            # first (the memset is part of the time). Otherwise C starts as NaN poison.
+            fill = 0.0 if cfg.split_k > 1 else float("nan")
+            c = torch.full((m, n), fill, device="cuda", dtype=torch_dtype)
             args = [tvm.runtime.from_dlpack(t) for t in (a, b, c)]
             executable(*args)
             device.sync()
-            ok, worst = check(torch, c, reference, magnitude, k, dtype)
-            ms = time_launches(torch, lambda args=args: executable(*args), runs, 5)
+            ok, worst = check(torch, c, a, b_kn, reference, magnitude, cfg)
+
+            def launch(args=args, c=c, split=cfg.split_k > 1):
+                if split:
+                    c.zero_()
+                executable(*args)
+
+            ms = time_launches(torch, launch, runs, 5)
             rows.append({
                 "problem": f"{m}x{n}x{k}", "dtype": dtype, "b": b_layout,
-                "block_n": cfg.block_n, "stages": cfg.stages, "group_m": cfg.group_m,
-                "epilogue_n": cfg.epilogue_cols,
+                "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
+                "stages": cfg.stages, "group_m": cfg.group_m,
+                "epilogue_n": cfg.epilogue_cols, "cluster": cfg.cluster,
+                "split_k": cfg.split_k,
                 "correct": ok, "worst_error_over_bound": round(worst, 4),
                 "ms": round(ms, 4), "tflops": round(flops / ms / 1e9, 1),
                 "torch_ms": round(torch_ms, 4),
@@ -110,8 +143,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--b-layout", default="nk", choices=("nk", "kn"))
     parser.add_argument("--problem", action="append", default=[],
                         help="MxNxK (repeatable); default: the six of the issue")
+    parser.add_argument("--schedule", choices=("cooperative", "pingpong"))
+    parser.add_argument("--cluster", type=int, choices=(1, 2))
+    parser.add_argument("--split-k", type=int)
+    parser.add_argument("--ctas", type=int, help="persistent CTAs (default: one per SM)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
+    options = {name: value for name, value in (("schedule", args.schedule),
+                                                ("cluster", args.cluster),
+                                                ("split_k", args.split_k),
+                                                ("ctas", args.ctas))
+               if value is not None}
     problems = ([tuple(int(x) for x in p.split("x")) for p in args.problem]
                 or PROBLEMS)
     if args.compile_only:
@@ -119,20 +161,25 @@ def main(argv: list[str] | None = None) -> int:
         for m, n, k in problems:
             for dtype in sorted(OUTPUT_EPS):
                 for b_layout in ("nk", "kn"):
-                    for cfg in configs_for(m, n, k, dtype, b_layout, args.sweep, 132):
+                    for cfg in configs_for(m, n, k, dtype, b_layout, args.sweep,
+                                           **{"ctas": 132, **options}):
                         cubin = assemble(compile_kernel(gemm_kernel(cfg)).cuda_source)
                         count += 1
-                        print(f"{m}x{n}x{k} {dtype} {b_layout} block_n={cfg.block_n} "
-                              f"stages={cfg.stages}: {len(cubin)} bytes of sm_90a cubin")
+                        print(f"{m}x{n}x{k} {dtype} {b_layout} {cfg.schedule} "
+                              f"{cfg.block_m}x{cfg.block_n} stages={cfg.stages} "
+                              f"cluster={cfg.cluster} split_k={cfg.split_k}: "
+                              f"{len(cubin)} bytes of sm_90a cubin")
         print(f"{count} kernels assembled")
         return 0
-    rows = measure(problems, args.dtype, args.b_layout, args.sweep, args.runs)
-    print(f"{'problem':16} {'B':3} {'BN':>4} {'st':>3} {'grp':>4} {'ok':5} {'TFLOP/s':>8} "
-          f"{'torch':>8} {'% torch':>8}")
+    rows = measure(problems, args.dtype, args.b_layout, args.sweep, args.runs, **options)
+    print(f"{'problem':16} {'B':3} {'schedule':11} {'tile':>7} {'st':>3} {'x':>2} {'sk':>2} "
+          f"{'ok':5} {'TFLOP/s':>8} {'torch':>8} {'% torch':>8}")
     for row in rows:
-        print(f"{row['problem']:16} {row['b']:3} {row['block_n']:4} {row['stages']:3} "
-              f"{row['group_m']:4} {row['correct']!s:5} {row['tflops']:8.1f} "
-              f"{row['torch_tflops']:8.1f} {row['percent_of_torch']:8.1f}")
+        tile = f"{row['block_m']}x{row['block_n']}"
+        print(f"{row['problem']:16} {row['b']:3} {row['schedule']:11} {tile:>7} "
+              f"{row['stages']:3} {row['cluster']:2} {row['split_k']:2} "
+              f"{row['correct']!s:5} {row['tflops']:8.1f} {row['torch_tflops']:8.1f} "
+              f"{row['percent_of_torch']:8.1f}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0 if all(row["correct"] for row in rows) else 1

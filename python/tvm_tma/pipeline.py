@@ -50,7 +50,7 @@ Three variations of the same ring:
   also writes the peer's copy of slot ``s``, so a slot is empty only once the consumers of
   *every* CTA released it. ``empty[s]`` then counts ``consumers * cluster`` arrivals and
   ``consumer_release`` arrives on ``empty[s]`` of every CTA of the cluster (``mapa`` +
-  ``mbarrier.arrive.release.cluster``); the producer waits with acquire at cluster scope.
+  ``mbarrier.arrive.shared::cluster``).
   The kernel must make every CTA's barriers visible before the first multicast
   (``fence.mbarrier_init`` + cluster barrier) and keep every CTA alive until its peers
   stopped arriving (a cluster barrier before exit).
@@ -121,6 +121,10 @@ class TmaPipeline:
         released (parity ``(u + 1) % 2``; a fresh barrier passes ``u = 0`` at once). A ring
         drained by TMA stores instead waits until at most ``pending_stores`` bulk groups
         committed after the store of use ``it - stages`` are still reading shared memory.
+
+        In a cluster too the wait is the plain (CTA-scope acquire) one, as in CUTLASS's
+        ``ClusterBarrier``: a release only says "finished reading"; the consumers wrote
+        nothing the producer's TMA must see.
         """
         if self.empty is None:
             if pending_stores is None:
@@ -129,9 +133,6 @@ class TmaPipeline:
             T.evaluate(T.ptx.cp.async_.bulk.wait_group.read(pending_stores))
         elif pending_stores is not None:
             raise ValueError("pending_stores= is for rings drained by TMA stores (empty=None)")
-        elif self.cluster > 1:
-            T.evaluate(T.cuda.mbarrier_wait_acquire_cluster(
-                self.empty.ptr_to([self.slot(it)]), (it // self.stages + 1) % 2))
         else:
             T.evaluate(T.cuda.mbarrier_wait(self.empty.ptr_to([self.slot(it)]),
                                             (it // self.stages + 1) % 2))
@@ -145,8 +146,15 @@ class TmaPipeline:
     def consumer_wait(self, it):
         T.cuda.mbarrier_wait(self.full_barrier(it), self.phase(it))
 
-    def consumer_release(self, it):
-        """Tell the producer(s) slot ``slot(it)`` has been read (one arrival per consumer)."""
+    def consumer_release(self, it, rank=None):
+        """Tell the producer(s) slot ``slot(it)`` has been read (one arrival per consumer).
+
+        In a cluster every CTA's copy of the slot is written by every CTA's multicast, so
+        each consumer releases it in all of them: from this thread (``rank=None``, one
+        ``mapa`` and arrive per CTA in turn) or, as CUTLASS does, spread over threads: the
+        thread that passes ``rank=r`` arrives on CTA ``r``'s barrier only, and threads
+        ``0 .. cluster - 1`` together release the slot everywhere at once.
+        """
         if self.empty is None:
             raise ValueError("a ring drained by TMA stores has no empty barriers to arrive "
                              "on: its producer acquires with pending_stores=")
@@ -154,11 +162,10 @@ class TmaPipeline:
         if self.cluster == 1:
             T.evaluate(T.ptx.mbarrier.arrive.shared.b64(barrier, T.uint32(1)))
             return
-        # Every CTA's copy of the slot is written by every CTA's multicast: release it in
-        # all of them. mapa writes into a register declared here.
+        # mapa writes into a register declared here.
         mapped = T.alloc_local([1], "uint32")
         shared_address = T.cuda.cvta_generic_to_shared(barrier)
-        for rank in range(self.cluster):
+        for peer in range(self.cluster) if rank is None else (rank,):
             T.evaluate(T.ptx.mapa.shared__cluster.u32(mapped[0], shared_address,
-                                                      T.uint32(rank)))
-            T.evaluate(T.ptx.mbarrier.arrive.release.cluster.shared__cluster.b64(mapped[0]))
+                                                      T.Cast("uint32", peer)))
+            T.evaluate(T.ptx.mbarrier.arrive.shared__cluster.b64(mapped[0]))

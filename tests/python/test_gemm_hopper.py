@@ -3,6 +3,7 @@ GPU) every element of C against an fp32 numpy reference within ``error_bound``."
 
 from __future__ import annotations
 
+import math
 import re
 import sys
 from pathlib import Path
@@ -32,12 +33,31 @@ CASES = [
     GemmConfig(192, 320, 200, block_n=128, stages=5, b_layout="kn", dtype="float16"),
     GemmConfig(520, 648, 1000, ctas=9),
     GemmConfig(256, 264, 192, stages=4, epilogue_n=64, b_layout="kn"),
+    # Ping-pong: each consumer warpgroup takes whole 128 x 128 tiles, in turns; ragged,
+    # persistent (several tiles per warpgroup), both layouts.
+    GemmConfig(1000, 2000, 3000, block_n=128, stages=5, epilogue_n=64, schedule="pingpong"),
+    GemmConfig(520, 648, 1000, block_n=128, stages=6, epilogue_n=64, schedule="pingpong",
+               b_layout="kn", dtype="float16", ctas=5),
+    GemmConfig(200, 520, 136, block_m=64, block_n=256, stages=4, schedule="pingpong",
+               ctas=3),
+    # 2x1 clusters multicasting B: an odd number of row blocks (the last cluster's second
+    # CTA has no rows of A or C), persistent clusters, both layouts, with ping-pong.
+    GemmConfig(1000, 2000, 3000, cluster=2),
+    GemmConfig(384, 768, 512, b_layout="kn", cluster=2, ctas=4),
+    GemmConfig(1000, 2000, 3000, block_n=128, stages=5, epilogue_n=64, schedule="pingpong",
+               cluster=2, ctas=6, dtype="float16"),
+    # Split-K through reduce-add stores (C += A @ B): even parts, a last part shorter than
+    # the others (5 K steps in 3 parts of 2), with a cluster.
+    GemmConfig(1000, 2000, 3000, split_k=2),
+    GemmConfig(256, 264, 320, split_k=3, b_layout="kn", dtype="float16", ctas=7),
+    GemmConfig(520, 648, 1000, split_k=2, cluster=2, ctas=10),
 ]
 
 
 def _name(cfg: GemmConfig) -> str:
-    return (f"{cfg.m}x{cfg.n}x{cfg.k}-{cfg.dtype}-{cfg.b_layout}-bn{cfg.block_n}"
-            f"-s{cfg.stages}-e{cfg.epilogue_cols}-c{cfg.ctas}")
+    return (f"{cfg.m}x{cfg.n}x{cfg.k}-{cfg.dtype}-{cfg.b_layout}-bm{cfg.block_m}"
+            f"-bn{cfg.block_n}-s{cfg.stages}-e{cfg.epilogue_cols}-c{cfg.ctas}"
+            f"-{cfg.schedule}-x{cfg.cluster}-k{cfg.split_k}")
 
 
 @pytest.fixture(scope="module", params=CASES, ids=_name)
@@ -57,9 +77,12 @@ def test_gemm_issues_the_expected_instructions(built):
     ptx_type = "bf16" if cfg.dtype == "bfloat16" else "f16"
     mma = f"wgmma.mma_async.sync.aligned.m64n{cfg.block_n}k16.f32.{ptx_type}.{ptx_type}"
     assert mma in src
-    # Four k16 MMAs per 64-wide K step, the transpose bit set only for the K x N B.
+    # Four k16 MMAs per 64-wide K step for each 64-row sub-tile a warpgroup computes, the
+    # transpose bit set only for the K x N B.
     trans_b = 1 if cfg.b_layout == "kn" else 0
-    assert src.count(f"_1_1_0_{trans_b}(acc_ptr[0]") == 4
+    for sub in range(cfg.consumer_rows // 64):
+        assert src.count(f"_1_1_0_{trans_b}(acc_ptr[{sub * cfg.block_n // 2}]") == 4
+    assert src.count(f"_1_1_0_{trans_b}(acc_ptr[") == 4 * cfg.consumer_rows // 64
     assert "setmaxnreg.dec.sync.aligned.u32 40;" in src
     assert "setmaxnreg.inc.sync.aligned.u32 232;" in src
     assert f"__launch_bounds__({cfg.threads})" in src
@@ -68,15 +91,36 @@ def test_gemm_issues_the_expected_instructions(built):
     # into one dim, one box per atom.
     loads = len(re.findall(r"tvm_tma_load_\w+\(\(", src))
     assert loads in ((2, 1 + cfg.block_n // 64) if cfg.b_layout == "kn" else (2,))
-    stores = len(re.findall(r"tvm_tma_store_\w+\(\(", src))
+    store = "reduce" if cfg.split_k > 1 else "store"
+    stores = len(re.findall(rf"tvm_tma_{store}_\w+\(\(", src))
     stages = cfg.block_n // cfg.epilogue_cols  # the epilogue loop over C stages is unrolled
     assert stores in (stages, stages * cfg.epilogue_cols // 64)
     assert len(re.findall(r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global"
                           r"\.mbarrier::complete_tx::bytes", src)) >= 1
-    assert re.search(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta\.bulk_group", src)
-    # The full barriers expect both tiles' bytes; the empty ones one arrival per consumer.
+    if cfg.split_k > 1:
+        assert "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.bulk_group" in src
+        assert "tvm_tma_store_" not in src
+    else:
+        assert re.search(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta\.bulk_group", src)
+    # B is multicast (and only B) exactly when the CTAs come in clusters; a slot is then
+    # released in every CTA of the cluster (lane r of each consumer warpgroup arrives on
+    # CTA r), with the CTA-scope semantics of a plain arrive and wait.
+    assert ("complete_tx::bytes.multicast::cluster [" in src) == (cfg.cluster > 1)
+    assert ("mbarrier.arrive.shared::cluster.b64 _, [%0];" in src) == (cfg.cluster > 1)
+    assert "arrive.release.cluster" not in src and "wait.parity.acquire.cluster" not in src
+    assert ("barrier.cluster.arrive" in src) == (cfg.cluster > 1)
+    # Ping-pong warpgroups take turns through named barriers; cooperative ones never do.
+    rounds = math.ceil(cfg.work_units / cfg.workers)
+    assert ("bar.arrive %0, %1;" in src) == (cfg.schedule == "pingpong" and rounds > 1)
+    # The full barriers expect both tiles' bytes; the empty ones one arrival per consumer
+    # warpgroup that reads a slot, in every CTA of the cluster.
     assert f"(uint){cfg.a_tile_bytes + cfg.b_tile_bytes})" in src
-    assert src.count(f"(uint){cfg.consumers});") == cfg.stages
+    init = (r"mbarrier_init_init_shared_b64\(tvm_builtin_cuda_cvta_generic_to_shared"
+            r"\(\(&\(\(\(uint64_t\*\)dyn_ptr\)\[(\d+)\]\)\)\), \(uint\)(\d+)\);")
+    inits = dict(re.findall(init, src))
+    arrivals = cfg.ring_consumers * cfg.cluster
+    assert inits == {**{str(s): "1" for s in range(cfg.stages)},
+                     **{str(cfg.stages + s): str(arrivals) for s in range(cfg.stages)}}
 
 
 @pytest.mark.parametrize("bad, rule", [
@@ -85,6 +129,13 @@ def test_gemm_issues_the_expected_instructions(built):
     (dict(stages=5), "5 stages of 128x256x64 tiles need"),
     (dict(b_layout="mn"), "b_layout='mn'"),
     (dict(dtype="float32"), "dtype='float32'"),
+    (dict(schedule="pingpong"), "pingpong: a consumer warpgroup computes 128x256 outputs, "
+                                "256 fp32 registers per thread"),
+    (dict(schedule="stream"), "schedule='stream'"),
+    (dict(cluster=4), "cluster=4: 1 or 2"),
+    (dict(cluster=2, ctas=133), "ctas=133: a multiple of cluster=2"),
+    (dict(k=320, split_k=4), "split_k=4: 1 up to the point where every part keeps at least "
+                             "one of the 5 K steps"),
 ])
 def test_gemm_refuses_configurations_it_cannot_run(bad, rule):
     params = dict(m=256, n=256, k=256) | bad
@@ -96,7 +147,13 @@ def test_default_tiling_keeps_every_sm_busy():
     assert GemmConfig.for_problem(8192, 8192, 8192).block_n == 256
     assert GemmConfig.for_problem(8192, 1024, 8192).block_n == 256  # 256 tiles >= 132
     ragged = GemmConfig.for_problem(1000, 2000, 3000)  # 64 wide tiles for 132 SMs
-    assert (ragged.block_n, ragged.num_tiles) == (128, 128)
+    assert (ragged.block_n, ragged.num_tiles, ragged.stages) == (128, 128, 6)
+    assert (ragged.cluster, ragged.workers, ragged.work_units) == (2, 66, 64)
+    # One row block leaves a cluster's second CTA nothing to share; an odd grid cannot
+    # be cut into pairs.
+    assert GemmConfig.for_problem(128, 2048, 512).cluster == 1
+    assert GemmConfig.for_problem(1000, 2000, 3000, ctas=131).cluster == 1
+    assert GemmConfig.for_problem(1000, 2000, 3000, cluster=1).cluster == 1
 
 
 def test_benchmark_compile_only_assembles_every_variant(capsys):
