@@ -33,7 +33,7 @@ Each CTA has three warpgroups (384 threads):
   producer stays up to ``stages`` slots ahead.
 * With the **ping-pong** schedule each consumer warpgroup takes every other tile of the
   CTA whole (``block_m / 64`` MMAs per k16), and the two take turns through named
-  barriers: warpgroup 1 starts its mainloop when warpgroup 0 has issued its last MMA,
+  barriers: a warpgroup starts its mainloop once the other's has retired its last MMA,
   so one warpgroup's epilogue runs under the other's MMAs. A slot is then read, and
   released, by one warpgroup.
 * **Epilogue** (consumers): after the tile's last MMA the accumulators are rounded to the
@@ -312,8 +312,8 @@ def gemm_kernel(cfg: GemmConfig):
     """The persistent warp-specialized GEMM of ``cfg`` as a TVMScript PrimFunc.
 
     The pipeline's stages are the helpers below: ``load_unit`` (producer), ``mma_unit``
-    (one consumer warpgroup's mainloop over a work unit) and ``store_unit`` (its
-    epilogue); ``gemm`` wires them to the warpgroups.
+    (one consumer warpgroup's mainloop over a work unit, handing slots back through
+    ``release``) and ``store_unit`` (its epilogue); ``gemm`` wires them to the warpgroups.
     """
     cfg.check()
     m, n, k, dtype = cfg.m, cfg.n, cfg.k, cfg.dtype
