@@ -23,7 +23,8 @@ per CTA as usual. ``benchmarks/multicast.py`` measures the difference.
 
 The pipeline
 ------------
-A ring of ``STAGES`` (A, B) tile pairs, with two mbarriers per stage:
+A ring of ``STAGES`` (A, B) tile pairs, a :class:`tvm_tma.pipeline.TmaPipeline` shared by
+the cluster (``cluster=2``; ring use ``u`` is K step ``u``), with two mbarriers per stage:
 
 * ``full[s]`` (count 1): thread 0 of this CTA arrives with ``expect_tx(A + B bytes)``; the
   TMA completes the A bytes (from this CTA) and the B bytes (half from each CTA).
@@ -31,6 +32,8 @@ A ring of ``STAGES`` (A, B) tile pairs, with two mbarriers per stage:
   it, because the peer's multicast writes into this CTA's copy of the stage too. Each CTA,
   after reading stage ``s``, arrives on ``empty[s]`` of both CTAs (a remote arrive through
   ``mapa``); a producer refills stage ``s`` only after its ``empty[s]`` saw both arrivals.
+  A release only says "finished reading" (the readers wrote nothing the peer's TMA must
+  see), so arrive and wait are the plain CTA-scope ones, as in CUTLASS's ``ClusterBarrier``.
 
 Every mbarrier of the cluster is initialised before any CTA multicasts into a peer
 (``fence.mbarrier_init`` + cluster barrier), and no CTA exits while a peer may still
@@ -57,6 +60,8 @@ from tvm.script.tirx import tile as Tx
 from tvm.tirx.layout import S, TileLayout
 
 from tvm_tma.demo import hopper_available  # importing tvm_tma registers dispatch="tma"
+from tvm_tma.pipeline import TmaPipeline
+from tvm_tma.testing.runner import assemble, compile_kernel
 
 BM, BN, BK = 64, 64, 64  # a CTA's block of C, and the K step
 STAGES = 4
@@ -101,7 +106,8 @@ def gemm_kernel(m: int, n: int, k: int, multicast: bool = True):
                                elem_offset=(BARRIER_BYTES + STAGES * A_TILE) // 2,
                                layout=b_layout)
         acc = T.alloc_local((PER_THREAD,), "float32")
-        peer_empty = T.alloc_local((1,), "uint32")
+        # Ring use u is K step u: slot u % STAGES, released in both CTAs of the cluster.
+        ring = TmaPipeline(full, empty, STAGES, cluster=CLUSTER)
         # This CTA's block of C: row block 2 * (cluster // n_blocks) + rank, column block
         # cluster % n_blocks (the same for both CTAs of the cluster).
         m0 = T.meta_var((cluster // n_blocks * CLUSTER + rank) * BM)
@@ -110,31 +116,28 @@ def gemm_kernel(m: int, n: int, k: int, multicast: bool = True):
         row0 = T.meta_var(tid // BN)
 
         if tid == 0:
-            for s in T.serial(STAGES):
-                T.ptx.mbarrier.init.shared.b64(full.ptr_to([s]), T.uint32(1))
-                T.ptx.mbarrier.init.shared.b64(empty.ptr_to([s]), T.uint32(CLUSTER))
+            ring.init()
         # Every barrier of the cluster exists before any CTA multicasts into a peer.
         T.ptx.fence.mbarrier_init.release.cluster()
         T.cuda.cluster_sync()
 
         if tid == 0:  # prologue: fill every stage
             for s in T.serial(STAGES):
-                T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([s]),
-                                                           T.uint32(A_TILE + B_TILE))
+                ring.producer_commit(s, A_TILE + B_TILE)
                 Tx.copy_async(a_ring[s, :, :], A[m0:m0 + BM, s * BK:s * BK + BK],
-                              dispatch="tma", mbar=full.ptr_to([s]))
+                              dispatch="tma", mbar=ring.full_barrier(s))
                 if multicast:
                     Tx.copy_async(b_ring[s, :, :], B[s * BK:s * BK + BK, n0:n0 + BN],
-                                  dispatch="tma", mbar=full.ptr_to([s]), multicast=rank)
+                                  dispatch="tma", mbar=ring.full_barrier(s), multicast=rank)
                 else:
                     Tx.copy_async(b_ring[s, :, :], B[s * BK:s * BK + BK, n0:n0 + BN],
-                                  dispatch="tma", mbar=full.ptr_to([s]))
+                                  dispatch="tma", mbar=ring.full_barrier(s))
 
         for i in T.unroll(PER_THREAD):
             acc[i] = T.float32(0)
         for step in T.serial(k_steps):
-            s = T.meta_var(step % STAGES)
-            T.cuda.mbarrier_wait(full.ptr_to([s]), step // STAGES % 2)
+            s = T.meta_var(ring.slot(step))
+            ring.consumer_wait(step)
             for kk in T.serial(BK):
                 b = T.meta_var(T.Cast("float32", b_ring[s, kk, col]))
                 for i in T.unroll(PER_THREAD):
@@ -142,25 +145,20 @@ def gemm_kernel(m: int, n: int, k: int, multicast: bool = True):
             T.cuda.cta_sync()  # every thread of this CTA is done reading stage s
             if tid == 0:
                 # Release stage s in both CTAs: the peer's next B load writes here too.
-                for peer in T.serial(CLUSTER):
-                    T.ptx.mapa.shared__cluster.u32(
-                        peer_empty[0], T.cuda.cvta_generic_to_shared(empty.ptr_to([s])),
-                        T.uint32(peer))
-                    T.ptx.mbarrier.arrive.release.cluster.shared__cluster.b64(peer_empty[0])
+                ring.consumer_release(step)
                 if step + STAGES < k_steps:  # refill stage s with K step `step + STAGES`
                     kn = T.meta_var((step + STAGES) * BK)
-                    T.cuda.mbarrier_wait_acquire_cluster(empty.ptr_to([s]),
-                                                         step // STAGES % 2)
-                    T.ptx.mbarrier.arrive.expect_tx.shared.b64(full.ptr_to([s]),
-                                                               T.uint32(A_TILE + B_TILE))
+                    ring.producer_acquire(step + STAGES)
+                    ring.producer_commit(step + STAGES, A_TILE + B_TILE)
                     Tx.copy_async(a_ring[s, :, :], A[m0:m0 + BM, kn:kn + BK],
-                                  dispatch="tma", mbar=full.ptr_to([s]))
+                                  dispatch="tma", mbar=ring.full_barrier(step + STAGES))
                     if multicast:
                         Tx.copy_async(b_ring[s, :, :], B[kn:kn + BK, n0:n0 + BN],
-                                      dispatch="tma", mbar=full.ptr_to([s]), multicast=rank)
+                                      dispatch="tma", mbar=ring.full_barrier(step + STAGES),
+                                      multicast=rank)
                     else:
                         Tx.copy_async(b_ring[s, :, :], B[kn:kn + BK, n0:n0 + BN],
-                                      dispatch="tma", mbar=full.ptr_to([s]))
+                                      dispatch="tma", mbar=ring.full_barrier(step + STAGES))
         for i in T.unroll(PER_THREAD):
             C[m0 + row0 + 2 * i, n0 + col] = acc[i]
         # No CTA exits while its peer may still arrive on its barriers.
@@ -179,13 +177,8 @@ def reference(a: np.ndarray, b: np.ndarray) -> np.ndarray:
 
 
 def main(m: int = 512, n: int = 256, k: int = 512) -> int:
-    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
-    executable = tvm.compile(tvm.IRModule({"main": gemm_kernel(m, n, k)}), target=target,
-                             tir_pipeline="tirx")
-    cuda = executable.mod.imports[0].inspect_source()
-    with target:
-        cubin = tvm.support.nvcc.compile_cuda(cuda, target_format="cubin", arch="sm_90a",
-                                              compiler="nvcc")
+    built = compile_kernel(gemm_kernel(m, n, k))
+    cubin = assemble(built.cuda_source)
     print(f"assembled for sm_90a: {len(cubin)} bytes of cubin")
     if not hopper_available():
         print("no Hopper GPU here: compiled and assembled only")
@@ -195,7 +188,7 @@ def main(m: int = 512, n: int = 256, k: int = 512) -> int:
     b = rng.standard_normal((k, n)).astype(np.float16)
     device = tvm.cuda(0)
     c = tvm.runtime.tensor(np.full((m, n), np.nan, dtype=np.float32), device)
-    executable["main"](tvm.runtime.tensor(a, device), tvm.runtime.tensor(b, device), c)
+    built.executable["main"](tvm.runtime.tensor(a, device), tvm.runtime.tensor(b, device), c)
     device.sync()
     same = np.array_equal(c.numpy().view(np.uint32), reference(a, b).view(np.uint32))
     print(f"GPU run: {'bit-exact' if same else 'MISMATCH'} ({m * n} elements of C)")
