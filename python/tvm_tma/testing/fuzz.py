@@ -18,7 +18,7 @@ one CTA, every piece 128-byte aligned; off the swizzle period is fine, the hardw
 absolute addresses) and every CTA's image on the model (``execute_multicast``) is the one-CTA
 copy; a reduction keeps its element type, is refused with rule ``reduce`` exactly when PTX does
 not define its (op, dtype) pair, and leaves numpy's reduction in global memory (computed in
-:func:`~.copy_cases.reduce_elements`, not by the model).
+:func:`~.copy_expected.reduce_elements`, not by the model).
 
 A failing case is minimized (:func:`shrink`) and saved as a regression test
 (:func:`save_regression`). ``--gpu`` builds the accepted cases' kernels in worker processes and

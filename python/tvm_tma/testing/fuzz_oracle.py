@@ -33,7 +33,8 @@ import numpy as np
 
 from ..planner import RULES, PlanError
 from ..planner.plan_types import DESCRIPTOR_DTYPE_BYTES, SWIZZLE_GEOMETRY
-from .copy_cases import CopyCase, expected_after, shared_layout_of
+from .copy_cases import CopyCase, shared_layout_of
+from .copy_expected import expected_after
 from .fuzz_cases import MAX_RANK
 from .fuzz_variants import reduction_defined
 from .layout_eval import evaluate, layout_offsets

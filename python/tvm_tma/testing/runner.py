@@ -14,15 +14,12 @@ from .copy_cases import (
     POISON_BYTE,
     CopyCase,
     build_kernel,
-    expected_after,
     global_offsets,
     global_storage,
-    numpy_dtype,
     planner_regions,
-    random_array,
-    reduction_array,
     shared_layout_of,
 )
+from .copy_expected import expected_after, numpy_dtype, random_array, reduction_array
 from .layout_eval import layout_offsets
 from .tma_model import execute_multicast, execute_plan
 
@@ -151,7 +148,7 @@ def run_model(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray):
 def inputs(case: CopyCase, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Random global data; shared data random (s2g) or poison (g2s, one image per CTA in a
     cluster case). A reduction's operands are values it computes on, not random bits
-    (:func:`~.copy_cases.reduction_array`)."""
+    (:func:`~.copy_expected.reduction_array`)."""
     rng = np.random.default_rng(seed)
     draw = random_array if case.reduce is None else reduction_array
     global_in = draw(case.global_shape, case.dtype, rng)
