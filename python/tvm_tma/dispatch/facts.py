@@ -57,13 +57,13 @@ def _scope_id_facts() -> list:
     return facts
 
 
-def _buffer_vars(node) -> set:
+def buffer_vars(node) -> set:
     """The buffers an expression or statement mentions (their data Vars)."""
     return {v for v in tvm.tirx.analysis.undefined_vars(node)
             if type(v.ty).__name__ == "BufferType"}
 
 
-def _assumed(stmt):
+def assumed(stmt):
     """The condition of ``T.assume(cond)``, else None."""
     value = getattr(stmt, "value", None) if type(stmt).__name__ == "Evaluate" else None
     op = getattr(value, "op", None)
@@ -72,14 +72,14 @@ def _assumed(stmt):
     return None
 
 
-def _scalar_value(stmt):
+def scalar_value(stmt):
     """``load == value`` for ``t = value`` into a one-element local buffer, else None."""
     if type(stmt).__name__ != "BufferStore":
         return None
     buffer = stmt.buffer
     if str(buffer.scope()) != "local" or len(stmt.indices) != 1:
         return None
-    if _buffer_vars(stmt.value):  # the value reads other buffers: it may be stale
+    if buffer_vars(stmt.value):  # the value reads other buffers: it may be stale
         return None
     return tvm.tirx.EQ(buffer[stmt.indices[0]], stmt.value)
 
@@ -88,9 +88,9 @@ def _candidates(frames: list) -> list[_Candidate]:
     found = []
     for index, frame in enumerate(frames):
         for position, stmt in enumerate(getattr(frame, "stmts", ())):
-            fact = _assumed(stmt)
+            fact = assumed(stmt)
             if fact is None:
-                fact = _scalar_value(stmt)
+                fact = scalar_value(stmt)
             if fact is not None:
                 found.append(_Candidate(fact, index, position))
         kind = type(frame).__name__
@@ -105,7 +105,7 @@ def _candidates(frames: list) -> list[_Candidate]:
     return found
 
 
-def _writes(stmt, buffers: set) -> bool:
+def writes(stmt, buffers: set) -> bool:
     """Whether ``stmt`` may change one of ``buffers``.
 
     Compound statements are looked into (conditions and regions only read); a leaf that
@@ -113,23 +113,23 @@ def _writes(stmt, buffers: set) -> bool:
     """
     kind = type(stmt).__name__
     if kind == "SeqStmt":
-        return any(_writes(child, buffers) for child in stmt.seq)
+        return any(writes(child, buffers) for child in stmt.seq)
     if kind == "IfThenElse":
-        return _writes(stmt.then_case, buffers) or (
-            stmt.else_case is not None and _writes(stmt.else_case, buffers))
+        return writes(stmt.then_case, buffers) or (
+            stmt.else_case is not None and writes(stmt.else_case, buffers))
     if kind in ("For", "While", "AttrStmt"):
-        return _writes(stmt.body, buffers)
+        return writes(stmt.body, buffers)
     if kind == "BufferStore":
         return stmt.buffer in buffers
     if kind == "TilePrimitiveCall" and str(stmt.op.name) in _COPY_OPS:
         return stmt.args[0].source in buffers  # a copy writes its first operand only
-    if _assumed(stmt) is not None:
+    if assumed(stmt) is not None:
         return False
-    return bool(_buffer_vars(stmt) & buffers)
+    return bool(buffer_vars(stmt) & buffers)
 
 
 def _holds_at_copy(candidate: _Candidate, frames: list) -> bool:
-    buffers = _buffer_vars(candidate.fact)
+    buffers = buffer_vars(candidate.fact)
     if not buffers:
         return True
     if any(str(var.ty.storage_scope) != "local" for var in buffers):
@@ -140,7 +140,7 @@ def _holds_at_copy(candidate: _Candidate, frames: list) -> bool:
     between = list(getattr(frames[candidate.frame], "stmts", ()))[candidate.after + 1:]
     for frame in later_frames:
         between += list(getattr(frame, "stmts", ()))
-    return not any(_writes(stmt, buffers) for stmt in between)
+    return not any(writes(stmt, buffers) for stmt in between)
 
 
 def _context_facts() -> list:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import linecache
 
 from ..dispatch.config import CopyOptions
+from ..dispatch.loop_facts import complete_facts
 from ..dispatch.predicates import check_copy, check_scope
 from ..dispatch.variant import plan_copy
 from ..intrin.target import writes_cta_group
@@ -80,5 +81,5 @@ def explain(func, arch: str = "sm_90a") -> KernelExplanation:
     """Every ``copy_async(..., dispatch="tma")`` of ``func`` (a PrimFunc), explained."""
     name = str(func.attrs["global_symbol"]) if func.attrs and "global_symbol" in func.attrs \
         else "main"
-    copies = tuple(explain_copy(site, arch) for site in tma_copies(func))
+    copies = tuple(explain_copy(site, arch) for site in tma_copies(complete_facts(func)))
     return KernelExplanation(name, arch, copies)

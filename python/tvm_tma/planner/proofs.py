@@ -13,7 +13,9 @@ from dataclasses import dataclass
 from typing import Union
 
 import tvm
-from tvm.sym import Analyzer
+import tvm_ffi
+from tvm.ir.expr import TensorLoad
+from tvm.sym import Analyzer, ProofStrength
 
 Expr = Union[int, "tvm.tirx.PrimExpr"]
 
@@ -84,13 +86,28 @@ class Prover:
         self.device_vars = bound
         #: The range of each of them.
         self.ranges: dict = {}
+        constraints: list = []
+
+        def bind(var, rng) -> None:
+            self.analyzer.bind(var, rng)
+            bound.add(var)
+            self.ranges[var] = rng
+            self.assumptions[var] = _range_text(var, rng, self.analyzer)
+            if not _constant_range(rng):
+                # Its ends, as facts: the solver relates them to the other variables.
+                constraints.extend([rng.min <= var,
+                                    var < self.analyzer.simplify(rng.min + rng.extent)])
+
+        # Constant ranges first: a range whose ends are expressions of other variables (a
+        # loop that runs this CTA's tiles, ``range((n - cta + 131) // 132)``, or a strided
+        # one, ``range(cta, n, 132)``) is bounded through theirs, so they must be known.
+        deferred = []
         for var, rng in (var_ranges or {}).items():
             if isinstance(rng, tvm.ir.Range):
-                self.analyzer.bind(var, rng)
-                bound.add(var)
-                self.ranges[var] = rng
-                self.assumptions[var] = _range_text(var, rng)
-        constraints = []
+                if _constant_range(rng):
+                    bind(var, rng)
+                else:
+                    deferred.append((var, rng))
         for stated in facts:
             # Under the ranges, a fact may reduce to a simpler one: ``cta + j * 132 < 4``
             # with ``j`` the variable of a one-round loop is ``cta < 4``, a range.
@@ -102,15 +119,23 @@ class Prover:
             reduced = _bounds_one_variable(simplified) and not _bounds_one_variable(stated)
             fact = simplified if reduced else stated
             found = as_range(fact)
-            if found is not None and found[0] not in bound:
-                self.analyzer.bind(*found)
-                bound.add(found[0])
-                self.ranges[found[0]] = found[1]
-                self.assumptions[found[0]] = _range_text(*found)
+            if found is not None and found[0] not in bound and all(
+                    found[0] is not var for var, _ in deferred):
+                if _constant_range(found[1]):
+                    bind(*found)
+                else:
+                    deferred.append(found)
                 continue
             constraints.append(fact)
             self.assumptions[fact] = str(fact)
+        for var, rng in deferred:
+            bind(var, rng)
         constraints += [limit for fact in constraints for limit in self._value_bounds(fact)]
+        #: A thread's local scalars (``cur[0]``), each as one variable for the solver, which
+        #: reasons about variables only; the native analyzer keeps the loads themselves.
+        self._scalars: list = []
+        constraints += [named for fact in constraints
+                        if not (named := self._name_scalars(fact)).same_as(fact)]
         # One scope holding every assumption, entered for the prover's lifetime: TVM checks
         # on exit that nested scopes close in order, which garbage collection would not do.
         self._scope = None
@@ -168,11 +193,32 @@ class Prover:
             return True
         mentioned = set() if isinstance(condition, bool) else set(
             tvm.tirx.analysis.undefined_vars(condition))
-        if mentioned:  # constant facts need no record: they hold for every launch
+        if mentioned:
+            mentioned = self._related(mentioned)  # constant facts need no record: they hold for every launch
             using = tuple(text for key, text in self.assumptions.items()
                           if _mentions(key, mentioned))
             self.established.append(Established(what, str(condition), using))
         return True
+
+    def _related(self, variables: set) -> set:
+        """``variables`` and every variable an assumption about them mentions, and so on:
+        the facts a proof may lean on (``cur >= cta`` bounds ``cur`` through ``cta``'s
+        range)."""
+        related = set(variables)
+        while True:
+            more = {var for key in self.assumptions if _mentions(key, related)
+                    for var in self._variables_of(key)} - related
+            if not more:
+                return related
+            related |= more
+
+    def _variables_of(self, key) -> set:
+        """The variables an assumption mentions (a range: those of its ends)."""
+        if isinstance(key, tvm.tirx.Var):
+            rng = self.ranges.get(key)
+            return set() if rng is None else set(
+                tvm.tirx.analysis.undefined_vars(rng.min + rng.extent))
+        return set(tvm.tirx.analysis.undefined_vars(key))
 
     def is_host_expr(self, value: Expr) -> bool:
         """Whether the host can compute ``value`` before the launch: it reads no buffer and
@@ -197,7 +243,33 @@ class Prover:
         folded = self.analyzer.simplify(condition)
         if as_int(folded) is not None:
             return bool(as_int(folded))
-        return bool(self.analyzer.can_prove(folded))
+        if self.analyzer.can_prove(folded, ProofStrength.SYMBOLIC_BOUND):
+            return True
+        named = self._name_scalars(folded)
+        return not named.same_as(folded) and bool(
+            self.analyzer.can_prove(named, ProofStrength.SYMBOLIC_BOUND))
+
+    def _name_scalars(self, expr):
+        """``expr`` with every load of a local scalar replaced by its variable.
+
+        Sound because the loads of one scalar in a copy's facts and region all read the
+        value it holds at the copy (:mod:`tvm_tma.dispatch.facts` keeps a fact over a
+        scalar only where nothing changes the scalar before the copy).
+        """
+        def name(load):
+            source = load.source
+            if str(getattr(source.ty, "storage_scope", "")) != "local" or any(
+                    as_int(index) is None for index in load.indices):
+                return load
+            for known, var in self._scalars:
+                if tvm_ffi.structural_equal(known, load):
+                    return var
+            var = tvm.tirx.Var(source.name, load.ty.dtype if hasattr(load.ty, "dtype")
+                               else "int32")
+            self._scalars.append((load, var))
+            return var
+
+        return tvm_ffi.structural_map(expr, [(TensorLoad, name)])
 
     def divisible(self, value: Expr, divisor: int) -> bool:
         """Prove ``value % divisor == 0``."""
@@ -226,8 +298,12 @@ class Prover:
         )
 
 
-def _range_text(var, rng) -> str:
-    return f"{var} in [{rng.min}, {rng.min + rng.extent})"
+def _constant_range(rng) -> bool:
+    return as_int(rng.min) is not None and as_int(rng.extent) is not None
+
+
+def _range_text(var, rng, analyzer: Analyzer) -> str:
+    return f"{var} in [{rng.min}, {analyzer.simplify(rng.min + rng.extent)})"
 
 
 def _mentions(key, variables: set) -> bool:

@@ -56,7 +56,8 @@ def guarded(A_ptr: T.handle, B_ptr: T.handle, m: T.int32):
     for j in range(2):
         if v < NUM_TILES:
             if tid == 0:
-                # 5: refused: v's guard stands outside a loop whose later code changes v
+                # 5: planned: v starts at cta * 2 and the loop only adds to it (v >= cta * 2),
+                # and the guard is tested again before every copy (v < 27)
                 Tx.copy_async(tile[:, :], A[v * TILE:v * TILE + TILE, :], dispatch="tma",
                               mbar=mbar.ptr_to([0]))
             v = v + 13
