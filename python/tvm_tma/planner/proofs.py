@@ -193,8 +193,8 @@ class Prover:
             return True
         mentioned = set() if isinstance(condition, bool) else set(
             tvm.tirx.analysis.undefined_vars(condition))
-        if mentioned:
-            mentioned = self._related(mentioned)  # constant facts need no record: they hold for every launch
+        if mentioned:  # constant facts need no record: they hold for every launch
+            mentioned = self._related(mentioned)
             using = tuple(text for key, text in self.assumptions.items()
                           if _mentions(key, mentioned))
             self.established.append(Established(what, str(condition), using))
