@@ -44,6 +44,8 @@ import tvm_ffi
 from .facts import FACTS_KEY, assumed, buffer_vars, scalar_value, writes
 
 _LOOPS = ("For", "While")
+#: What ``const_int_bound`` reports for "no bound" is far above any int64 value we accept.
+_UNBOUNDED = 1 << 62
 _COPY_OP = "tirx.tile.copy_async"
 _VARIANT = "tma"
 
@@ -148,41 +150,79 @@ def _holds_at_copy(fact, path: tuple, level: int, after: int) -> bool:
     return _unchanged_until_copy(buffers, path, level, after)
 
 
-def _step_of(store, buffer) -> int | None:
-    """``c`` when ``store`` is ``buffer[0] = buffer[0] + c`` (or ``- c``), ``c`` constant."""
+def _step_of(store, load) -> int | None:
+    """``c`` when ``store`` is ``x[i] = x[i] + c`` (or ``- c``) for ``load`` = ``x[i]``."""
     value = store.value
     sign = {"Add": 1, "Sub": -1}.get(_kind(value))
     if sign is None or not isinstance(value.b, tvm.tirx.IntImm):
         return None
-    if not (_kind(value.a) in ("BufferLoad", "TensorLoad")
-            and value.a.source.same_as(buffer)):
+    if not (tvm_ffi.structural_equal(value.a, load)
+            and tvm_ffi.structural_equal(list(store.indices), list(load.indices))):
         return None
     return sign * int(value.b.value)
 
 
-def _stores(node, buffer) -> list | None:
-    """Every store to ``buffer`` in ``node``; None if ``buffer`` may change otherwise."""
+def _stores(node, buffer, in_loop: bool = False) -> list | None:
+    """``(store, inside an inner loop)`` for every store to ``buffer`` in ``node``; None if
+    ``buffer`` may change another way (a call taking its address, say)."""
     kind = _kind(node)
     if kind == "BufferStore":
-        return [node] if node.buffer.same_as(buffer) else []
+        return [(node, in_loop)] if node.buffer.same_as(buffer) else []
     children = list(_children(node))
     if not children or kind == "TilePrimitiveCall":
         return None if writes(node, {buffer}) else []
     found: list = []
     for _, child in children:
-        inner = _stores(child, buffer)
+        inner = _stores(child, buffer, in_loop or kind in _LOOPS)
         if inner is None:
             return None
         found += inner
     return found
 
 
-def _monotone_bounds(path: tuple) -> list:
+def _path_analyzer(path: tuple):
+    """An analyzer that knows the ranges in force at the copy: the scope ids declared before
+    it (``cta = T.cta_id([132])``) and the enclosing ``for`` loops."""
+    analyzer = tvm.sym.Analyzer()
+    for step in path:
+        for stmt in _before(step):
+            if _kind(stmt) == "ScopeIdDefStmt":
+                scope_def = getattr(stmt, "def")
+                for var, extent in zip(scope_def.def_ids, scope_def.extents or ()):
+                    analyzer.bind(var, tvm.ir.Range(0, extent))
+        if _kind(step.node) == "For":
+            analyzer.bind(step.node.loop_var,
+                          tvm.ir.Range.from_min_extent(step.node.min, step.node.extent))
+    return analyzer
+
+
+def _rounds_bound(loop, load, per_round: int, analyzer) -> int | None:
+    """The farthest a counter advanced ``per_round`` each round can get from its start.
+
+    A ``for`` loop of a constant extent runs that many rounds. A ``while`` loop whose
+    condition caps the counter (``x < e``, ``e`` at most ``E``) ends once it passes ``E``:
+    the counter never exceeds ``E + per_round``; that is a bound on the value, returned as
+    a negative number (see :func:`_monotone_bounds`). None: unbounded (it could wrap).
+    """
+    if _kind(loop) == "For":
+        rounds = analyzer.const_int_bound(loop.extent).max_value
+        return rounds * per_round if rounds < _UNBOUNDED else None
+    condition = loop.condition
+    if _kind(condition) in ("LT", "LE") and tvm_ffi.structural_equal(condition.a, load):
+        limit = analyzer.const_int_bound(condition.b).max_value
+        return -(limit + per_round) if limit < _UNBOUNDED else None
+    return None
+
+
+def _monotone_bounds(path: tuple, analyzer) -> list:
     """``x >= start`` (or ``<=``) for counters that the loops around the copy only advance.
 
-    For a loop whose preceding statement in the same sequence sets ``x[0] = start`` (nothing
-    between them writing ``x``), and whose body stores to ``x`` only ``x[0] = x[0] + c``
-    with constants ``c`` of one sign: ``x`` starts at ``start`` and moves one way only.
+    For a loop whose preceding statement in the same sequence sets ``x[i] = start`` (nothing
+    between them writing ``x``) and whose body stores to ``x`` only ``x[i] = x[i] + c``, with
+    constants ``c`` of one sign and no store inside an inner loop: ``x`` starts at ``start``
+    and moves one way only, as long as it cannot wrap around. So the rounds must be bounded:
+    a ``for`` of constant extent, or a ``while`` whose condition caps ``x`` (``x < n``), and
+    the farthest value must stay inside the counter's type.
     """
     found = []
     for depth in range(1, len(path)):
@@ -194,28 +234,44 @@ def _monotone_bounds(path: tuple) -> list:
             if value is None:
                 continue
             load, start = value.a, value.b
-            buffer = stmt.buffer
             if any(writes(later, buffer_vars(load))
                    for later in _before(parent)[position + 1:]):
                 continue
-            stores = _stores(loop.body, buffer)
-            if not stores:
+            stores = _stores(loop.body, stmt.buffer)
+            if not stores or any(in_loop for _, in_loop in stores):
                 continue
-            steps = [_step_of(store, buffer) for store in stores]
+            steps = [_step_of(store, load) for store, _ in stores]
             if any(step is None for step in steps):
                 continue
             if all(step >= 0 for step in steps):
-                found.append(tvm.tirx.GE(load, start))
-            elif all(step <= 0 for step in steps):
-                found.append(tvm.tirx.LE(load, start))
+                if _stays_in_type(loop, load, start, sum(steps), analyzer):
+                    found.append(tvm.tirx.GE(load, start))
+            elif all(step <= 0 for step in steps) and _kind(loop) == "For":
+                if _stays_in_type(loop, load, start, sum(steps), analyzer):
+                    found.append(tvm.tirx.LE(load, start))
     return found
+
+
+def _stays_in_type(loop, load, start, per_round: int, analyzer) -> bool:
+    """Whether the counter provably never wraps around its integer type in ``loop``."""
+    reach = _rounds_bound(loop, load, abs(per_round), analyzer)
+    if reach is None:
+        return False
+    bits = tvm.DataType(str(load.ty.dtype)).bits if hasattr(load.ty, "dtype") else 32
+    top, bottom = (1 << (bits - 1)) - 1, -(1 << (bits - 1))
+    first = analyzer.const_int_bound(start)
+    if reach < 0:  # a while loop's cap: the value itself
+        return -reach <= top
+    if per_round >= 0:
+        return first.max_value + reach <= top
+    return first.min_value - reach >= bottom
 
 
 def derived_facts(path: tuple) -> list:
     """The facts that hold at a copy with ancestors ``path`` (outermost first)."""
     facts = [fact for fact, level, after in _stated(path)
              if _holds_at_copy(fact, path, level, after)]
-    return facts + _monotone_bounds(path)
+    return facts + _monotone_bounds(path, _path_analyzer(path))
 
 
 def _missing(extra: list, present: list) -> list:
