@@ -142,7 +142,9 @@ def test_a_counter_that_could_wrap_has_no_lower_bound():
 
 
 def test_a_counter_stepped_by_a_variable_has_no_lower_bound():
-    assert _single_copy(counter_stepped_by_a_variable).rule == "region-bounds"
+    copy = _single_copy(counter_stepped_by_a_variable)
+    assert copy.rule == "region-bounds"
+    assert copy.unproven[0].using == ("v < 27",)
 
 
 def test_a_counter_changed_other_than_by_a_constant_step_has_no_lower_bound():

@@ -99,3 +99,13 @@ def test_safe_form_is_bit_exact_on_gpu(form, swizzle):
 def test_ring_version_is_bit_exact_on_gpu(form, swizzle):
     _run_copy(ring_kernel(form, swizzle))
 
+
+
+def test_a_refusal_names_what_the_proof_was_missing():
+    """``after_advance`` copies after the counter moved: the loop's condition no longer
+    bounds it, and explain shows the facts the bound was tried under."""
+    load = tvm_tma.explain(tile_copy_kernel("after_advance")).copies[0]
+    (missing,) = load.unproven
+    assert missing.what == "region-bounds (global dimension 0)"
+    assert missing.condition == "cur // 16 * 128 >= 0 and cur // 16 * 128 + 128 <= 4096"
+    assert missing.using == ("cta in [0, 132)", "cur >= cta")  # no "cur < 512"

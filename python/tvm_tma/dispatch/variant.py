@@ -8,16 +8,18 @@ import tvm
 from tvm.tirx.operator.tile_primitive import fail, register_dispatch
 
 from ..planner import PlanError, TmaPlan, copy_direction, plan
+from ..planner.multicast import check_mask_issuers
 from ..planner.proofs import Prover
 from ..planner.shared_space import MBARRIER_BYTES, check_in_allocation, check_mbar_clear
 from .config import CopyOptions, read_options
 from .descriptors import tensor_map_for
-from .facts import facts_of
+from .facts import cluster_ranks_of, facts_of
 from .host_checks import emit_host_checks
 from .issue import emit_issues
 from .operands import mbar_buffer, mbar_byte_offset
 from .predicates import PREDICATES
 from .roots import argument_of, mbar_allocation_of, shared_allocation_of
+from .seed_options import cluster_shape
 
 VARIANT = "tma"
 PRIORITY = 10
@@ -35,15 +37,21 @@ class PlannedCopy:
     global_region: object
 
 
-def plan_copy(op, var_ranges: dict) -> PlannedCopy:
+def copy_prover(op, var_ranges: dict) -> Prover:
+    """The prover of one copy call: the ranges the lowering context knows (launch indices,
+    enclosing loops) and the facts that come with the call itself (parse time, loops)."""
+    return Prover(var_ranges, facts_of(op.config))
+
+
+def plan_copy(op, var_ranges: dict, prover: Prover | None = None) -> PlannedCopy:
     """Validate the options and plan one copy call; raises :class:`PlanError`.
 
-    ``var_ranges`` are the ranges the lowering context knows (launch indices, enclosing
-    loops); the facts captured at parse time (scope ids) come with the call itself.
+    ``prover`` defaults to :func:`copy_prover`; pass one to read what it could not prove
+    after a refusal (``prover.unproven``).
     """
     dst, src = op.args[:2]
     direction = copy_direction(dst, src)
-    prover = Prover(var_ranges, facts_of(op.config))
+    prover = prover if prover is not None else copy_prover(op, var_ranges)
     options = read_options(op.config, direction, prover)
     shared_allocation = shared_allocation_of(op.config)
     split = options.multicast.ctas if options.multicast is not None else None
@@ -53,6 +61,12 @@ def plan_copy(op, var_ranges: dict) -> PlannedCopy:
     shared_region, global_region = (dst, src) if direction == "g2s" else (src, dst)
     _check_mbar_space(copy_plan, options.mbar, shared_region, shared_allocation,
                       mbar_allocation_of(op.config), prover)
+    multicast = options.multicast
+    if multicast is not None and multicast.ctas is None and not prover.unreachable:
+        # A whole tile sent by a mask: no receiver may get it from two issuing CTAs.
+        check_mask_issuers(copy_plan, multicast.mask,
+                           cluster_shape(cluster_ranks_of(op.config), prover), var_ranges,
+                           facts_of(op.config), shared_region, global_region)
     return PlannedCopy(direction, options, copy_plan, prover, shared_region, global_region)
 
 

@@ -13,7 +13,7 @@ import linecache
 from ..dispatch.config import CopyOptions
 from ..dispatch.loop_facts import complete_facts
 from ..dispatch.predicates import check_copy, check_scope
-from ..dispatch.variant import plan_copy
+from ..dispatch.variant import copy_prover, plan_copy
 from ..intrin.target import writes_cta_group
 from ..intrin.tensor_copy import LOAD, PREFETCH, REDUCE, STORE
 from ..planner.errors import PlanError
@@ -63,13 +63,17 @@ def explain_copy(site: CopySite, arch: str = "sm_90a") -> CopyExplanation:
     """Plan one copy as the dispatch would; a refusal becomes the rule, value and hint."""
     op = site.op
     line, source = _source_line(op)
+    prover = None
     try:
         check_copy(op)
         check_scope(str(getattr(op.scope, "name", "thread")))
-        planned = plan_copy(op, site.var_ranges)
+        prover = copy_prover(op, site.var_ranges)
+        planned = plan_copy(op, site.var_ranges, prover)
     except PlanError as error:
+        unproven = prover.unproven[-1:] if prover is not None else []
         return CopyExplanation(line, source, _direction_of(op), rule=error.rule,
-                               detail=error.detail, hint=RULE_HINTS.get(error.rule))
+                               detail=error.detail, hint=RULE_HINTS.get(error.rule),
+                               unproven=tuple(unproven))
     plan = planned.plan
     instruction = instruction_for(plan.direction, plan.rank, arch, planned.options)
     return CopyExplanation(line, source, plan.direction, plan=plan,

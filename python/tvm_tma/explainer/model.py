@@ -31,6 +31,8 @@ class CopyExplanation:
     rule: str | None = None
     detail: str | None = None
     hint: str | None = None
+    #: For a refusal: the safety fact the planner failed to prove last, with what it knew.
+    unproven: tuple[Established, ...] = ()
 
     @property
     def planned(self) -> bool:

@@ -52,6 +52,9 @@ def _planned(copy: CopyExplanation) -> list[str]:
 
 def _refused(copy: CopyExplanation) -> list[str]:
     lines = [f"    refused [{copy.rule}]: {copy.detail}"]
+    for fact in copy.unproven:
+        lines.append(f"    not proven: {fact.what}: {fact.condition}")
+        lines.append(f"      given: {'; '.join(fact.using) or 'no facts at all'}")
     if copy.hint:
         lines.append(f"    to plan: {copy.hint}")
     return lines

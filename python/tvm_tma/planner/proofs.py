@@ -81,6 +81,9 @@ class Prover:
         self.analyzer = Analyzer()
         self.assumptions: dict = {}  # Var or fact -> its text, in the order given
         self.established: list[Established] = []
+        #: The safety facts it failed to prove, with what it knew (the last one is what a
+        #: refusal is about; ``explain`` prints it).
+        self.unproven: list[Established] = []
         bound: set = set()
         #: Variables the kernel binds on the device (scope ids, loops, launch indices).
         self.device_vars = bound
@@ -186,6 +189,8 @@ class Prover:
             condition = condition.asobject()
         if not self.prove(condition):
             if not (self.unreachable and position):
+                self.unproven.append(Established(what, str(condition),
+                                                 self.known_about(condition)))
                 return False
             self.established.append(Established(what, str(condition), (
                 "unreachable: the facts at the copy contradict each other",
@@ -199,6 +204,19 @@ class Prover:
                           if _mentions(key, mentioned))
             self.established.append(Established(what, str(condition), using))
         return True
+
+    def known_about(self, condition) -> tuple[str, ...]:
+        """The facts about the variables ``condition`` mentions (and those they relate to),
+        then ``nothing bounds x`` for each variable no fact mentions."""
+        if isinstance(condition, bool):
+            return ()
+        mentioned = set(tvm.tirx.analysis.undefined_vars(condition))
+        related = self._related(mentioned)
+        known = tuple(text for key, text in self.assumptions.items()
+                      if _mentions(key, related))
+        unknown = sorted(str(var) for var in mentioned
+                         if not any(_mentions(key, {var}) for key in self.assumptions))
+        return known + tuple(f"nothing bounds {name}" for name in unknown)
 
     def _related(self, variables: set) -> set:
         """``variables`` and every variable an assumption about them mentions, and so on:
