@@ -8,8 +8,13 @@ may lay one logical dimension out as several strided pieces (a tiled or interlea
 (a whole ``uint8 [64, 8]`` tensor is one 512-byte run). This module rewrites the region,
 without changing which addresses it names, into :class:`GlobalDim` s:
 
-1. *pieces*: every layout piece of a dimension becomes its own dim, with the region's start
-   and extent split across the pieces (refused when the region cuts a piece partially);
+1. *pieces*: neighbouring layout pieces of a dimension whose strides compose (outer stride
+   == inner stride * inner extent: rows written as ``4 x 96`` with strides ``96*s, s``) are
+   one run of that dimension and fold into one piece first, so a region may cut them
+   anywhere, exactly as over the plain dimension; every remaining piece (a tiled or
+   interleaved layout, whose pieces leave gaps or cross) becomes its own dim, with the
+   region's start and extent split across the pieces (refused when the region cuts such a
+   piece partially);
 2. *the view's offset*: folded into the coordinates along the view's own dims (the map's
    base stays the argument's data pointer and its upper edges stay the view's), else
    encoded as the map's base (``data + offset``, 16-byte alignment proven or checked at run
@@ -143,11 +148,11 @@ def _pieces(region, prover: Prover) -> list[GlobalDim]:
     starts, extents = region_bounds(region)
     dims: list[GlobalDim] = []
     for d, (start, extent) in enumerate(zip(starts, static_extents(extents, "global"))):
-        pieces = [it for it in grouped.shard[separators[d]:separators[d + 1]]
-                  if as_int(it.extent) != 1]
+        pieces = _compose([it for it in grouped.shard[separators[d]:separators[d + 1]]
+                           if as_int(it.extent) != 1], prover)
         name = f"global dimension {d}"
         if len(pieces) <= 1:
-            stride = prover.simplify(pieces[0].stride) if pieces else 0
+            stride = pieces[0].stride if pieces else 0
             dims.append(GlobalDim(prover.simplify(buffer.shape[d]), stride,
                                   prover.simplify(start), extent, name=name))
             continue
@@ -155,7 +160,38 @@ def _pieces(region, prover: Prover) -> list[GlobalDim]:
     return dims
 
 
-def _split_pieces(pieces, start: Expr, extent: int, name: str, prover: Prover
+@dataclass(frozen=True)
+class _Piece:
+    """One strided piece of a global dimension: ``extent`` steps ``stride`` elements apart."""
+
+    extent: Expr
+    stride: Expr
+
+
+def _compose(iterators: list, prover: Prover) -> list[_Piece]:
+    """The pieces of one dimension (outer first), neighbours whose strides compose folded.
+
+    Pieces ``(outer, inner)`` with ``outer.stride == inner.stride * inner.extent`` name the
+    same addresses as one piece of ``outer.extent * inner.extent`` elements at
+    ``inner.stride``: the layout only spelled one run of the dimension in two parts (rows as
+    ``4 x 96`` with strides ``96*s, s`` are 384 rows of stride ``s``). Left apart, a region
+    that crosses a 96-row boundary mid-piece would be refused, and the descriptor would plan
+    the copy differently from the same copy over the plain dimension. Pieces whose strides
+    do not compose (a gap between row blocks, interleaved planes) stay apart.
+    """
+    out: list[_Piece] = []
+    for iterator in reversed(iterators):  # innermost first
+        piece = _Piece(prover.simplify(iterator.extent), prover.simplify(iterator.stride))
+        if out and prover.prove(piece.stride == out[-1].stride * out[-1].extent):
+            inner = out[-1]
+            out[-1] = _Piece(prover.simplify(piece.extent * inner.extent), inner.stride)
+            continue
+        out.append(piece)
+    out.reverse()
+    return out
+
+
+def _split_pieces(pieces: list[_Piece], start: Expr, extent: int, name: str, prover: Prover
                   ) -> list[GlobalDim]:
     """The region ``[start, start + extent)`` of a dim laid out as ``pieces`` (outer first),
     as one region per piece: each inner piece is covered whole (and the rest moves out) or
@@ -169,7 +205,7 @@ def _split_pieces(pieces, start: Expr, extent: int, name: str, prover: Prover
         if size is None:
             raise refuse("layout", f"{label} has symbolic extent {piece.extent}; only the "
                          "outermost piece of a dimension may be symbolic")
-        stride = prover.simplify(piece.stride)
+        stride = piece.stride
         if extent % size == 0 and prover.divisible(start, size):
             out.append(GlobalDim(size, stride, 0, size, name=label))
             start, extent = prover.simplify(tvm.tirx.floordiv(start, size)), extent // size
@@ -182,8 +218,8 @@ def _split_pieces(pieces, start: Expr, extent: int, name: str, prover: Prover
                          f"its layout piece of {size} elements (stride {stride}) partially; "
                          "TMA needs each piece covered whole or the region inside one row")
     outer = pieces[0]
-    out.append(GlobalDim(prover.simplify(outer.extent), prover.simplify(outer.stride), start,
-                         extent, name=f"{name} (piece 0 of {count})"))
+    out.append(GlobalDim(outer.extent, outer.stride, start, extent,
+                         name=f"{name} (piece 0 of {count})"))
     out.reverse()
     return out
 

@@ -4,7 +4,10 @@ about, and the layout helpers both sides share.
 A shared region becomes a list of (extent, stride) iterators over the region's row-major
 index space plus its swizzle (the global side is :mod:`.global_view`). Layouts come from
 TVM's layout classes (``TileLayout`` and the swizzling ``ComposeLayout``), exactly as kernel
-authors declare them.
+authors declare them. Unlike the global side, the shared side needs no fold of pieces whose
+strides compose: ``TileLayout.slice`` already merges them (rows 8..72 of rows written as
+``(4, 32) : (2048, 64)`` slice to 64 rows of stride 64), so such a tile plans as the plain
+one, and it returns None (refused ``[layout]``) for a region that cuts pieces that do not.
 """
 
 from __future__ import annotations
