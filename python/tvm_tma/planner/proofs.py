@@ -19,6 +19,11 @@ from tvm.sym import Analyzer, ProofStrength
 
 Expr = Union[int, "tvm.tirx.PrimExpr"]
 
+#: The solver's budget per question (Z3's deterministic resource count). A loop bound over
+#: two variables costs about 500; the limit only stops a pathological question early, and
+#: "not proven" is a refusal, never a guess.
+SOLVER_RLIMIT = 1_000_000
+
 
 def as_int(value: Expr) -> int | None:
     """The value as a Python int when it is a compile-time constant, else None."""
@@ -79,6 +84,9 @@ class Prover:
 
     def __init__(self, var_ranges: Mapping | None = None, facts: Iterable = ()) -> None:
         self.analyzer = Analyzer()
+        if self.analyzer.is_z3_enabled:
+            # A resource limit, not a time limit: the same proof succeeds on every machine.
+            self.analyzer.set_z3_rlimit(SOLVER_RLIMIT)
         self.assumptions: dict = {}  # Var or fact -> its text, in the order given
         self.established: list[Established] = []
         #: The safety facts it failed to prove, with what it knew (the last one is what a
