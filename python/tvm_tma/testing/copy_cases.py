@@ -36,6 +36,7 @@ from .copy_expected import (
     reduction_array,
 )
 from .layout_eval import layout_offsets
+from .loop_forms import LoopForm
 
 __all__ = [
     "GLOBAL_PAD_BYTE", "MAX_CLUSTER", "MIN_CLUSTER", "NAN_FILL_BYTES", "POISON_BYTE", "THREADS",
@@ -112,6 +113,9 @@ class CopyCase:
     cluster: int = 0
     #: ``reduce=`` of a store (a tensor reduction op), or None for a plain store
     reduce: str | None = None
+    #: A persistent tile loop around the copy (:mod:`.loop_forms`; its kernel and truth are
+    #: :mod:`.loop_kernel`'s), or None for the one-copy kernel
+    loop: LoopForm | None = None
 
     def __post_init__(self) -> None:
         # The two variants exist for one direction each (the kernel could not express the
@@ -122,6 +126,8 @@ class CopyCase:
                              f"{MIN_CLUSTER}..{MAX_CLUSTER} CTAs (g2s only)")
         if self.reduce is not None and self.direction != "s2g":
             raise ValueError(f"reduce={self.reduce!r} is for s2g copies")
+        if self.loop is not None and (self.cluster or self.reduce or self.stages):
+            raise ValueError("a loop case is a plain one-stage copy (no cluster, reduce, stages)")
 
     @property
     def element_bytes(self) -> int:

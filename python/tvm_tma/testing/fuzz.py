@@ -8,7 +8,12 @@ misaligned offsets, a sub-region or the whole buffer), often of another shape th
 region, one of seven dtypes and either direction. About one case in twelve is a multicast load
 split among a cluster of 2 or 4 CTAs (``multicast=rank``), and as many are stores that reduce
 with a random op (``reduce=``), mostly on a dtype PTX defines the op for, sometimes not
-(:mod:`.fuzz_variants`). The planner must either refuse with a rule of
+(:mod:`.fuzz_variants`). About one in ten is a persistent tile loop around a plain copy
+(:mod:`.fuzz_loops`): one of the loop forms kernel authors write (guarded rounds with the
+tile index a meta variable or a local scalar, exact rounds, a strided loop, a while loop over
+a counter, an inner K loop) or an unsafe neighbour that runs a tile past the tensor, on a
+tensor that holds whole tiles or cuts the last one (with ``oob=``). The planner must either
+refuse with a rule of
 :data:`~tvm_tma.planner.RULES`, or return plans that satisfy the hardware invariants (checked
 in :mod:`.fuzz_oracle` independently of the planner's own rules) and that, run on the TMA
 model over the whole global allocation and the whole shared arena, give exactly the bytes
@@ -18,12 +23,18 @@ one CTA, every piece 128-byte aligned; off the swizzle period is fine, the hardw
 absolute addresses) and every CTA's image on the model (``execute_multicast``) is the one-CTA
 copy; a reduction keeps its element type, is refused with rule ``reduce`` exactly when PTX does
 not define its (op, dtype) pair, and leaves numpy's reduction in global memory (computed in
-:func:`~.copy_expected.reduce_elements`, not by the model).
+:func:`~.copy_expected.reduce_elements`, not by the model). A loop case is planned through
+the real pipeline (its TVMScript kernel parsed and explained, facts and all); an accepted plan
+whose loop runs a region outside the tensor without ``oob=`` is a mismatch of kind
+``unsound-accept``, and otherwise the plan is checked on the model at every tile the loop runs
+(:mod:`.fuzz_loop_oracle`). A refused safe loop is no mismatch: the run prints, per form, how
+many safe, edge and unsafe loops were accepted and refused.
 
 A failing case is minimized (:func:`shrink`) and saved as a regression test
 (:func:`save_regression`). ``--gpu`` builds the accepted cases' kernels in worker processes and
 runs them on the GPU, comparing every byte of both buffers: a multicast case's kernel runs one
-cluster and checks every CTA's image, a reduce case's kernel reduces on the hardware.
+cluster and checks every CTA's image, a reduce case's kernel reduces on the hardware, and a
+loop case's kernel runs its CTAs over every tile (every image and the whole allocation).
 
     python -m tvm_tma.testing.fuzz --cases 10000 --seed 1 [--jobs 2] [--gpu] [--save-failures D]
                                    [--coverage]
@@ -33,12 +44,15 @@ on any mismatch (an invariant violation, a crash or a refusal without a known ru
 mismatches).
 
 The fuzzer lives in one module per job: :mod:`.fuzz_cases` (the case generator, with
-:mod:`.fuzz_views` for the global views and :mod:`.fuzz_variants` for the variants),
-:mod:`.fuzz_oracle` (one case: refusal rule, plan invariants, model bytes), :mod:`.fuzz_run`
-(many cases in worker processes), :mod:`.fuzz_shrink` (minimization and regression files) and
-:mod:`.fuzz_gpu` (kernels on the GPU). This module is the command line and the facade that
-re-exports their public names, so ``from tvm_tma.testing.fuzz import check_case`` (the saved
-regression tests) and ``fuzz.<name>`` keep working. To monkeypatch a name, patch it in the
+:mod:`.fuzz_views` for the global views, :mod:`.fuzz_variants` for the variants and
+:mod:`.fuzz_loops` for the loops),
+:mod:`.fuzz_oracle` (one case: refusal rule, plan invariants, model bytes; the checks live in
+:mod:`.fuzz_checks`, and persistent loop cases are judged by :mod:`.fuzz_loop_oracle`),
+:mod:`.fuzz_run` (many cases in worker processes), :mod:`.fuzz_shrink` (minimization),
+:mod:`.fuzz_save` (regression files) and :mod:`.fuzz_gpu` (kernels on the GPU). This module
+is the command line and the facade that re-exports their public names, so ``from
+tvm_tma.testing.fuzz import check_case`` (the saved regression tests) and ``fuzz.<name>`` keep
+working. To monkeypatch a name, patch it in the
 module that uses it (``fuzz_oracle.plans_of``, ``fuzz_run.check_case``, ...): rebinding it
 here changes nothing the fuzzer calls.
 """
@@ -61,6 +75,7 @@ from .fuzz_cases import (
 )
 from .fuzz_gpu import MAX_KERNEL_SMEM, GpuSummary, kernel_compatible, run_gpu
 from .fuzz_gpu import _compile_worker as _compile_worker  # re-exported for the tests
+from .fuzz_loops import loop_table
 from .fuzz_oracle import (
     CASE_TIMEOUT,
     MAX_BOX,
@@ -75,16 +90,14 @@ from .fuzz_oracle import (
     variant_invariants,
 )
 from .fuzz_run import Summary, coverage_keys, run_fuzz
-from .fuzz_shrink import (
+from .fuzz_save import (
     REGRESSION_DIR,
     case_digest,
     case_source,
-    minimize_failure,
     regression_source,
     save_regression,
-    shrink,
-    valid_case,
 )
+from .fuzz_shrink import minimize_failure, shrink, valid_case
 
 __all__ = [
     "ALL_DTYPES", "CASE_TIMEOUT", "DEFAULT_SEED", "DTYPES", "MAX_BOX", "MAX_GLOBAL_ELEMS",
@@ -145,7 +158,8 @@ def main(argv: list[str] | None = None) -> int:
           f"({1000 * summary.seconds / max(summary.cases, 1):.2f} ms/case wall, "
           f"{args.jobs} jobs), {summary.issues} issues modelled, slowest case "
           f"{summary.slowest[1]} ({summary.slowest[0]:.2f} s)")
-    for line in _histogram(summary) + (_coverage(summary) if args.coverage else []):
+    lines = _histogram(summary) + loop_table(summary.loops)
+    for line in lines + (_coverage(summary) if args.coverage else []):
         print(line)
     for index, outcome in summary.failures[:50]:
         print(f"MISMATCH case {index}: {outcome.kind}: {outcome.problem[:500]}")

@@ -15,6 +15,8 @@ misaligned offsets, a sub-region or the whole buffer), often of another shape th
 global region (a reshape), one of seven dtypes and either direction. A share of the cases
 are variants (:mod:`.fuzz_variants`): multicast loads split among a cluster of 2 or 4 CTAs,
 and stores that reduce with a random op, on a dtype PTX defines it for or, sometimes, not.
+About one in ten is a persistent tile loop around a plain copy (:mod:`.fuzz_loops`): one of
+the loop forms kernel authors write, or an unsafe neighbour of it.
 """
 
 from __future__ import annotations
@@ -23,7 +25,8 @@ import math
 import random
 
 from .copy_cases import CopyCase
-from .fuzz_variants import REDUCE_ONLY_DTYPES, Variant, draw_variant
+from .fuzz_loops import draw_loop, loop_case
+from .fuzz_variants import PLAIN, REDUCE_ONLY_DTYPES, Variant, draw_variant
 from .fuzz_views import global_strides, pieces, view_offset, weighted
 
 #: Element bytes of every dtype a plain case draws.
@@ -48,8 +51,11 @@ def random_case(seed: int, index: int) -> CopyCase:
     """Case ``index`` of the stream ``seed`` (independent of every other case)."""
     rng = random.Random(f"tvm-tma-fuzz:{seed}:{index}")
     variant = draw_variant(seed, index, ALL_DTYPES)
+    loop = draw_loop(seed, index) if variant == PLAIN else None
     for _ in range(100):
         case = _draw(rng, f"fuzz-{seed}-{index}", variant)
+        if case is not None and loop is not None:
+            case = loop_case(case, loop, MAX_GLOBAL_ELEMS)
         if case is not None:
             return case
     raise RuntimeError(f"generator found no case for seed {seed} index {index}")

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from .copy_cases import CopyCase
 from .fuzz_oracle import arena_offsets
 from .fuzz_run import spawn_pool
-from .fuzz_shrink import case_digest
+from .fuzz_save import case_digest
 
 #: The dynamic shared memory one kernel may use (H100: 227 KiB per block).
 MAX_KERNEL_SMEM = 200 * 1024

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .copy_cases import CopyCase, row_major_strides
 from .fuzz_cases import random_case
+from .fuzz_loops import loop_keys, loop_verdict
 from .fuzz_oracle import Outcome, check_case
 from .fuzz_variants import reduction_defined
 
@@ -37,6 +38,8 @@ class Summary:
     coverage: Counter[tuple[str, str]] = field(default_factory=Counter)
     accepted_indices: list[int] = field(default_factory=list)
     slowest: tuple[float, int] = (0.0, -1)  # (seconds, index) of the slowest case
+    #: Loop cases by (form, truth, verdict): :func:`~.fuzz_loops.loop_table` prints them
+    loops: Counter[tuple[str, str, str]] = field(default_factory=Counter)
 
     def add(self, index: int, case: CopyCase, outcome: Outcome, seconds: float = 0.0) -> None:
         self.cases += 1
@@ -53,6 +56,8 @@ class Summary:
             self.failures.append((index, outcome))
         for key in coverage_keys(case):
             self.coverage[(key, outcome.status)] += 1
+        if case.loop is not None:
+            self.loops[loop_verdict(case, outcome.status, outcome.rule)] += 1
 
     def merge(self, other: Summary) -> None:
         self.cases += other.cases
@@ -65,6 +70,7 @@ class Summary:
         self.coverage.update(other.coverage)
         self.accepted_indices.extend(other.accepted_indices)
         self.slowest = max(self.slowest, other.slowest)
+        self.loops.update(other.loops)
 
     @property
     def line(self) -> str:
@@ -110,7 +116,7 @@ def coverage_keys(case: CopyCase) -> list[str]:
         keys.append("pieces")
     if is_reshape(case):
         keys.append("reshape")
-    return keys + variant_keys(case)
+    return keys + variant_keys(case) + loop_keys(case)
 
 
 def variant_keys(case: CopyCase) -> list[str]:

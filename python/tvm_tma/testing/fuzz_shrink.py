@@ -1,32 +1,25 @@
-"""The fuzzer's shrinker and regression-file writer: a failing case -> a small pytest module.
+"""The fuzzer's shrinker: a failing case -> the smallest case found that fails the same way.
 
 It exists apart from the oracle and the drivers because minimizing is a search over case
 *edits* (drop a stage, a stride, a dimension, layout pieces, the view's offset or ``oob=``,
 pull the region back inside the view, undo a reshape, halve an extent, simplify the layout
-or dtype, load in one CTA or a smaller cluster, store without reducing), driven only by a
-failure predicate; it knows nothing about plans.
-:func:`minimize_failure` keeps the failure's ``kind`` fixed while it shrinks, and
-:func:`save_regression` writes the result as ``test_case_<hash>.py``, which imports
-``check_case`` from the ``fuzz`` facade.
+or dtype, load in one CTA or a smaller cluster, store without reducing, drop a persistent
+loop or make it smaller), driven only by a failure predicate; it knows nothing about plans.
+:func:`minimize_failure` keeps the failure's ``kind`` fixed while it shrinks;
+:mod:`.fuzz_save` writes the result as a regression test.
 """
 
 from __future__ import annotations
 
 import dataclasses
-import hashlib
 import math
-import textwrap
 from collections.abc import Callable, Iterator
-from pathlib import Path
 
 from .copy_cases import CopyCase, row_major_strides, shared_layout_of
 from .fuzz_cases import MAX_RANK
 from .fuzz_oracle import CASE_TIMEOUT, Outcome, check_case
 from .fuzz_run import crossings, is_reshape
 from .layout_eval import layout_offsets
-
-#: Where the suite collects the saved regression tests (the CLI's ``--save-failures`` hint).
-REGRESSION_DIR = Path("tests/python/fuzz_regressions")
 
 
 def valid_case(case: CopyCase) -> bool:
@@ -45,6 +38,8 @@ def valid_case(case: CopyCase) -> bool:
                 case.global_shape, case.global_tiles[0]) is None):
             return False
         if case.stages and (case.stages < 1 or len(case.shared_shape) < 2):
+            return False
+        if case.loop is not None and not case.loop.fits(len(case.global_shape)):
             return False
         for s, e, n in zip(case.s_start, case.s_extent, case.shared_shape):
             if s < 0 or e < 1 or s + e > n:
@@ -114,7 +109,11 @@ def _simpler(case: CopyCase) -> Iterator[CopyCase | None]:
 
 
 def _plainer(case: CopyCase) -> Iterator[CopyCase]:
-    """The variant undone: a one-CTA load (or a cluster of two), a plain store."""
+    """The variant undone: a one-CTA load (or a cluster of two), a plain store; the loop
+    dropped, or made smaller (fewer tiles or CTAs, one tile per row, one K step)."""
+    if case.loop is not None:
+        yield _replace(case, loop=None)
+        yield from (_replace(case, loop=loop) for loop in case.loop.smaller())
     if case.cluster:
         yield _replace(case, cluster=0)
         if case.cluster > 2:
@@ -322,68 +321,6 @@ def _simpler_dtypes(case: CopyCase) -> Iterator[CopyCase]:
                   "float8_e5m2": "uint8"}
     if case.dtype in same_width:
         yield _replace(case, dtype=same_width[case.dtype])
-
-
-#: Fields added to :class:`CopyCase` after digests were first written: left out of the digest
-#: at their defaults, so every older case keeps its digest (and its regression file's name).
-_LATER_FIELDS = {"cluster": 0, "reduce": None}
-
-
-def case_digest(case: CopyCase) -> str:
-    """A stable short hash of a case's content (its name excluded)."""
-    fields = dataclasses.asdict(_replace(case, name=""))
-    for name, default in _LATER_FIELDS.items():
-        if fields[name] == default:
-            del fields[name]
-    return hashlib.sha1(repr(sorted(fields.items())).encode()).hexdigest()[:12]
-
-
-def case_source(case: CopyCase, indent: str = "    ") -> str:
-    """``CopyCase(...)`` as Python source, one field per line."""
-    lines = ["CopyCase("]
-    for item in dataclasses.fields(case):
-        value = getattr(case, item.name)
-        if value == item.default or (item.name == "expect" and not value):
-            continue
-        lines.append(f"{indent}{item.name}={value!r},")
-    lines.append(")")
-    return "\n".join(lines)
-
-
-def regression_source(case: CopyCase, outcome: Outcome, origin: str) -> str:
-    """The text of the regression test module that pins ``case`` (see :func:`save_regression`)."""
-    digest = case_digest(case)
-    problem = " ".join(outcome.problem.split())[:300]
-    return f'''"""Fuzzer regression {digest}: {outcome.kind}.
-
-Minimized from {origin}. Failure when found:
-{_wrap(problem)}
-"""
-
-from tvm_tma.testing.copy_cases import CopyCase
-from tvm_tma.testing.fuzz import check_case
-
-CASE = {case_source(case)}
-
-
-def test_fuzz_regression_{digest}():
-    outcome = check_case(CASE)
-    assert outcome.status != "mismatch", f"{{outcome.kind}}: {{outcome.problem}}"
-'''
-
-
-def _wrap(text: str, width: int = 96) -> str:
-    return "\n".join(textwrap.wrap(text, width)) or "(no detail)"
-
-
-def save_regression(case: CopyCase, outcome: Outcome, directory: Path | str,
-                    origin: str = "") -> Path:
-    """Write ``case`` as ``<directory>/test_case_<hash>.py`` (a pytest module)."""
-    directory = Path(directory)
-    directory.mkdir(parents=True, exist_ok=True)
-    path = directory / f"test_case_{case_digest(case)}.py"
-    path.write_text(regression_source(case, outcome, origin or case.name))
-    return path
 
 
 def minimize_failure(case: CopyCase, outcome: Outcome, data_seed: int = 0,

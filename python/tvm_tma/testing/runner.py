@@ -21,6 +21,7 @@ from .copy_cases import (
 )
 from .copy_expected import expected_after, numpy_dtype, random_array, reduction_array
 from .layout_eval import layout_offsets
+from .loop_kernel import build_loop_kernel, run_loop_on_gpu
 from .tma_model import execute_multicast, execute_plan
 
 SM90A = {"kind": "cuda", "arch": "sm_90a"}
@@ -59,7 +60,9 @@ def compile_kernel(func, arch: str = "sm_90a") -> Built:
 
 
 def compile_case(case: CopyCase, arch: str = "sm_90a") -> Built:
-    return compile_kernel(build_kernel(case), arch)
+    """The case's kernel built for ``arch`` (a loop case's: its persistent loop kernel)."""
+    kernel = build_kernel(case) if case.loop is None else build_loop_kernel(case)
+    return compile_kernel(kernel, arch)
 
 
 def assemble(cuda_source: str, arch: str = "sm_90a") -> bytes:
@@ -167,8 +170,11 @@ def run_on_gpu(case: CopyCase, built: Built, seed: int = 0) -> tuple[bool, str]:
     The global side is the view's whole allocation (:func:`global_storage`, padding
     included): the kernel gets a strided view of it when the view is not dense. The shared
     side is ``D``: every CTA's image in a cluster case.
-    ``built`` needs only an ``executable`` with a ``"main"`` function.
+    ``built`` needs only an ``executable`` with a ``"main"`` function. A loop case runs its
+    persistent kernel (:func:`~.loop_kernel.run_loop_on_gpu`: ``D`` holds every tile's image).
     """
+    if case.loop is not None:
+        return run_loop_on_gpu(case, built, seed)
     import torch
 
     global_in, shared_in = inputs(case, seed)
