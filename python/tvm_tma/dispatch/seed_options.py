@@ -101,6 +101,12 @@ def _check_every_cta_issues(rank, size: int, prover: Prover) -> None:
                          "from every CTA, or pass a mask and load the whole tile from one CTA")
 
 
+def cluster_shape(cluster_ranks: tuple, prover: Prover) -> tuple:
+    """``((rank var, size or None), ...)``: the kernel's CTA-in-cluster ids and their extents
+    (None where the extent is not a static ``[0, n)``)."""
+    return tuple((rank, _cluster_size(rank, prover)) for rank in cluster_ranks)
+
+
 def _cluster_size(rank, prover: Prover) -> int | None:
     rng = prover.ranges.get(rank)
     if rng is None:

@@ -49,7 +49,8 @@ RULE_HINTS: dict[str, str] = {
     "strides and elem_offset within the argument's)",
     "multicast": "declare the cluster (rank = T.cta_id_in_cluster([n])) and pass "
     "multicast=rank to split the tile among its CTAs, or a mask of its CTAs; give the tile an "
-    "axis or outer box dimension that divides by n",
+    "axis or outer box dimension that divides by n; a whole tile sent with a mask must reach "
+    "each CTA once: issue it from one CTA (if rank == 0:), or let each CTA send its own slice",
     "reduce": "reduce on a shared->global copy, with an element type the operation is defined "
     "for (add: f16/bf16/f32/s32/u32/u64; inc/dec: u32; and/or/xor: 32/64-bit integers)",
     "config": "pass mbar= for global->shared copies only, and only the supported options",

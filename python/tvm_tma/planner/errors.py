@@ -40,8 +40,9 @@ RULES: dict[str, str] = {
     "mbar-overlap": "the copy must not write over the mbarrier it completes on",
     "global-view-bounds": "a global view must lie inside the kernel argument whose data it "
     "aliases",
-    "multicast": "a multicast load needs a cluster kernel and a mask of its CTAs, and a tile "
-    "split among the CTAs needs equal pieces that stay 128-byte aligned",
+    "multicast": "a multicast load needs a cluster kernel and a mask of its CTAs, a tile "
+    "split among the CTAs needs equal pieces that stay 128-byte aligned, and a whole tile "
+    "sent with a mask must reach each CTA once",
     "reduce": "a tensor reduction is a store, and PTX defines each operation for some element "
     "types only",
     "config": "an option of the copy is missing, misplaced or unsupported",
