@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 
 from .descriptor import Context, build_plan
-from .errors import refuse
-from .global_view import LOAD_OOB, STORE_OOB, read_global
+from .errors import PlanError, refuse
+from .global_view import LOAD_OOB, STORE_OOB, GlobalView, global_placements
 from .multicast import split_among_ctas
 from .plan_types import TmaPlan
 from .proofs import Prover
@@ -47,6 +47,11 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
     map keeps the tensor's type); ``l2_promotion`` is the map's enum; ``multicast_ctas``
     splits a multicast load's issues among that many CTAs of the cluster
     (:func:`~.multicast.split_among_ctas`). Raises :class:`PlanError`.
+
+    A global view whose offset folds into coordinates may also be placed at the map's base
+    (:func:`~.global_view.global_placements`): the folded view is planned first, and only
+    when its plan is refused is the other planned (every rule applies to it as well); if
+    both are refused, the first refusal is raised.
     """
     direction = copy_direction(dst, src)
     shared_region, global_region = (dst, src) if direction == "g2s" else (src, dst)
@@ -73,14 +78,40 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
         check_in_allocation(lo, hi, f"shared buffer {shared_region.source.name}",
                             shared_allocation, prover)
     shared = read_shared(shared_region, prover)
-    global_view = read_global(global_region, prover, direction, oob, argument)
-    axes = refine(shared, global_view)
+    placements = global_placements(global_region, prover, direction, oob, argument)
     alignment = shared_alignment(shared_region.source, shared_allocation)
-    ctx = Context(shared, global_view, direction, prover, alignment, reduce, l2_promotion)
-    copy_plan = build_plan(axes, ctx)
-    if multicast_ctas is not None:
-        copy_plan = split_among_ctas(copy_plan, multicast_ctas, ctx)
-    return copy_plan
+
+    def plan_view(global_view: GlobalView) -> TmaPlan:
+        axes = refine(shared, global_view)
+        ctx = Context(shared, global_view, direction, prover, alignment, reduce, l2_promotion)
+        copy_plan = build_plan(axes, ctx)
+        if multicast_ctas is not None:
+            copy_plan = split_among_ctas(copy_plan, multicast_ctas, ctx)
+        return copy_plan
+
+    return _first_plan(placements, plan_view, prover)
+
+
+def _first_plan(placements: tuple[GlobalView, ...], plan_view, prover: Prover) -> TmaPlan:
+    """The plan of the first placement that is not refused, else the first refusal.
+
+    The prover's records (``established``, ``unproven``: what ``explain`` reports) end up
+    as the returned plan's own, or, on a refusal, as the first placement's.
+    """
+    kept = len(prover.established), len(prover.unproven)
+    refusal: tuple[PlanError, list, list] | None = None
+    for global_view in placements:
+        try:
+            return plan_view(global_view)
+        except PlanError as error:
+            if refusal is None:
+                refusal = error, prover.established[kept[0]:], prover.unproven[kept[1]:]
+            del prover.established[kept[0]:], prover.unproven[kept[1]:]
+    assert refusal is not None  # global_placements returns at least one view
+    error, established, unproven = refusal
+    prover.established.extend(established)
+    prover.unproven.extend(unproven)
+    raise error
 
 
 #: The dynamic shared arena starts 1024-byte aligned in a kernel without static shared

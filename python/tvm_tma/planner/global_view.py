@@ -19,7 +19,11 @@ without changing which addresses it names, into :class:`GlobalDim` s:
    base stays the argument's data pointer and its upper edges stay the view's), else
    encoded as the map's base (``data + offset``, 16-byte alignment proven or checked at run
    time), else -- for a view placed by a CTA-dependent offset -- translated into the
-   coordinates of the kernel argument it aliases;
+   coordinates of the kernel argument it aliases. A folded offset moves the region's starts
+   (a 1-D view at element 252 copying from 768 starts at 1020), which can keep the later
+   steps from cutting a dim on its start; so where the base placement is allowed too, it is
+   kept as the second choice (:func:`global_placements`), which the planner tries only when
+   the folded one is refused;
 3. *merge*: a dim covered whole whose outer neighbour continues it in memory merges into that
    neighbour (before any box, 16-byte or 256-element rule is applied);
 4. *bounds*: each dim records whether the region provably lies inside it. Without ``oob``
@@ -100,11 +104,26 @@ class GlobalView:
 
 def read_global(region, prover: Prover, direction: str, oob: str | None = None,
                 argument=None) -> GlobalView:
-    """Canonicalize a global BufferRegion (see the module docstring).
+    """Canonicalize a global BufferRegion (see the module docstring): the preferred of its
+    :func:`global_placements`.
 
     ``argument`` is the kernel argument (a Buffer) whose data the region's buffer aliases,
     when the parser could see it; it is needed only for views placed by a CTA-dependent
     offset.
+    """
+    return global_placements(region, prover, direction, oob, argument)[0]
+
+
+def global_placements(region, prover: Prover, direction: str, oob: str | None = None,
+                      argument=None) -> tuple[GlobalView, ...]:
+    """Every way the tensor map may place a global BufferRegion, preferred first.
+
+    One view, except for a view whose offset folds into coordinates and may also be the
+    map's base (``data + offset`` 16-byte aligned, proven or left to the encoder's check):
+    then the folded view, then the view at that base. Both name the same addresses and
+    both pass the same bounds checks (:func:`_bound` runs once, on the view's own dims);
+    they differ only in the dims' sizes and starts, so a rule that refuses the plan of one
+    (a start off the box cut, an issue step off 128 bytes) may accept the other's.
     """
     buffer = region.source
     dtype = str(buffer.dtype)
@@ -118,9 +137,9 @@ def read_global(region, prover: Prover, direction: str, oob: str | None = None,
     checks: list[HostCheck] = []
     dims = _bound(_pieces(region, prover), prover, direction, oob, checks)
     offset = prover.simplify(buffer.elem_offset + memory_offset(layout))
-    dims, base = _place_view(dims, offset, width, buffer, prover, argument)
-    dims = _merge_whole(dims, prover)
-    return GlobalView(dtype, width, tuple(dims), base, oob, direction, tuple(checks))
+    return tuple(GlobalView(dtype, width, tuple(_merge_whole(placed, prover)), base, oob,
+                            direction, tuple(checks))
+                 for placed, base in _place_view(dims, offset, width, buffer, prover, argument))
 
 
 def _check_view_in_argument(view, argument, prover: Prover) -> None:
@@ -225,33 +244,46 @@ def _split_pieces(pieces: list[_Piece], start: Expr, extent: int, name: str, pro
 
 
 def _place_view(dims: list[GlobalDim], offset: Expr, width: int, buffer, prover: Prover,
-                argument) -> tuple[list[GlobalDim], Expr]:
-    """Where the tensor map starts: fold the view's offset into coordinates, or use it as
-    the base, or express the region in the kernel argument's coordinates."""
+                argument) -> list[tuple[list[GlobalDim], Expr]]:
+    """Where the tensor map may start, preferred first, as (dims, base offset) pairs: fold
+    the view's offset into coordinates (then, if allowed, also the offset as the base, the
+    fallback :func:`global_placements` describes), or use it as the base, or express the
+    region in the kernel argument's coordinates."""
     if _is_zero(offset, prover):
-        return dims, 0
+        return [(dims, 0)]
     folded = _fold_offset(dims, offset, prover)
     if folded is not None:
-        return folded, 0
+        return [(folded, 0)] + ([(dims, offset)] if _base_allowed(offset, width, prover)
+                                else [])
     if prover.is_host_expr(offset):
-        aligned = tvm.tirx.floormod(offset * width, 16) == 0
-        if as_int(offset) is not None and (as_int(offset) * width) % 16 or (
-                as_int(offset) is None and prover.refutable(aligned)):
+        if not _base_allowed(offset, width, prover):
             raise refuse(
                 "global-address-align",
                 f"global view {buffer.name} starts {prover.simplify(offset * width)} bytes "
                 "past its data pointer, not a multiple of 16, and the offset cannot be folded "
                 "into the coordinates (the region may start before the view)")
-        return dims, offset
+        return [(dims, offset)]
     translated = _in_argument(dims, offset, prover, argument)
     if translated is not None:
-        return translated, 0
+        return [(translated, 0)]
     raise refuse(
         "global-view-offset",
         f"global view {buffer.name} starts at the CTA-dependent offset {offset}: the tensor map "
         "is encoded on the host, so it needs the view's offset as whole coordinates of a view "
         "it can bound there (index the argument directly, A[r0:r0 + m, ...], or keep the copy "
         "inside the view)")
+
+
+def _base_allowed(offset: Expr, width: int, prover: Prover) -> bool:
+    """``data + offset`` may be the map's base: the host computes it, and it is not known to
+    be off 16 bytes (16-byte aligned when constant; a symbolic offset the analyzer cannot
+    refute is left to the encoder, which checks the base address at run time)."""
+    if not prover.is_host_expr(offset):
+        return False
+    constant = as_int(offset)
+    if constant is not None:
+        return (constant * width) % 16 == 0
+    return not prover.refutable(tvm.tirx.floormod(offset * width, 16) == 0)
 
 
 def _fold_offset(dims: list[GlobalDim], offset: Expr, prover: Prover
