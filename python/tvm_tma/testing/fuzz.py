@@ -103,9 +103,10 @@ __all__ = [
     "ALL_DTYPES", "CASE_TIMEOUT", "DEFAULT_SEED", "DTYPES", "MAX_BOX", "MAX_GLOBAL_ELEMS",
     "MAX_KERNEL_SMEM", "MAX_RANK", "MAX_TILE_BYTES", "REGRESSION_DIR", "SMEM_ALIGN", "CaseTimeout",
     "GpuSummary", "Outcome", "Summary", "case_digest", "case_source", "check_case",
-    "coverage_keys", "kernel_compatible", "main", "minimize_failure", "model_mismatch",
-    "plan_invariants", "plans_of", "random_case", "regression_source", "run_fuzz", "run_gpu",
-    "save_regression", "shrink", "split_invariants", "valid_case", "variant_invariants",
+    "coverage_keys", "kernel_compatible", "loop_table", "main", "minimize_failure",
+    "model_mismatch", "plan_invariants", "plans_of", "random_case", "regression_source",
+    "run_fuzz", "run_gpu", "save_regression", "shrink", "split_invariants", "valid_case",
+    "variant_invariants",
 ]
 
 
@@ -142,6 +143,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="also build and run every accepted case's kernel on GPU 0")
     parser.add_argument("--gpu-limit", type=int, default=None,
                         help="at most this many kernels in --gpu mode")
+    parser.add_argument("--gpu-loops-first", action="store_true",
+                        help="in --gpu mode, take the accepted loop cases first, then the "
+                        "others (up to --gpu-limit)")
     parser.add_argument("--save-failures", type=Path, default=None, metavar="DIR",
                         help="minimize each mismatch and save it as DIR/test_case_<hash>.py "
                         f"(the suite collects {REGRESSION_DIR})")
@@ -178,14 +182,18 @@ def main(argv: list[str] | None = None) -> int:
 
     mismatches = summary.mismatches
     if args.gpu:
+        accepted = [(index, random_case(seed, index)) for index in summary.accepted_indices]
+        if args.gpu_loops_first:
+            accepted.sort(key=lambda item: item[1].loop is None)  # stable: index order kept
         chosen = []
-        for index in summary.accepted_indices:
-            case = random_case(seed, index)
-            if kernel_compatible(case):
-                chosen.append((index, case))
+        for index, case in accepted:
             if args.gpu_limit is not None and len(chosen) >= args.gpu_limit:
                 break
-        print(f"gpu: building {len(chosen)} kernels with {args.jobs} jobs", flush=True)
+            if kernel_compatible(case):
+                chosen.append((index, case))
+        loops = sum(case.loop is not None for _, case in chosen)
+        print(f"gpu: building {len(chosen)} kernels ({loops} loop kernels) with {args.jobs} "
+              "jobs", flush=True)
         gpu = run_gpu(chosen, args.jobs)
         per_kernel = gpu.compile_seconds / max(gpu.kernels, 1)
         print(f"gpu: {gpu.kernels} kernels built, {gpu.ran} run, {gpu.mismatches} mismatches; "

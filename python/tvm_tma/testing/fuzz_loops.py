@@ -157,13 +157,16 @@ def loop_table(verdicts: Counter) -> list[str]:
         got = [totals[(form, fact, s)] for s in ("accepted", "refused", "mismatch")]
         return f"{got[0]:5d}/{got[1]:<5d}" + (f" {got[2]} MISMATCH" if got[2] else "")
 
-    bounds = sum(n for (_, fact, verdict), n in verdicts.items()
-                 if fact == "unsafe" and verdict == "refused:region-bounds")
+    def bounds(form: str, fact: str) -> int:  # refused with region-bounds
+        return sum(n for (f, truth_, verdict), n in verdicts.items() if truth_ == fact
+                   and form in (f, "all") and verdict == "refused:region-bounds")
+
     unsafe = sum(totals[("all", "unsafe", s)] for s in ("accepted", "refused", "mismatch"))
-    lines = [f"loops: {sum(verdicts.values())} cases; safe refused per form: " + ", ".join(
-        f"{form} {totals[(form, 'safe', 'refused')]}" for form in FORMS)
-        + f"; unsafe refused with region-bounds: {bounds} of {unsafe}",
-        "  form           safe acc/ref  edge acc/ref  unsafe acc/ref"]
+    lines = [f"loops: {sum(verdicts.values())} cases; safe refused per form [by region-bounds]: "
+             + ", ".join(f"{form} {totals[(form, 'safe', 'refused')]} [{bounds(form, 'safe')}]"
+                         for form in FORMS)
+             + f"; unsafe refused by region-bounds: {bounds('all', 'unsafe')} of {unsafe}",
+             "  form           safe acc/ref  edge acc/ref  unsafe acc/ref"]
     for form in (*FORMS, "all"):
         lines.append(f"  {form:14s} " + " ".join(
             cell(form, fact) for fact in ("safe", "edge", "unsafe")))
