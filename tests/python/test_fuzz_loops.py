@@ -103,6 +103,10 @@ TILES_7_ON_3 = {
     ("guard-meta", "le-guard"): [[0, 3, 6], [1, 4, 7], [2, 5]],
     ("guard-meta", "no-guard"): [[0, 3, 6], [1, 4, 7], [2, 5, 8]],
     ("guard-scalar", None): [[0, 3, 6], [1, 4], [2, 5]],
+    ("guard-scalar", "le-guard"): [[0, 3, 6], [1, 4, 7], [2, 5]],
+    ("guard-scalar", "no-guard"): [[0, 3, 6], [1, 4, 7], [2, 5, 8]],
+    ("ksteps", None): [[0, 3, 6], [1, 4], [2, 5]],
+    ("ksteps", "le-guard"): [[0, 3, 6], [1, 4, 7], [2, 5]],
     ("exact-rounds", None): [[0, 3, 6], [1, 4], [2, 5]],  # (7 - cta + 2) // 3 = 3, 2, 2
     ("exact-rounds", "extra-round"): [[0, 3, 6], [1, 4, 7], [2, 5]],  # (7 - cta + 3) // 3
     ("strided", None): [[0, 3, 6], [1, 4], [2, 5]],
@@ -114,7 +118,8 @@ TILES_7_ON_3 = {
 
 @pytest.mark.parametrize("form, mutation", list(TILES_7_ON_3), ids=str)
 def test_executed_tiles_by_hand(form, mutation):
-    loop = LoopForm(form, ctas=3, tiles=7, cols=2, mutation=mutation)
+    loop = LoopForm(form, ctas=3, tiles=7, cols=2, ksteps=int(form == "ksteps"),
+                    mutation=mutation)
     got = [[t for t, _ in loop.tiles_of(cta)] for cta in range(3)]
     assert got == TILES_7_ON_3[(form, mutation)]
     assert [step.tile for step in loop.executed()] == sum(got, [])

@@ -4,7 +4,9 @@ It exists apart from the model-only fuzzer because it is the one part that needs
 build and a GPU (imported only when :func:`run_gpu` runs), and because its cost is different:
 kernels compile in spawned workers (:func:`_compile_worker` exports each to a shared object)
 while this process loads and launches them as they arrive, comparing every byte of both
-buffers with numpy's copy.
+buffers with numpy's copy. A loop case's kernel (:mod:`.loop_kernel`) launches its CTAs over
+every tile of its loop; ``D`` then holds every tile's shared image, and the whole global
+allocation is compared after the last tile.
 """
 
 from __future__ import annotations

@@ -129,7 +129,10 @@ def check_loop_case(case: CopyCase, data_seed: int = 0) -> Outcome:
         if copy.rule not in RULES:
             return Outcome("mismatch", kind="unknown-rule", problem=f"[{copy.rule}] {copy.detail}")
         return Outcome("refused", rule=copy.rule)
-    refusal = _launch_refusal(copy.plan)
+    try:
+        refusal = _launch_refusal(copy.plan)
+    except Exception as error:  # noqa: BLE001 -- every shape is static: a check must evaluate
+        return crash_outcome("host-check", error)
     if refusal is not None:
         return refusal
     unsound = unsound_acceptance(case)
