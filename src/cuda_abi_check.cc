@@ -9,9 +9,42 @@
 #ifdef TVM_TMA_HAVE_CUDA_H
 #include <cuda.h>
 
+#include <type_traits>
+
 #include "cuda_driver.h"
 
 namespace cu = tvm_tma::cu;
+
+namespace {
+
+// The encode entry points are called through the function pointer types of cuda_driver.h,
+// which spell the driver's enums as int: every argument must still have the width and the
+// pointer-ness of cuda.h's prototype.
+template <typename F>
+struct Signature;
+template <typename R, typename... Args>
+struct Signature<R (*)(Args...)> {
+  static constexpr size_t kArity = sizeof...(Args);
+  template <typename... Others>
+  static constexpr bool SameWidths() {
+    return ((sizeof(Args) == sizeof(Others) &&
+             std::is_pointer_v<Args> == std::is_pointer_v<Others>) && ...);
+  }
+};
+template <typename Ours, typename Theirs>
+struct SameAbi;
+template <typename Ours, typename R, typename... Args>
+struct SameAbi<Ours, R (*)(Args...)> {
+  static constexpr bool value = Signature<Ours>::kArity == sizeof...(Args) &&
+                                Signature<Ours>::template SameWidths<Args...>();
+};
+
+static_assert(SameAbi<cu::TensorMapEncodeTiledFn, decltype(&cuTensorMapEncodeTiled)>::value,
+              "cuTensorMapEncodeTiled signature");
+static_assert(SameAbi<cu::TensorMapEncodeIm2colFn, decltype(&cuTensorMapEncodeIm2col)>::value,
+              "cuTensorMapEncodeIm2col signature");
+
+}  // namespace
 
 static_assert(sizeof(CUtensorMap) == sizeof(cu::TensorMap), "CUtensorMap size");
 static_assert(sizeof(CUdeviceptr) == sizeof(cu::DevicePtr), "CUdeviceptr size");

@@ -34,6 +34,8 @@ CudaDriver LoadCudaDriver() {
   }
   driver.init = LookupSymbol<cu::InitFn>(lib, "cuInit");
   driver.encode_tiled = LookupSymbol<cu::TensorMapEncodeTiledFn>(lib, "cuTensorMapEncodeTiled");
+  driver.encode_im2col =
+      LookupSymbol<cu::TensorMapEncodeIm2colFn>(lib, "cuTensorMapEncodeIm2col");
   // cuda.h maps cuMemGetAddressRange to the _v2 ABI (size_t size); the unsuffixed symbol is the
   // legacy 32-bit-size variant, so the suffix matters.
   driver.mem_get_address_range =

@@ -81,6 +81,17 @@ using TensorMapEncodeTiledFn = Result (*)(TensorMap* map, int data_type, uint32_
                                           const uint64_t* global_strides, const uint32_t* box_dim,
                                           const uint32_t* element_strides, int interleave,
                                           int swizzle, int l2_promotion, int oob_fill);
+// cuTensorMapEncodeIm2col: the corners are plain ints (rank - 2 of each, W first), the box is
+// channels_per_pixel x pixels_per_column.
+using TensorMapEncodeIm2colFn = Result (*)(TensorMap* map, int data_type, uint32_t rank,
+                                           void* global_address, const uint64_t* global_dim,
+                                           const uint64_t* global_strides,
+                                           const int* pixel_box_lower_corner,
+                                           const int* pixel_box_upper_corner,
+                                           uint32_t channels_per_pixel,
+                                           uint32_t pixels_per_column,
+                                           const uint32_t* element_strides, int interleave,
+                                           int swizzle, int l2_promotion, int oob_fill);
 
 }  // namespace cu
 
@@ -94,6 +105,9 @@ struct CudaDriver {
 
   cu::InitFn init = nullptr;
   cu::TensorMapEncodeTiledFn encode_tiled = nullptr;
+  // Not required for `available` (tiled maps do not need it); an im2col encode without it is
+  // refused with rule 'driver'. Every driver with cuTensorMapEncodeTiled (CUDA 12.0+) has it.
+  cu::TensorMapEncodeIm2colFn encode_im2col = nullptr;
   // Optional: without it the allocation-footprint check is skipped.
   cu::MemGetAddressRangeFn mem_get_address_range = nullptr;
   // Optional: let encodes run on threads with no current context (see ScopedPointerContext).

@@ -2,7 +2,7 @@
  * The descriptor cache (see descriptor_cache.h for why) and its inspection functions:
  *
  *   tvm_tma.descriptor_cache_enable(bool)   on by default; off encodes on every call
- *   tvm_tma.descriptor_cache_stats()        [hits, misses, entries]
+ *   tvm_tma.descriptor_cache_stats()        [hits, misses, entries] (tiled and im2col together)
  *   tvm_tma.descriptor_cache_clear()
  */
 #include "descriptor_cache.h"
@@ -22,15 +22,13 @@ void Mix(size_t* seed, uint64_t value) {
   *seed ^= std::hash<uint64_t>()(value) + 0x9e3779b97f4a7c15ULL + (*seed << 6) + (*seed >> 2);
 }
 
-}  // namespace
-
-size_t TiledParamsHash::operator()(const TiledParams& p) const {
+// The arguments both kinds of map share.
+size_t HashMapParams(const MapParams& p) {
   size_t seed = std::hash<std::string>()(p.dtype);
   Mix(&seed, static_cast<uint64_t>(p.rank));
   Mix(&seed, p.global_address);
   for (int64_t i = 0; i < p.rank && i < kMaxRank; ++i) {
     Mix(&seed, static_cast<uint64_t>(p.dims[i]));
-    Mix(&seed, static_cast<uint64_t>(p.box[i]));
     Mix(&seed, static_cast<uint64_t>(p.element_strides[i]));
     if (i + 1 < p.rank) Mix(&seed, static_cast<uint64_t>(p.strides[i]));
   }
@@ -41,20 +39,51 @@ size_t TiledParamsHash::operator()(const TiledParams& p) const {
   return seed;
 }
 
-// Whole arrays are compared, not just the first `rank` entries: ParseTiled leaves the unused
+// Whole arrays are compared, not just the first `rank` entries: the parsers leave the unused
 // tail zero, so equal ranks imply equal tails.
-bool TiledParamsEqual::operator()(const TiledParams& a, const TiledParams& b) const {
+bool EqualMapParams(const MapParams& a, const MapParams& b) {
   return a.rank == b.rank && a.global_address == b.global_address && a.dims == b.dims &&
-         a.strides == b.strides && a.box == b.box && a.element_strides == b.element_strides &&
+         a.strides == b.strides && a.element_strides == b.element_strides &&
          a.interleave == b.interleave && a.swizzle == b.swizzle &&
          a.l2_promotion == b.l2_promotion && a.oob_fill == b.oob_fill && a.dtype == b.dtype;
 }
 
-bool DescriptorCache::Lookup(const TiledParams& params, cu::TensorMap* map, DtypeInfo* dtype) {
+}  // namespace
+
+size_t TiledParamsHash::operator()(const TiledParams& p) const {
+  size_t seed = HashMapParams(p);
+  for (int64_t i = 0; i < p.rank && i < kMaxRank; ++i) Mix(&seed, static_cast<uint64_t>(p.box[i]));
+  return seed;
+}
+
+bool TiledParamsEqual::operator()(const TiledParams& a, const TiledParams& b) const {
+  return EqualMapParams(a, b) && a.box == b.box;
+}
+
+size_t Im2colParamsHash::operator()(const Im2colParams& p) const {
+  size_t seed = HashMapParams(p);
+  for (int64_t i = 0; i + 2 < p.rank && i < kMaxSpatialRank; ++i) {
+    Mix(&seed, static_cast<uint64_t>(p.lower_corner[i]));
+    Mix(&seed, static_cast<uint64_t>(p.upper_corner[i]));
+  }
+  Mix(&seed, static_cast<uint64_t>(p.channels_per_pixel));
+  Mix(&seed, static_cast<uint64_t>(p.pixels_per_column));
+  return seed;
+}
+
+bool Im2colParamsEqual::operator()(const Im2colParams& a, const Im2colParams& b) const {
+  return EqualMapParams(a, b) && a.lower_corner == b.lower_corner &&
+         a.upper_corner == b.upper_corner && a.channels_per_pixel == b.channels_per_pixel &&
+         a.pixels_per_column == b.pixels_per_column;
+}
+
+template <typename TableT, typename Params>
+bool DescriptorCache::LookupIn(TableT* table, const Params& params, cu::TensorMap* map,
+                               DtypeInfo* dtype) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!enabled_) return false;
-  auto it = entries_.find(params);
-  if (it == entries_.end()) {
+  auto it = table->find(params);
+  if (it == table->end()) {
     ++misses_;
     return false;
   }
@@ -64,18 +93,43 @@ bool DescriptorCache::Lookup(const TiledParams& params, cu::TensorMap* map, Dtyp
   return true;
 }
 
-void DescriptorCache::Insert(const TiledParams& params, const cu::TensorMap& map,
-                             const DtypeInfo& dtype) {
+template <typename TableT, typename Params>
+void DescriptorCache::InsertIn(TableT* table, const Params& params, const cu::TensorMap& map,
+                               const DtypeInfo& dtype) {
   std::lock_guard<std::mutex> lock(mutex_);
   if (!enabled_) return;
-  if (entries_.size() >= kCapacity) entries_.clear();
-  entries_[params] = Entry{map, dtype};
+  if (EntryCount() >= kCapacity) {
+    tiled_.clear();
+    im2col_.clear();
+  }
+  (*table)[params] = Entry{map, dtype};
+}
+
+bool DescriptorCache::Lookup(const TiledParams& params, cu::TensorMap* map, DtypeInfo* dtype) {
+  return LookupIn(&tiled_, params, map, dtype);
+}
+
+bool DescriptorCache::Lookup(const Im2colParams& params, cu::TensorMap* map, DtypeInfo* dtype) {
+  return LookupIn(&im2col_, params, map, dtype);
+}
+
+void DescriptorCache::Insert(const TiledParams& params, const cu::TensorMap& map,
+                             const DtypeInfo& dtype) {
+  InsertIn(&tiled_, params, map, dtype);
+}
+
+void DescriptorCache::Insert(const Im2colParams& params, const cu::TensorMap& map,
+                             const DtypeInfo& dtype) {
+  InsertIn(&im2col_, params, map, dtype);
 }
 
 void DescriptorCache::SetEnabled(bool enabled) {
   std::lock_guard<std::mutex> lock(mutex_);
   enabled_ = enabled;
-  if (!enabled) entries_.clear();
+  if (!enabled) {
+    tiled_.clear();
+    im2col_.clear();
+  }
 }
 
 bool DescriptorCache::enabled() {
@@ -95,12 +149,13 @@ int64_t DescriptorCache::misses() {
 
 int64_t DescriptorCache::size() {
   std::lock_guard<std::mutex> lock(mutex_);
-  return static_cast<int64_t>(entries_.size());
+  return static_cast<int64_t>(EntryCount());
 }
 
 void DescriptorCache::Clear() {
   std::lock_guard<std::mutex> lock(mutex_);
-  entries_.clear();
+  tiled_.clear();
+  im2col_.clear();
   hits_ = 0;
   misses_ = 0;
 }

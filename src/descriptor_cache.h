@@ -9,6 +9,11 @@
  * enums) and replays it on a match. Anything that changes (a new pointer, a new shape or
  * stride) is a different key and is encoded afresh.
  *
+ * Im2col maps (cuTensorMapEncodeIm2col, equally pure) are keyed the same way on their own
+ * arguments (corners, channels per pixel and pixels per column in place of the box) in a table
+ * of their own: a tiled and an im2col map over the same memory are different maps, and no
+ * lookup of one kind can return the other.
+ *
  * What a hit does not skip: the footprint check against the allocation that holds the
  * address (tensormap_encode.cc). A freed and re-used address can hold a smaller allocation
  * today, and catching that is the point of the check.
@@ -33,15 +38,26 @@ struct TiledParamsEqual {
   bool operator()(const TiledParams& a, const TiledParams& b) const;
 };
 
+struct Im2colParamsHash {
+  size_t operator()(const Im2colParams& p) const;
+};
+
+struct Im2colParamsEqual {
+  bool operator()(const Im2colParams& a, const Im2colParams& b) const;
+};
+
 class DescriptorCache {
  public:
   // More distinct maps than this in one process is unusual (each is a tensor x layout); the
-  // cache then starts over rather than growing without bound.
+  // cache then starts over rather than growing without bound. Tiled and im2col maps count
+  // together.
   static constexpr size_t kCapacity = 4096;
 
   // On a hit, copies the encoded map to `map` and the resolved dtype to `dtype`.
   bool Lookup(const TiledParams& params, cu::TensorMap* map, DtypeInfo* dtype);
+  bool Lookup(const Im2colParams& params, cu::TensorMap* map, DtypeInfo* dtype);
   void Insert(const TiledParams& params, const cu::TensorMap& map, const DtypeInfo& dtype);
+  void Insert(const Im2colParams& params, const cu::TensorMap& map, const DtypeInfo& dtype);
 
   void SetEnabled(bool enabled);
   bool enabled();
@@ -55,15 +71,25 @@ class DescriptorCache {
     cu::TensorMap map;
     DtypeInfo dtype;
   };
+  template <typename Params, typename Hash, typename Equal>
+  using Table = std::unordered_map<Params, Entry, Hash, Equal>;
+
+  template <typename TableT, typename Params>
+  bool LookupIn(TableT* table, const Params& params, cu::TensorMap* map, DtypeInfo* dtype);
+  template <typename TableT, typename Params>
+  void InsertIn(TableT* table, const Params& params, const cu::TensorMap& map,
+                const DtypeInfo& dtype);
+  size_t EntryCount() const { return tiled_.size() + im2col_.size(); }  // mutex_ held
 
   std::mutex mutex_;
   bool enabled_ = true;
   int64_t hits_ = 0;
   int64_t misses_ = 0;
-  std::unordered_map<TiledParams, Entry, TiledParamsHash, TiledParamsEqual> entries_;
+  Table<TiledParams, TiledParamsHash, TiledParamsEqual> tiled_;
+  Table<Im2colParams, Im2colParamsHash, Im2colParamsEqual> im2col_;
 };
 
-// The process-wide cache used by tvm_tma.encode_tiled.
+// The process-wide cache used by tvm_tma.encode_tiled and tvm_tma.encode_im2col.
 DescriptorCache& GlobalDescriptorCache();
 
 }  // namespace tvm_tma

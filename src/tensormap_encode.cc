@@ -21,6 +21,18 @@
  * (no map, no address; any integer may be None for a value only the launch knows), which runs
  * the same rules as the encode, skipping those that read an unknown value.
  *
+ * Im2col maps (cuTensorMapEncodeIm2col) have the same three entry points with the driver's
+ * im2col arguments in place of the box:
+ *
+ *   T.call_packed("tvm_tma.encode_im2col", map, dtype, rank, global_address,
+ *                 dims[rank]..., strides[rank-1]..., lower_corner[rank-2]...,
+ *                 upper_corner[rank-2]..., channels_per_pixel, pixels_per_column,
+ *                 element_strides[rank]..., interleave, swizzle, l2_promotion, oob_fill)
+ *   tvm_tma.validate_im2col(dtype, rank, global_address, ...)        (no map)
+ *   tvm_tma.validate_im2col_static(dtype, rank, dims[rank]..., ...)  (no map, no address)
+ *
+ * rank is 3..5 (C, W[, H[, D]], N in driver order); the corners are W first.
+ *
  * The point of routing the encode through here instead of straight to the driver: every driver
  * rule is re-checked on the actual values, and the footprint the map can touch is checked
  * against the device allocation, so a wrong pointer or shape becomes a Python exception naming
@@ -33,11 +45,13 @@
 #include <tvm/ffi/reflection/registry.h>
 #include <tvm/ffi/string.h>
 
+#include <array>
 #include <atomic>
 #include <cstring>
 #include <optional>
 #include <sstream>
 #include <string>
+#include <type_traits>
 
 #include "cuda_driver.h"
 #include "descriptor_cache.h"
@@ -56,11 +70,47 @@ std::atomic<int64_t> g_encode_count{0};
 // Argument parsing
 // ---------------------------------------------------------------------------------------------
 
+// How one entry point lays out its packed arguments.
+struct Layout {
+  const char* func;
+  bool im2col;        // corners, channels and pixels in place of the box
+  bool with_map;      // encode_*: the map pointer comes first
+  bool with_address;  // false for validate_*_static, whose integers may also be None
+};
+
+constexpr Layout kEncodeTiled{"tvm_tma.encode_tiled", false, true, true};
+constexpr Layout kValidateTiled{"tvm_tma.validate_tiled", false, false, true};
+constexpr Layout kValidateTiledStatic{"tvm_tma.validate_tiled_static", false, false, false};
+constexpr Layout kEncodeIm2col{"tvm_tma.encode_im2col", true, true, true};
+constexpr Layout kValidateIm2col{"tvm_tma.validate_im2col", true, false, true};
+constexpr Layout kValidateIm2colStatic{"tvm_tma.validate_im2col_static", true, false, false};
+
+// dtype, rank, [address,] dims, strides (rank - 1), the box or the im2col fields, element
+// strides, 4 enums; the map first for an encode.
+int64_t ExpectedArgCount(const Layout& layout, int64_t rank) {
+  int64_t count = (layout.with_map ? 1 : 0) + 2 + (layout.with_address ? 1 : 0);
+  count += rank + (rank - 1);
+  count += layout.im2col ? 2 * (rank - 2) + 2 : rank;
+  return count + rank + 4;
+}
+
+std::string DescribeLayout(const Layout& layout) {
+  std::string text = layout.with_map ? "map, " : "";
+  text += "dtype, rank, ";
+  if (layout.with_address) text += "global_address, ";
+  text += "dims[rank], strides[rank-1], ";
+  text += layout.im2col ? "lower_corner[rank-2], upper_corner[rank-2], channels_per_pixel, "
+                          "pixels_per_column, "
+                        : "box[rank], ";
+  return text + "element_strides[rank], interleave, swizzle, l2_promotion, oob_fill";
+}
+
 // Reads the flat packed arguments left to right. Type mistakes are programming errors in the
 // caller (generated code or a test), so they raise TypeError rather than a rule ValueError.
 class ArgReader {
  public:
-  ArgReader(const char* func, ffi::PackedArgs args) : func_(func), args_(args) {}
+  ArgReader(const Layout& layout, ffi::PackedArgs args)
+      : func_(layout.func), layout_(layout), args_(args) {}
 
   // A bool is not an integer here (True would pass as 1): a dim, stride or enum written as a
   // bool is a mistake.
@@ -124,15 +174,10 @@ class ArgReader {
   }
 
   [[noreturn]] void ThrowArity(int64_t expected) const {
-    const bool with_map = std::strcmp(func_, "tvm_tma.encode_tiled") == 0;
-    const bool with_address = std::strcmp(func_, "tvm_tma.validate_tiled_static") != 0;
     std::ostringstream os;
     os << func_ << ": got " << args_.size() << " arguments";
     if (expected >= 0) os << ", expected " << expected << " for this rank";
-    os << "; layout is " << (with_map ? "map, " : "") << "dtype, rank, "
-       << (with_address ? "global_address, " : "")
-       << "dims[rank], strides[rank-1], box[rank], "
-          "element_strides[rank], interleave, swizzle, l2_promotion, oob_fill";
+    os << "; layout is " << DescribeLayout(layout_);
     TVM_FFI_THROW(TypeError) << os.str();
   }
 
@@ -152,82 +197,83 @@ class ArgReader {
   }
 
   const char* func_;
+  Layout layout_;
   ffi::PackedArgs args_;
   int next_ = 0;
 };
 
-// dtype, rank, address, 4 arrays (rank-1 strides), 4 enums.
-int64_t ExpectedArgCount(int64_t rank, bool with_map) {
-  return (with_map ? 1 : 0) + 3 + (4 * rank - 1) + 4;
-}
+// The integer fields of one layout: plain integers at run time, an integer or None (unknown)
+// in the compile-time layout, where an unknown element sets its bit in the UnknownValues mask.
+class FieldReader {
+ public:
+  FieldReader(ArgReader* reader, bool allow_unknown)
+      : reader_(reader), allow_unknown_(allow_unknown) {}
 
-// Parses the shared layout after the optional map. Rank is validated before anything else
-// because it fixes the argument count; a wrong count is then reported as such rather than as a
-// confusing type error halfway through.
-TiledParams ParseTiled(ArgReader* reader, bool with_map) {
-  const int rank_index = with_map ? 2 : 1;
-  const int64_t rank = reader->PeekInt(rank_index, "rank");
-  CheckRank(rank);
-  const int64_t expected = ExpectedArgCount(rank, with_map);
+  int64_t Scalar(const char* what, bool* unknown) {
+    if (!allow_unknown_) return reader_->Int(what);
+    bool known = true;
+    const int64_t value = reader_->IntOrUnknown(what, &known);
+    *unknown = !known;
+    return value;
+  }
+
+  template <size_t N>
+  void Array(const char* what, int64_t count, std::array<int64_t, N>* values, uint32_t* unknown) {
+    for (int64_t i = 0; i < count; ++i) {
+      bool is_unknown = false;
+      (*values)[i] = Scalar(what, &is_unknown);
+      if (is_unknown) *unknown |= 1u << i;
+    }
+  }
+
+ private:
+  ArgReader* reader_;
+  bool allow_unknown_;
+};
+
+// Parses everything after the map (an encode reads the map itself first). Rank is validated
+// before anything else because it fixes the argument count; a wrong count is then reported as
+// such rather than as a confusing type error halfway through.
+template <typename Params>
+Params ParseParams(ArgReader* reader, const Layout& layout) {
+  constexpr bool kIm2col = std::is_same_v<Params, Im2colParams>;
+  const int64_t rank = reader->PeekInt(layout.with_map ? 2 : 1, "rank");
+  if constexpr (kIm2col) {
+    CheckIm2colRank(rank);
+  } else {
+    CheckRank(rank);
+  }
+  const int64_t expected = ExpectedArgCount(layout, rank);
   if (reader->size() != expected) reader->ThrowArity(expected);
 
-  TiledParams p;
+  Params p;
+  UnknownValues& u = p.unknown;
+  FieldReader field(reader, /*allow_unknown=*/!layout.with_address);
   p.dtype = reader->Dtype("dtype");
   p.rank = reader->Int("rank");
   bool negative = false;
   int64_t signed_address = 0;
-  p.global_address = reader->Address("global_address", &negative, &signed_address);
-  for (int64_t i = 0; i < rank; ++i) p.dims[i] = reader->Int("dims");
-  for (int64_t i = 0; i + 1 < rank; ++i) p.strides[i] = reader->Int("strides");
-  for (int64_t i = 0; i < rank; ++i) p.box[i] = reader->Int("box");
-  for (int64_t i = 0; i < rank; ++i) p.element_strides[i] = reader->Int("element_strides");
-  p.interleave = reader->Int("interleave");
-  p.swizzle = reader->Int("swizzle");
-  p.l2_promotion = reader->Int("l2_promotion");
-  p.oob_fill = reader->Int("oob_fill");
+  if (layout.with_address) {
+    p.global_address = reader->Address("global_address", &negative, &signed_address);
+  } else {
+    u.global_address = true;
+  }
+  field.Array("dims", rank, &p.dims, &u.dims);
+  field.Array("strides", rank - 1, &p.strides, &u.strides);
+  if constexpr (kIm2col) {
+    field.Array("lower_corner", rank - 2, &p.lower_corner, &u.lower_corner);
+    field.Array("upper_corner", rank - 2, &p.upper_corner, &u.upper_corner);
+    p.channels_per_pixel = field.Scalar("channels_per_pixel", &u.channels_per_pixel);
+    p.pixels_per_column = field.Scalar("pixels_per_column", &u.pixels_per_column);
+  } else {
+    field.Array("box", rank, &p.box, &u.box);
+  }
+  field.Array("element_strides", rank, &p.element_strides, &u.element_strides);
+  p.interleave = field.Scalar("interleave", &u.interleave);
+  p.swizzle = field.Scalar("swizzle", &u.swizzle);
+  p.l2_promotion = field.Scalar("l2_promotion", &u.l2_promotion);
+  p.oob_fill = field.Scalar("oob_fill", &u.oob_fill);
   CheckAddressNotNegative(signed_address, negative);
-  return p;
-}
-
-// The compile-time layout: no address, and None for every integer only the launch knows.
-TiledParams ParseTiledStatic(ArgReader* reader) {
-  const int64_t rank = reader->PeekInt(1, "rank");
-  CheckRank(rank);
-  const int64_t expected = ExpectedArgCount(rank, /*with_map=*/false) - 1;
-  if (reader->size() != expected) reader->ThrowArity(expected);
-
-  TiledParams p;
-  p.dtype = reader->Dtype("dtype");
-  p.rank = reader->Int("rank");
-  p.unknown.global_address = true;
-  bool known = true;
-  auto mark = [&known](uint32_t* mask, int64_t i) {
-    if (!known) *mask |= 1u << i;
-  };
-  for (int64_t i = 0; i < rank; ++i) {
-    p.dims[i] = reader->IntOrUnknown("dims", &known);
-    mark(&p.unknown.dims, i);
-  }
-  for (int64_t i = 0; i + 1 < rank; ++i) {
-    p.strides[i] = reader->IntOrUnknown("strides", &known);
-    mark(&p.unknown.strides, i);
-  }
-  for (int64_t i = 0; i < rank; ++i) {
-    p.box[i] = reader->IntOrUnknown("box", &known);
-    mark(&p.unknown.box, i);
-  }
-  for (int64_t i = 0; i < rank; ++i) {
-    p.element_strides[i] = reader->IntOrUnknown("element_strides", &known);
-    mark(&p.unknown.element_strides, i);
-  }
-  p.interleave = reader->IntOrUnknown("interleave", &known);
-  p.unknown.interleave = !known;
-  p.swizzle = reader->IntOrUnknown("swizzle", &known);
-  p.unknown.swizzle = !known;
-  p.l2_promotion = reader->IntOrUnknown("l2_promotion", &known);
-  p.unknown.l2_promotion = !known;
-  p.oob_fill = reader->IntOrUnknown("oob_fill", &known);
-  p.unknown.oob_fill = !known;
   return p;
 }
 
@@ -257,7 +303,8 @@ const CudaDriver& RequireDriver() {
 // its range with everything the map can reach catches wrong pointers and shapes here instead.
 // (With a caching allocator the "allocation" is the allocator's block, so this bounds the
 // damage to memory we own rather than proving the tensor itself is large enough.)
-void CheckFootprint(const CudaDriver& driver, const TiledParams& p, const DtypeInfo& dtype) {
+template <typename Params>
+void CheckFootprint(const CudaDriver& driver, const Params& p, const DtypeInfo& dtype) {
   if (driver.mem_get_address_range == nullptr) return;  // old driver: nothing to ask
 
   cu::DevicePtr alloc_base = 0;
@@ -291,13 +338,15 @@ void CheckFootprint(const CudaDriver& driver, const TiledParams& p, const DtypeI
 // Encoding
 // ---------------------------------------------------------------------------------------------
 
-// Encodes into `staging`, a 128-byte-aligned local buffer, which the caller copies into the
-// map. TVM's host stack slot for the map is only 64-byte aligned, which is all the driver
-// documents, but the CUDA 13 header declares CUtensorMap alignas(128) and a driver may rely on
-// that; staging keeps the driver on storage that matches its own declaration whatever `map` is.
-void Encode(const CudaDriver& driver, const TiledParams& p, const DtypeInfo& dtype,
-            cu::TensorMap* staging) {
-  // Narrowing is safe: CheckStaticRules bounded every value to the driver's ranges.
+// The driver call for each kind of map. Narrowing is safe: CheckStaticRules bounded every
+// value to the driver's ranges.
+struct DriverCall {
+  const char* name;
+  cu::Result result;
+};
+
+DriverCall CallDriver(const CudaDriver& driver, const TiledParams& p, const DtypeInfo& dtype,
+                      cu::TensorMap* staging) {
   uint64_t dims[kMaxRank] = {};
   uint64_t strides[kMaxRank - 1] = {};
   uint32_t box[kMaxRank] = {};
@@ -308,15 +357,55 @@ void Encode(const CudaDriver& driver, const TiledParams& p, const DtypeInfo& dty
     element_strides[i] = static_cast<uint32_t>(p.element_strides[i]);
     if (i + 1 < p.rank) strides[i] = static_cast<uint64_t>(p.strides[i]);
   }
-
   const cu::Result rc = driver.encode_tiled(
       staging, dtype.code, static_cast<uint32_t>(p.rank),
       reinterpret_cast<void*>(static_cast<uintptr_t>(p.global_address)), dims, strides, box,
       element_strides, static_cast<int>(p.interleave), static_cast<int>(p.swizzle),
       static_cast<int>(p.l2_promotion), static_cast<int>(p.oob_fill));
-  if (rc != cu::kSuccess) {
-    TVM_FFI_THROW(RuntimeError) << "tvm_tma: rule 'driver': cuTensorMapEncodeTiled returned "
-                                << DescribeCudaResult(driver, rc) << " for "
+  return {"cuTensorMapEncodeTiled", rc};
+}
+
+DriverCall CallDriver(const CudaDriver& driver, const Im2colParams& p, const DtypeInfo& dtype,
+                      cu::TensorMap* staging) {
+  if (driver.encode_im2col == nullptr) {
+    TVM_FFI_THROW(RuntimeError) << "tvm_tma: rule 'driver': the CUDA driver has no "
+                                   "cuTensorMapEncodeIm2col (driver older than CUDA 12?)";
+  }
+  uint64_t dims[kMaxRank] = {};
+  uint64_t strides[kMaxRank - 1] = {};
+  int lower[kMaxSpatialRank] = {};
+  int upper[kMaxSpatialRank] = {};
+  uint32_t element_strides[kMaxRank] = {};
+  for (int64_t i = 0; i < p.rank; ++i) {
+    dims[i] = static_cast<uint64_t>(p.dims[i]);
+    element_strides[i] = static_cast<uint32_t>(p.element_strides[i]);
+    if (i + 1 < p.rank) strides[i] = static_cast<uint64_t>(p.strides[i]);
+    if (i + 2 < p.rank) {
+      lower[i] = static_cast<int>(p.lower_corner[i]);
+      upper[i] = static_cast<int>(p.upper_corner[i]);
+    }
+  }
+  const cu::Result rc = driver.encode_im2col(
+      staging, dtype.code, static_cast<uint32_t>(p.rank),
+      reinterpret_cast<void*>(static_cast<uintptr_t>(p.global_address)), dims, strides, lower,
+      upper, static_cast<uint32_t>(p.channels_per_pixel),
+      static_cast<uint32_t>(p.pixels_per_column), element_strides, static_cast<int>(p.interleave),
+      static_cast<int>(p.swizzle), static_cast<int>(p.l2_promotion),
+      static_cast<int>(p.oob_fill));
+  return {"cuTensorMapEncodeIm2col", rc};
+}
+
+// Encodes into `staging`, a 128-byte-aligned local buffer, which the caller copies into the
+// map. TVM's host stack slot for the map is only 64-byte aligned, which is all the driver
+// documents, but the CUDA 13 header declares CUtensorMap alignas(128) and a driver may rely on
+// that; staging keeps the driver on storage that matches its own declaration whatever `map` is.
+template <typename Params>
+void Encode(const CudaDriver& driver, const Params& p, const DtypeInfo& dtype,
+            cu::TensorMap* staging) {
+  const DriverCall call = CallDriver(driver, p, dtype, staging);
+  if (call.result != cu::kSuccess) {
+    TVM_FFI_THROW(RuntimeError) << "tvm_tma: rule 'driver': " << call.name << " returned "
+                                << DescribeCudaResult(driver, call.result) << " for "
                                 << DescribeParams(p);
   }
   g_encode_count.fetch_add(1, std::memory_order_relaxed);
@@ -329,8 +418,9 @@ void Encode(const CudaDriver& driver, const TiledParams& p, const DtypeInfo& dty
 // A repeated call with identical arguments replays the cached map (descriptor_cache.h): the
 // static rules held when it was stored and cannot have changed, but the allocation behind the
 // address can have, so the footprint is checked on every call.
-void EncodeTiledPacked(ffi::PackedArgs args, ffi::Any* rv) {
-  ArgReader reader("tvm_tma.encode_tiled", args);
+template <typename Params>
+void EncodePacked(const Layout& layout, ffi::PackedArgs args, ffi::Any* rv) {
+  ArgReader reader(layout, args);
   bool map_negative = false;
   int64_t map_signed = 0;
   const uint64_t map = reader.Address("map", &map_negative, &map_signed);
@@ -338,7 +428,7 @@ void EncodeTiledPacked(ffi::PackedArgs args, ffi::Any* rv) {
     FailRule("map-null", "tensor map pointer " + std::to_string(map_signed) +
                              " is negative: not a host address");
   }
-  const TiledParams p = ParseTiled(&reader, /*with_map=*/true);
+  const Params p = ParseParams<Params>(&reader, layout);
   if (map == 0) FailRule("map-null", "tensor map pointer is null");
   DescriptorCache& cache = GlobalDescriptorCache();
   alignas(128) cu::TensorMap staging;
@@ -360,22 +450,35 @@ void EncodeTiledPacked(ffi::PackedArgs args, ffi::Any* rv) {
   *rv = nullptr;
 }
 
-// Static rules only: lets CI (and the compile-time planner's tests) exercise every rule on
-// machines without a GPU.
-void ValidateTiledPacked(ffi::PackedArgs args, ffi::Any* rv) {
-  ArgReader reader("tvm_tma.validate_tiled", args);
-  const TiledParams p = ParseTiled(&reader, /*with_map=*/false);
+// Static rules only: validate_tiled / validate_im2col let CI (and the compile-time planner's
+// tests) exercise every rule on machines without a GPU; the *_static layouts are the rules on
+// what is known when a kernel is compiled: no address, and None for the values only the launch
+// knows (their rules are skipped here and run by the encode at launch).
+template <typename Params>
+void ValidatePacked(const Layout& layout, ffi::PackedArgs args, ffi::Any* rv) {
+  ArgReader reader(layout, args);
+  const Params p = ParseParams<Params>(&reader, layout);
   CheckStaticRules(p);
   *rv = nullptr;
 }
 
-// The rules on what is known when a kernel is compiled: no address, and None for the values
-// only the launch knows (their rules are skipped here and run by encode_tiled at launch).
+void EncodeTiledPacked(ffi::PackedArgs args, ffi::Any* rv) {
+  EncodePacked<TiledParams>(kEncodeTiled, args, rv);
+}
+void ValidateTiledPacked(ffi::PackedArgs args, ffi::Any* rv) {
+  ValidatePacked<TiledParams>(kValidateTiled, args, rv);
+}
 void ValidateTiledStaticPacked(ffi::PackedArgs args, ffi::Any* rv) {
-  ArgReader reader("tvm_tma.validate_tiled_static", args);
-  const TiledParams p = ParseTiledStatic(&reader);
-  CheckStaticRules(p);
-  *rv = nullptr;
+  ValidatePacked<TiledParams>(kValidateTiledStatic, args, rv);
+}
+void EncodeIm2colPacked(ffi::PackedArgs args, ffi::Any* rv) {
+  EncodePacked<Im2colParams>(kEncodeIm2col, args, rv);
+}
+void ValidateIm2colPacked(ffi::PackedArgs args, ffi::Any* rv) {
+  ValidatePacked<Im2colParams>(kValidateIm2col, args, rv);
+}
+void ValidateIm2colStaticPacked(ffi::PackedArgs args, ffi::Any* rv) {
+  ValidatePacked<Im2colParams>(kValidateIm2colStatic, args, rv);
 }
 
 }  // namespace
@@ -387,6 +490,9 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       .def_packed("tvm_tma.encode_tiled", tvm_tma::EncodeTiledPacked)
       .def_packed("tvm_tma.validate_tiled", tvm_tma::ValidateTiledPacked)
       .def_packed("tvm_tma.validate_tiled_static", tvm_tma::ValidateTiledStaticPacked)
+      .def_packed("tvm_tma.encode_im2col", tvm_tma::EncodeIm2colPacked)
+      .def_packed("tvm_tma.validate_im2col", tvm_tma::ValidateIm2colPacked)
+      .def_packed("tvm_tma.validate_im2col_static", tvm_tma::ValidateIm2colStaticPacked)
       .def("tvm_tma.encode_count",
            []() -> int64_t { return tvm_tma::g_encode_count.load(std::memory_order_relaxed); })
       .def("tvm_tma.driver_available", []() -> bool { return tvm_tma::GetCudaDriver().available; })

@@ -1,10 +1,12 @@
 """Locate and load ``libtvm_tma_runtime.so``, the C++ host runtime of tvm-tma.
 
 The library registers global functions in the tvm-ffi registry when it is loaded
-(``tvm_tma.encode_tiled``, ``tvm_tma.validate_tiled``, ``tvm_tma.encode_count``,
-``tvm_tma.driver_available``, ``tvm_tma.driver_error``). Generated host code reaches them
-by name through ``T.call_packed``, so loading the library once per process is all that is
-needed; nothing is looked up from it directly.
+(``tvm_tma.encode_tiled``, ``tvm_tma.validate_tiled``, ``tvm_tma.validate_tiled_static``,
+their im2col counterparts ``tvm_tma.encode_im2col``, ``tvm_tma.validate_im2col``,
+``tvm_tma.validate_im2col_static``, and ``tvm_tma.encode_count``,
+``tvm_tma.driver_available``, ``tvm_tma.driver_error``, ``tvm_tma.descriptor_cache_*``).
+Generated host code reaches them by name through ``T.call_packed``, so loading the library
+once per process is all that is needed; nothing is looked up from it directly.
 """
 
 from __future__ import annotations
