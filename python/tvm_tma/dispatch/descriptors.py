@@ -1,4 +1,5 @@
-"""Host side: one ``tvm_tma.encode_tiled`` call per distinct tensor map per kernel.
+"""Host side: one ``tvm_tma.encode_tiled`` (or ``encode_im2col``) call per distinct tensor
+map per kernel.
 
 The encode runs in the kernel's host function (``sctx.add_init_stmt(..., host=True)``) into
 a stack slot that becomes a ``const __grid_constant__ CUtensorMap`` kernel parameter. Two
@@ -9,21 +10,26 @@ the encode arguments, and the buffer object is compared by identity (in TVM 0.27
 
 from __future__ import annotations
 
+import dataclasses
+
 from tvm.script import tirx as T
 
 from ..intrin.host import bind_encoded_map
-from ..planner.plan_types import TensorMapSpec
+from ..intrin.host_im2col import bind_encoded_im2col_map
+from ..planner.plan_types import Im2colMapSpec, TensorMapSpec
 from .build import build_prim_func
 
 
-def _cache_key(spec: TensorMapSpec, buffer_name: str, base_bytes, slot: int) -> str:
-    fields = (spec.dtype, spec.global_dims, spec.global_strides, spec.box_dims,
-              spec.element_strides, spec.interleave, spec.swizzle, spec.l2_promotion,
-              spec.oob_fill, base_bytes)
+def _cache_key(spec: TensorMapSpec | Im2colMapSpec, buffer_name: str, base_bytes,
+               slot: int) -> str:
+    # Every field of the spec, and its kind: a tiled and an im2col map over the same memory
+    # are different maps.
+    fields = (type(spec).__name__, *(getattr(spec, f.name) for f in dataclasses.fields(spec)),
+              base_bytes)
     return "tvm_tma.tensormap:" + buffer_name + ":" + ":".join(map(str, fields)) + f"#{slot}"
 
 
-def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx, base_bytes=0):
+def tensor_map_for(spec: TensorMapSpec | Im2colMapSpec, global_buffer, sctx, base_bytes=0):
     """The kernel-parameter variable holding ``spec`` over ``global_buffer``'s data plus
     ``base_bytes`` (encoded once per kernel); ``global_buffer`` must be visible on the host
     (a kernel argument)."""
@@ -40,7 +46,8 @@ def tensor_map_for(spec: TensorMapSpec, global_buffer, sctx, base_bytes=0):
     bound = []
 
     def encode():
-        bound.append(bind_encoded_map(spec, global_buffer, base_bytes=base_bytes))
+        bind = bind_encoded_im2col_map if isinstance(spec, Im2colMapSpec) else bind_encoded_map
+        bound.append(bind(spec, global_buffer, base_bytes=base_bytes))
         T.evaluate(T.tvm_kernel_replace_point())
 
     host_stmt = build_prim_func(encode).body

@@ -47,12 +47,21 @@ def _issue(plan: TmaPlan, tensor_map, shared_buffer, options: CopyOptions, arch:
     if plan.direction == "g2s":
         mask = options.multicast.mask if options.multicast is not None else None
         return intrin.load(_shared_pointer(shared_buffer, offset), address, coords,
-                           options.mbar, multicast_mask=mask, cache_hint=policy, arch=arch)
+                           options.mbar, mode="im2col" if plan.is_im2col else "tile",
+                           im2col_offsets=_tap_offsets(plan), multicast_mask=mask,
+                           cache_hint=policy, arch=arch)
     source = _shared_pointer(shared_buffer, offset)
     if options.reduce is not None:
         return intrin.reduce(options.reduce, address, coords, source, cache_hint=policy,
                              arch=arch)
     return intrin.store(address, coords, source, cache_hint=policy, arch=arch)
+
+
+def _tap_offsets(plan: TmaPlan) -> list:
+    """An im2col load's tap offsets as the 16-bit operands the instruction takes (the
+    planner proved each in [0, 2^16))."""
+    return [offset if isinstance(offset, int) else tvm.tirx.Cast("uint16", offset)
+            for offset in plan.im2col_offsets]
 
 
 def _policy(cache_hint):

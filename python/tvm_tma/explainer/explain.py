@@ -32,14 +32,16 @@ def _source_line(op) -> tuple[int | None, str]:
     return span.line, text.strip()
 
 
-def instruction_for(direction: str, rank: int, arch: str, options: CopyOptions) -> str:
-    """The PTX mnemonic (with its modifiers) each issue of the copy becomes on ``arch``."""
+def instruction_for(direction: str, rank: int, arch: str, options: CopyOptions,
+                    mode: str = "tile") -> str:
+    """The PTX mnemonic (with its modifiers) each issue of the copy becomes on ``arch``
+    (``mode`` "im2col" for a load from a convolution's GEMM view)."""
     hint = options.cache_hint is not None
     if options.prefetch:
         rendered = PREFETCH.render({"rank": rank, "mode": "tile", "cache_hint": hint})
     elif direction == "g2s":
         rendered = LOAD.render({
-            "rank": rank, "mode": "tile", "dst": "shared::cluster",
+            "rank": rank, "mode": mode, "dst": "shared::cluster",
             "multicast": options.multicast is not None, "cache_hint": hint,
             "cta_group": 1 if writes_cta_group(arch) else 0})
     elif options.reduce is not None:
@@ -75,7 +77,8 @@ def explain_copy(site: CopySite, arch: str = "sm_90a") -> CopyExplanation:
                                detail=error.detail, hint=RULE_HINTS.get(error.rule),
                                unproven=tuple(unproven))
     plan = planned.plan
-    instruction = instruction_for(plan.direction, plan.rank, arch, planned.options)
+    instruction = instruction_for(plan.direction, plan.rank, arch, planned.options,
+                                  "im2col" if plan.is_im2col else "tile")
     return CopyExplanation(line, source, plan.direction, plan=plan,
                            established=tuple(planned.prover.established),
                            instruction=instruction)

@@ -47,6 +47,10 @@ RULE_HINTS: dict[str, str] = {
     "last byte any copy writes)",
     "global-view-bounds": "declare the view inside the kernel argument it aliases (its shape, "
     "strides and elem_offset within the argument's)",
+    "im2col": "declare the view with tvm_tma.conv.Conv2dGeometry (view_shape, "
+    "view_elem_offset, view_layout over the NHWC argument) and copy tiles whose columns stay "
+    "in one filter tap (K block dividing C), rows of at most 256 output pixels, oob=\"zero\" "
+    "for a tile that runs past the last output pixel",
     "multicast": "declare the cluster (rank = T.cta_id_in_cluster([n])) and pass "
     "multicast=rank to split the tile among its CTAs, or a mask of its CTAs; give the tile an "
     "axis or outer box dimension that divides by n; a whole tile sent with a mask must reach "

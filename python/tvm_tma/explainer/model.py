@@ -38,17 +38,30 @@ class CopyExplanation:
     def planned(self) -> bool:
         return self.plan is not None
 
+    @property
+    def encoder(self) -> str:
+        """The driver entry point that encodes the copy's map."""
+        im2col = self.plan is not None and self.plan.is_im2col
+        return "cuTensorMapEncodeIm2col" if im2col else "cuTensorMapEncodeTiled"
+
     def map_fields(self) -> tuple[tuple[str, str], ...]:
-        """The ``cuTensorMapEncodeTiled`` arguments in the driver's order (innermost first)."""
+        """The encoder's arguments in the driver's order (innermost dimension first)."""
         if self.plan is None:
             return ()
         spec = self.plan.tensor_map
+        if self.plan.is_im2col:
+            shape = (("pixelBoxLowerCorner", _listed(spec.lower_corner)),
+                     ("pixelBoxUpperCorner", _listed(spec.upper_corner)),
+                     ("channelsPerPixel", str(spec.channels_per_pixel)),
+                     ("pixelsPerColumn", str(spec.pixels_per_column)))
+        else:
+            shape = (("boxDim", _listed(spec.box_dims)),)
         return (
             ("tensorDataType", spec.dtype),
             ("tensorRank", str(spec.rank)),
             ("globalDim", _listed(spec.global_dims)),
             ("globalStrides", _listed(spec.global_strides)),
-            ("boxDim", _listed(spec.box_dims)),
+            *shape,
             ("elementStrides", _listed(spec.element_strides)),
             ("interleave", INTERLEAVE_NAMES.get(spec.interleave, str(spec.interleave))),
             ("swizzle", SWIZZLE_NAMES.get(spec.swizzle, str(spec.swizzle))),

@@ -24,12 +24,15 @@ def _planned(copy: CopyExplanation) -> list[str]:
     assert plan is not None
     lines = [f"    {plan.direction}: planned, {plan.num_issues} issue(s) of "
              f"{plan.bytes_per_issue} bytes, rank {plan.rank}"]
-    lines.append("    tensor map (cuTensorMapEncodeTiled, innermost first):")
+    lines.append(f"    tensor map ({copy.encoder}, innermost first):")
     lines += [f"      {name} = {value}" for name, value in copy.map_fields()]
     lines.append(f"    instruction: {copy.instruction}")
     lines.append("    first issue: coordinates "
                  f"({', '.join(str(c) for c in plan.coordinates)}), shared offset "
                  f"{plan.smem_offset} elements")
+    if plan.im2col_offsets:
+        lines.append("    im2col tap offsets (W, H): "
+                     f"({', '.join(str(o) for o in plan.im2col_offsets)})")
     if not (isinstance(plan.base_offset, int) and plan.base_offset == 0):
         lines.append(f"    map base: the global buffer's data + {plan.base_offset} elements")
     if plan.edge_dims:

@@ -7,6 +7,7 @@ from collections.abc import Iterable, Mapping
 from .descriptor import Context, build_plan
 from .errors import PlanError, refuse
 from .global_view import LOAD_OOB, STORE_OOB, GlobalView, global_placements
+from .im2col import ConvView, plan_im2col, recognize
 from .multicast import split_among_ctas
 from .plan_types import TmaPlan
 from .proofs import Prover
@@ -78,8 +79,12 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
         check_in_allocation(lo, hi, f"shared buffer {shared_region.source.name}",
                             shared_allocation, prover)
     shared = read_shared(shared_region, prover)
-    placements = global_placements(global_region, prover, direction, oob, argument)
     alignment = shared_alignment(shared_region.source, shared_allocation)
+    conv = recognize(global_region, argument, prover)
+    if conv is not None:
+        return _plan_im2col(conv, shared, global_region, prover, direction, oob, alignment,
+                            reduce, l2_promotion, multicast_ctas)
+    placements = global_placements(global_region, prover, direction, oob, argument)
 
     def plan_view(global_view: GlobalView) -> TmaPlan:
         axes = refine(shared, global_view)
@@ -90,6 +95,25 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
         return copy_plan
 
     return _first_plan(placements, plan_view, prover)
+
+
+def _plan_im2col(conv: ConvView, shared, global_region, prover: Prover, direction: str,
+                 oob: str | None, alignment: int, reduce: str | None, l2_promotion: int,
+                 multicast_ctas: int | None) -> TmaPlan:
+    """A copy from a convolution's GEMM view: an im2col load (:mod:`.im2col`)."""
+    if direction != "g2s" or reduce is not None:
+        raise refuse("im2col", f"the GEMM view {global_region.source.name} of a convolution "
+                     "is read by loads only (its elements alias each other)")
+    if multicast_ctas is not None:
+        raise refuse("multicast", "an im2col load is not split among a cluster's CTAs "
+                     "(multicast=rank); give each CTA its own rows")
+
+    def plan_tiled(global_view: GlobalView) -> TmaPlan:
+        axes = refine(shared, global_view)
+        return build_plan(axes, Context(shared, global_view, direction, prover, alignment,
+                                        None, l2_promotion, im2col=True), max_box_axes=2)
+
+    return plan_im2col(conv, shared, global_region, prover, oob, plan_tiled)
 
 
 def _first_plan(placements: tuple[GlobalView, ...], plan_view, prover: Prover) -> TmaPlan:

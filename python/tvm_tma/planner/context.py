@@ -32,9 +32,12 @@ class Context:
     reduce: str | None = None
     #: The map's L2 promotion enum (0 none, 1 64 B, 2 128 B, 3 256 B).
     l2_promotion: int = 2
+    #: The tile is the shared side of an im2col load (:mod:`.im2col`): its channels are one
+    #: box of the tensor's own element type.
+    im2col: bool = False
 
     @property
     def keeps_dtype(self) -> bool:
         """The map must keep the tensor's element type (no promotion): NaN fill needs a float
         type, and a reduction computes in the map's type."""
-        return self.global_view.fills_nan or self.reduce is not None
+        return self.global_view.fills_nan or self.reduce is not None or self.im2col

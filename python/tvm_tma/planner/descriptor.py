@@ -54,9 +54,13 @@ def descriptor_dtype(dtype: str, element_bytes: int) -> str:
     return dtype if dtype in _NATIVE_DTYPES else _DESCRIPTOR_DTYPE[element_bytes]
 
 
-def build_plan(axes: list[CopyAxis], ctx: Context) -> TmaPlan:
-    """The plan with the longest legal box chain (fewest issues), or the reason there is none."""
-    chain = _chain(axes)
+def build_plan(axes: list[CopyAxis], ctx: Context, max_box_axes: int | None = None
+               ) -> TmaPlan:
+    """The plan with the longest legal box chain (fewest issues), or the reason there is none.
+
+    ``max_box_axes`` caps the chain (an im2col box is two-dimensional: channels by pixels,
+    so further axes must become issue steps)."""
+    chain = _chain(axes)[:max_box_axes]
     failures: list[PlanError] = []
     for length in range(len(chain), 0, -1):
         try:

@@ -45,6 +45,9 @@ RULES: dict[str, str] = {
     "sent with a mask must reach each CTA once",
     "reduce": "a tensor reduction is a store, and PTX defines each operation for some element "
     "types only",
+    "im2col": "a copy from a convolution's GEMM view (an im2col view of an NHWC activation) "
+    "must be a load of whole taps' channel blocks over a run of output pixels, with the "
+    "corners, offsets and strides a rank-4 im2col map can hold",
     "config": "an option of the copy is missing, misplaced or unsupported",
     "mbar": "the mbarrier operand must be an 8-byte aligned address in shared memory",
     "scope": "TMA is issued by a single thread",

@@ -77,6 +77,49 @@ class TensorMapSpec:
 
 
 @dataclass(frozen=True)
+class Im2colMapSpec:
+    """The arguments of one ``cuTensorMapEncodeIm2col`` call (except the base pointer), in
+    driver order (innermost dimension first: C, W, H, N)."""
+
+    dtype: str
+    global_dims: tuple[Expr, ...]
+    global_strides: tuple[Expr, ...]  # bytes of dims 1..rank-1
+    lower_corner: tuple[int, ...]
+    upper_corner: tuple[int, ...]
+    channels_per_pixel: int
+    pixels_per_column: int
+    element_strides: tuple[int, ...]
+    swizzle: int = 0
+    interleave: int = 0
+    l2_promotion: int = 2
+    oob_fill: int = 0
+
+    @property
+    def rank(self) -> int:
+        return len(self.global_dims)
+
+    @property
+    def element_bytes(self) -> int:
+        return DESCRIPTOR_DTYPE_BYTES[self.dtype]
+
+    @property
+    def box_dims(self) -> tuple[int, int]:
+        """The box one issue lands in shared memory: pixels of channels."""
+        return (self.channels_per_pixel, self.pixels_per_column)
+
+    @property
+    def box_bytes(self) -> int:
+        return self.channels_per_pixel * self.pixels_per_column * self.element_bytes
+
+    @property
+    def shared_footprint(self) -> int:
+        row = self.channels_per_pixel * self.element_bytes
+        if self.swizzle:
+            row = max(row, SWIZZLE_GEOMETRY[self.swizzle][0])
+        return row * self.pixels_per_column
+
+
+@dataclass(frozen=True)
 class IssueAxis:
     """One axis of the issue loop: each step moves the shared address and one coordinate.
 
@@ -119,7 +162,7 @@ class TmaPlan:
     """
 
     direction: str
-    tensor_map: TensorMapSpec
+    tensor_map: TensorMapSpec | Im2colMapSpec
     coordinates: tuple[Expr, ...]
     smem_offset: Expr
     issue_axes: tuple[IssueAxis, ...] = field(default=())
@@ -135,6 +178,13 @@ class TmaPlan:
     #: CTA ``r`` makes issues ``[r * k, (r + 1) * k)`` of :meth:`issues`, ``k`` =
     #: :attr:`issues_per_cta`. None: the issuing CTA makes all of them.
     cluster_split: int | None = None
+    #: An im2col load's tap offsets (driver order: W, H), the same for every issue; empty
+    #: for a tiled copy.
+    im2col_offsets: tuple[Expr, ...] = field(default=())
+
+    @property
+    def is_im2col(self) -> bool:
+        return isinstance(self.tensor_map, Im2colMapSpec)
 
     @property
     def rank(self) -> int:

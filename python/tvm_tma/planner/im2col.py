@@ -1,0 +1,311 @@
+"""im2col: a load from the GEMM view of an NHWC activation, planned as TMA im2col issues.
+
+An implicit-GEMM convolution multiplies ``A[M, K]`` by the filter, where row ``m`` of A is
+an output pixel ``(n, p, q)`` and column ``k`` a filter tap and input channel ``(r, s, c)``:
+``A[(n, p, q), (r, s, c)] = X[n, p*u + r*dh - ph, q*v + s*dw - pw, c]`` (zero outside X).
+A kernel author declares that view over the activation's data, as a buffer::
+
+    Xcol = T.decl_buffer((N * P * Q, R * S * C), dtype, X.data,
+                         elem_offset=-(ph * W * C + pw * C),
+                         layout=TileLayout(S[(N, P, Q, R, S, C) :
+                                             (H*W*C, u*W*C, v*C, dh*W*C, dw*C, 1)]))
+
+(:func:`tvm_tma.conv.im2col_view` builds it) and copies tiles of it like any matrix:
+``Tx.copy_async(a_tile[:, :], Xcol[m0:m0 + BM, k0:k0 + BK], dispatch="tma", ...)``. The
+layout is exact: every element of the view is that element of X; only the halo that padding
+adds lies outside X, and there the view reads zeros (that is what padding means).
+
+TMA's im2col mode moves exactly such a tile: ``pixelsPerColumn`` consecutive output pixels
+(walking W, then H, then N inside a bounding box the map's corners draw around the tensor),
+``channelsPerPixel`` channels each, read at one filter tap (the instruction's 16-bit
+offsets). This module recognizes the view (:func:`recognize`) and derives everything the
+hardware needs from it: the corners (``lower = -padding``, ``upper = padding - dilation *
+(filter - 1)``), the traversal strides (the convolution's), the first pixel's coordinates
+(``m0`` unravelled into ``(n, p, q)``, then ``(q*v - pw, p*u - ph)``), the tap offsets
+(``k0 // C`` unravelled into ``(r, s)``, times the dilation) and the channel start. The
+shared side is planned exactly as a tiled copy of a ``BM x BK`` tile (swizzle spans, issue
+steps along the channels, every alignment rule), then re-expressed in im2col terms.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import tvm
+
+from .errors import refuse
+from .global_view import GlobalDim, GlobalView
+from .plan_types import Im2colMapSpec, TmaPlan
+from .proofs import Expr, Prover, as_int
+from .views import SharedView, buffer_tile, region_bounds, static_extents
+
+#: im2col corner offsets are signed and narrower the more spatial dims the map has.
+CORNER_BITS = {3: 16, 4: 8, 5: 5}
+#: The instruction's tap offsets are unsigned 16-bit.
+MAX_TAP_OFFSET = (1 << 16) - 1
+
+
+@dataclass(frozen=True)
+class ConvView:
+    """A 2-D convolution's GEMM view over an NHWC activation (what :func:`recognize` read).
+
+    ``argument_strides`` are X's element strides of N, H and W (C is contiguous).
+    """
+
+    batch: Expr
+    height: Expr
+    width: Expr
+    channels: int
+    filter: tuple[int, int]  # (R, S)
+    stride: tuple[int, int]  # (u, v)
+    dilation: tuple[int, int]
+    padding: tuple[int, int]  # (ph, pw)
+    out: tuple[int, int]  # (P, Q)
+    argument_strides: tuple[Expr, Expr, Expr]
+
+    @property
+    def rows(self) -> Expr:
+        return self.batch * self.out[0] * self.out[1]
+
+    @property
+    def cols(self) -> int:
+        return self.filter[0] * self.filter[1] * self.channels
+
+    @property
+    def lower_corner(self) -> tuple[int, int]:
+        """The bounding box's lower corner, driver order (W, H)."""
+        return (-self.padding[1], -self.padding[0])
+
+    @property
+    def upper_corner(self) -> tuple[int, int]:
+        """The bounding box's upper corner, driver order (W, H): the box holds exactly the
+        positions of the filter's first tap for every output pixel."""
+        (r, s), (dh, dw), (ph, pw) = self.filter, self.dilation, self.padding
+        return (pw - dw * (s - 1), ph - dh * (r - 1))
+
+
+def _static(value: Expr, prover: Prover) -> int | None:
+    return as_int(prover.simplify(value))
+
+
+def recognize(region, argument, prover: Prover) -> ConvView | None:
+    """The convolution whose GEMM view ``region``'s buffer is, or None when it is not one.
+
+    A view is one when it is 2-D, aliases a 4-D kernel argument X (N, H, W, C) with
+    contiguous channels, and its layout walks rows as (N, P, Q) and columns as (R, S, C)
+    with the strides of the module docstring (TVM drops the pieces of extent 1: a 1x1 filter
+    has no R or S piece). A view that reads like one but whose numbers do not make a
+    convolution is refused (rule ``im2col``), naming what is off.
+    """
+    buffer = region.source
+    if argument is None or len(buffer.shape) != 2 or len(argument.shape) != 4:
+        return None
+    if buffer.layout is None:
+        return None
+    try:
+        grouped, separators = buffer.layout.group(list(buffer.shape))
+    except (TypeError, ValueError, tvm.error.InternalError):
+        return None
+    x_strides = [iterator.stride for iterator in buffer_tile(argument).shard]
+    if len(x_strides) != 4 or _static(x_strides[3], prover) != 1:
+        return None
+    s_n, s_h, s_w = (prover.simplify(stride) for stride in x_strides[:3])
+    rows = _match(grouped.shard[separators[0]:separators[1]],
+                  (("N", s_n, True), ("P", s_h, False), ("Q", s_w, False)), prover)
+    cols = _match(grouped.shard[separators[1]:separators[2]],
+                  (("R", s_h, False), ("S", s_w, False), ("C", 1, True)), prover)
+    if rows is None or cols is None or cols["C"][0] == 1 or not (
+            set(rows) - {"N"} or set(cols) - {"C"}):
+        return None  # a plain matrix over X (a 1x1 filter, stride 1): the tiled path
+    batch, height, width, channels = (prover.simplify(e) for e in argument.shape)
+    view = f"view {buffer.name}"
+    (n_view, _), (p_ext, u), (q_ext, v) = rows.get("N", (1, 1)), rows.get("P", (1, 1)), \
+        rows.get("Q", (1, 1))
+    (r_ext, dh), (s_ext, dw), (c_ext, _) = cols.get("R", (1, 1)), cols.get("S", (1, 1)), \
+        cols["C"]
+    if None in (as_int(r_ext), as_int(s_ext), as_int(c_ext)) or as_int(channels) != c_ext:
+        raise refuse("im2col", f"{view}: its columns must be (R, S, C) with C = {channels}, "
+                     f"the channels of {argument.name}; got ({r_ext}, {s_ext}, {c_ext})")
+    padding = _padding(buffer.elem_offset, s_h, s_w, view, prover)
+    conv = ConvView(batch, height, width, c_ext, (r_ext, s_ext), (u, v), (dh, dw), padding,
+                    (_static(p_ext, prover), _static(q_ext, prover)), (s_n, s_h, s_w))
+    if None in conv.out:
+        raise refuse("im2col", f"{view}: its output extents ({p_ext}, {q_ext}) must be static")
+    conv = _unit_outputs(conv, view)
+    _check_shape(conv, n_view, p_ext, q_ext, view, prover)
+    return conv
+
+
+def _match(iterators, slots, prover: Prover) -> dict | None:
+    """Assign a view's pieces (outer first) to named slots in order: each slot is (name,
+    unit stride, exact); a piece fits a slot when its stride is the unit times 1..16 (times
+    1 exactly for an ``exact`` slot). Returns {name: (extent, multiple)} for the slots used
+    (the others have extent 1), or None when the pieces do not fit."""
+    pieces = list(iterators)
+
+    def fit(index: int, slot: int) -> dict | None:
+        if index == len(pieces):
+            return {}
+        for chosen in range(slot, len(slots)):
+            name, unit, exact = slots[chosen]
+            multiple = _multiple(pieces[index].stride, unit, prover)
+            if multiple is None or (exact and multiple != 1):
+                continue
+            rest = fit(index + 1, chosen + 1)
+            if rest is not None:
+                return {name: (prover.simplify(pieces[index].extent), multiple), **rest}
+        return None
+
+    return fit(0, 0)
+
+
+def _unit_outputs(conv: ConvView, view: str) -> ConvView:
+    """A convolution with one output row (or column) hides its stride: its view has no P
+    (Q) piece. Any stride that leaves one output position works; take the smallest."""
+    (r, s), (dh, dw), (ph, pw) = conv.filter, conv.dilation, conv.padding
+    spans = (as_int(conv.height + 2 * ph - dh * (r - 1)), as_int(conv.width + 2 * pw
+                                                                  - dw * (s - 1)))
+    stride = list(conv.stride)
+    for axis, (out, span) in enumerate(zip(conv.out, spans)):
+        if out == 1 and span is not None and span > 1:
+            if span > 8:
+                raise refuse("im2col", f"{view}: one output {'row' if axis == 0 else 'column'}"
+                             f" over {span} positions needs a traversal stride of {span} "
+                             "(at most 8)")
+            stride[axis] = span
+    return replace(conv, stride=tuple(stride))
+
+
+def _multiple(stride: Expr, unit: Expr, prover: Prover) -> int | None:
+    """``stride / unit`` when it is a positive whole number, else None."""
+    for factor in range(1, 17):
+        if prover.prove(tvm.tirx.EQ(stride, unit * factor)):
+            return factor
+    return None
+
+
+def _padding(elem_offset: Expr, s_h: Expr, s_w: Expr, view: str, prover: Prover
+             ) -> tuple[int, int]:
+    """(ph, pw) from the view's offset ``-(ph * s_h + pw * s_w)``."""
+    offset, row, pixel = _static(elem_offset, prover), _static(s_h, prover), _static(s_w,
+                                                                                    prover)
+    if offset is None or row is None or pixel is None:
+        raise refuse("im2col", f"{view}: its offset {elem_offset} and {prover.simplify(s_h)}-"
+                     "element rows must be static (the padding is part of the tensor map)")
+    pad_h, rest = divmod(-offset, row)
+    pad_w, left = divmod(rest, pixel)
+    if offset > 0 or left:
+        raise refuse("im2col", f"{view}: elem_offset {offset} is not -(ph * {row} + pw * "
+                     f"{pixel}) for a padding (ph, pw)")
+    return pad_h, pad_w
+
+
+def _check_shape(conv: ConvView, n_view, p_ext, q_ext, view: str, prover: Prover) -> None:
+    (r, s), (u, v), (dh, dw), (ph, pw) = conv.filter, conv.stride, conv.dilation, conv.padding
+    want_p = (conv.height + 2 * ph - dh * (r - 1) - 1) // u + 1
+    want_q = (conv.width + 2 * pw - dw * (s - 1) - 1) // v + 1
+    for name, got, want in (("N", n_view, conv.batch), ("P", p_ext, want_p),
+                            ("Q", q_ext, want_q)):
+        if not prover.prove(tvm.tirx.EQ(got, want)):
+            raise refuse("im2col", f"{view}: its rows walk {name} = {got}, but the "
+                         f"convolution (filter {r}x{s}, stride {u}x{v}, padding {ph}x{pw}, "
+                         f"dilation {dh}x{dw}) over {conv.height}x{conv.width} has "
+                         f"{name} = {prover.simplify(want)}")
+    bits = CORNER_BITS[4]
+    for corner in (*conv.lower_corner, *conv.upper_corner):
+        if not -(1 << (bits - 1)) <= corner < (1 << (bits - 1)):
+            raise refuse("im2col", f"{view}: corner {corner} (padding {ph}x{pw}, filter "
+                         f"{r}x{s}) is outside the {bits}-bit range of a rank-4 im2col map")
+
+
+def plan_im2col(conv: ConvView, shared: SharedView, global_region, prover: Prover,
+                oob: str | None, plan_tiled) -> TmaPlan:
+    """The im2col plan of a load from ``conv``'s GEMM view into the ``shared`` tile.
+
+    ``plan_tiled(global_view)`` plans the shared side as a tiled copy of the same tile (the
+    planner's own L2/L3 with every rule); its box and issue steps are re-expressed here.
+    """
+    starts, extents = region_bounds(global_region)
+    (m0, k0), (bm, bk) = ((prover.simplify(s) for s in starts),
+                          static_extents(extents, "global"))
+    channels = conv.channels
+    view = f"view {global_region.source.name}"
+    if bk > channels or not prover.establish(
+            tvm.tirx.floormod(k0, channels) + bk <= channels, "im2col (columns in one tap)"):
+        raise refuse("im2col", f"{view}: columns [{k0}, {k0} + {bk}) must lie in one filter "
+                     f"tap's {channels} channels (a K block divides C and starts on it)")
+    if not prover.establish(k0 >= 0, "im2col (columns in the view)") or not prover.establish(
+            k0 + bk <= conv.cols, "im2col (columns in the view)"):
+        raise refuse("region-bounds", f"{view}: columns [{k0}, {k0} + {bk}) are not provably "
+                     f"inside [0, {conv.cols})")
+    rows_inside = prover.establish(tvm.tirx.all(m0 >= 0, m0 + bm <= conv.rows),
+                                   "region-bounds (output pixels)")
+    if not rows_inside:
+        if oob is None:
+            raise refuse("region-bounds", f"{view}: rows [{m0}, {m0} + {bm}) are not provably "
+                         f"inside [0, {prover.simplify(conv.rows)}); a tile of output pixels "
+                         "that may run past the last one needs oob=\"zero\" or \"nan\"")
+        if not prover.establish(m0 >= 0, "region-bounds (first output pixel)"):
+            raise refuse("region-bounds", f"{view}: rows [{m0}, {m0} + {bm}) may start before "
+                         "the first output pixel")
+    c0 = prover.simplify(tvm.tirx.floormod(k0, channels))
+    # The shared side, as a tiled copy of the tile: pixels (outer) by channels. The pixel
+    # stride is any 16-byte multiple that keeps the two dims apart (never merged or folded).
+    pixel_stride = 2 * channels
+    tiled = plan_tiled(GlobalView(
+        dtype=shared.dtype, element_bytes=shared.element_bytes,
+        dims=(GlobalDim(prover.simplify(conv.rows), pixel_stride, m0, bm, rows_inside,
+                        "output pixels"),
+              GlobalDim(channels, 1, c0, bk, True, "channels")),
+        oob=oob, direction="g2s"))
+    return _as_im2col(conv, tiled, m0, k0, bm, oob, view, prover)
+
+
+def _as_im2col(conv: ConvView, tiled: TmaPlan, m0, k0, bm: int, oob: str | None, view: str,
+               prover: Prover) -> TmaPlan:
+    spec = tiled.tensor_map
+    if spec.rank != 2 or spec.box_dims[1] != bm or any(
+            axis.coord_dim != 0 for axis in tiled.issue_axes):
+        raise refuse("im2col", f"{view}: a block of {bm} output pixels must land as one "
+                     f"column of pixels per load (at most 256); the tile needs box "
+                     f"{list(spec.box_dims)} with steps along "
+                     f"{sorted({axis.coord_dim for axis in tiled.issue_axes})}")
+    if tiled.notes:  # the planner promoted the element type: the channels do not fit a box
+        raise refuse("im2col", f"{view}: the channels of one load ({spec.box_dims[0]}) "
+                     "must fit one box without promoting the element type")
+    (r, s), (u, v), (dh, dw), (ph, pw) = conv.filter, conv.stride, conv.dilation, conv.padding
+    p, q = conv.out
+    tap = tvm.tirx.floordiv(k0, conv.channels)
+    pixel = tvm.tirx.floormod(m0, p * q)
+    coordinates = (
+        tiled.coordinates[0],
+        prover.simplify(tvm.tirx.floormod(pixel, q) * v - pw),
+        prover.simplify(tvm.tirx.floordiv(pixel, q) * u - ph),
+        prover.simplify(tvm.tirx.floordiv(m0, p * q)),
+    )
+    offsets = (prover.simplify(tvm.tirx.floormod(tap, s) * dw),
+               prover.simplify(tvm.tirx.floordiv(tap, s) * dh))
+    for offset in offsets:
+        if not prover.establish(tvm.tirx.all(offset >= 0, offset <= MAX_TAP_OFFSET),
+                                "im2col (16-bit tap offsets)"):
+            raise refuse("im2col", f"{view}: tap offset {offset} is not provably a 16-bit "
+                         "value")
+    s_n, s_h, s_w = conv.argument_strides
+    element_bytes = spec.element_bytes
+    im2col_spec = Im2colMapSpec(
+        dtype=spec.dtype,
+        global_dims=(conv.channels, conv.width, conv.height, conv.batch),
+        global_strides=tuple(prover.simplify(st * element_bytes) for st in (s_w, s_h, s_n)),
+        lower_corner=conv.lower_corner,
+        upper_corner=conv.upper_corner,
+        channels_per_pixel=spec.box_dims[0],
+        pixels_per_column=bm,
+        element_strides=(1, v, u, 1),
+        swizzle=spec.swizzle,
+        l2_promotion=spec.l2_promotion,
+        oob_fill=1 if oob == "nan" else 0,
+    )
+    return replace(tiled, tensor_map=im2col_spec, coordinates=coordinates,
+                   im2col_offsets=offsets, edge_dims=(3,) if tiled.edge_dims else (),
+                   notes=(f"im2col: filter {r}x{s}, stride {u}x{v}, padding {ph}x{pw}, "
+                          f"dilation {dh}x{dw}, output {p}x{q}",))

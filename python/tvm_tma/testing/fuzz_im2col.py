@@ -1,0 +1,151 @@
+"""The im2col fuzzer: random convolutions and tiles, the planner, the model and the GPU.
+
+Case ``index`` of stream ``seed`` (:func:`random_im2col_case`) is a convolution (batch 1..3,
+an H x W image of 1..14 pixels a side, 8..128 channels, a 1..5 filter, stride 1..3,
+padding 0..2, dilation 1..2, float16 or bfloat16) and a tile (32..256 output pixels by one
+tap's channel block, plain or 32/64/128B-swizzled). :func:`check_im2col_case` plans the
+materializing kernel's load (:mod:`.im2col_kernel`) and runs every tile of the plan on the
+TMA model (:mod:`.im2col_model`) against the im2col matrix computed from the convolution's
+definition; a refusal must name the ``im2col`` (or a box/swizzle) rule. On a GPU,
+:func:`run_im2col_fuzz` (``--gpu``) also runs each accepted case's kernel and compares every
+element: the model is only trusted as far as the hardware agrees with it.
+
+    python -m tvm_tma.testing.fuzz_im2col --cases 300 [--gpu] [--seed N]
+"""
+
+from __future__ import annotations
+
+import argparse
+import random
+import sys
+from collections import Counter
+
+import numpy as np
+
+from ..conv import Conv2dGeometry
+from ..planner import RULES, PlanError
+from .im2col_kernel import Im2colCase, expected_matrix, im2col_kernel
+from .im2col_model import execute_im2col
+from .layout_eval import layout_offsets
+
+DEFAULT_SEED = 20261124
+
+
+def random_im2col_case(seed: int, index: int) -> Im2colCase:
+    """Case ``index`` of the stream ``seed`` (independent of every other case)."""
+    rng = random.Random(f"tvm-tma-im2col:{seed}:{index}")
+    while True:
+        r, s = rng.randint(1, 5), rng.randint(1, 5)
+        dilation = (rng.choice((1, 1, 1, 2)), rng.choice((1, 1, 1, 2)))
+        padding = (rng.randint(0, 2), rng.randint(0, 2))
+        stride = (rng.choice((1, 1, 2, 3)), rng.choice((1, 1, 2, 3)))
+        h, w = rng.randint(1, 14), rng.randint(1, 14)
+        c = rng.choice((8, 16, 32, 64, 64, 128))
+        try:
+            geometry = Conv2dGeometry(rng.randint(1, 3), h, w, c, 16, r, s, stride, padding,
+                                      dilation)
+        except ValueError:
+            continue
+        dtype = rng.choice(("float16", "bfloat16"))
+        swizzle = rng.choice((0, 1, 2, 3))
+        span = (8, 16, 32, 64)[swizzle]  # elements of a 16-bit type: a swizzled row
+        choices = [d for d in (8, 16, 32, 64, 128) if d <= c and c % d == 0 and d % span == 0]
+        if not choices:
+            continue
+        block_k = rng.choice(choices)
+        block_m = rng.choice((32, 64, 64, 128, 256))
+        if block_m * block_k * 2 > 64 * 1024:
+            continue
+        return Im2colCase(geometry, block_m, block_k, dtype, swizzle)
+
+
+def check_im2col_case(case: Im2colCase, seed: int = 0) -> tuple[str, str]:
+    """("accepted" | "refused" | "mismatch", detail): the plan on the model against the
+    convolution's definition, tile by tile."""
+    import tvm_tma
+
+    try:
+        explained = tvm_tma.explain(im2col_kernel(case))
+    except PlanError as error:  # pragma: no cover - explain reports refusals itself
+        return "refused", error.rule
+    load = explained.copies[0]
+    if not load.planned:
+        if load.rule not in RULES:
+            return "mismatch", f"unknown rule {load.rule}"
+        return "refused", load.rule
+    if not load.plan.is_im2col:
+        return "mismatch", "a convolution's view was planned as a tiled copy"
+    rng = np.random.default_rng(seed)
+    x = rng.integers(0, 1 << 16, size=case.geometry.argument_shape, dtype=np.uint16)
+    want = expected_matrix(case, x)
+    offsets = layout_offsets(case.tile_layout(), (case.block_m, case.block_k))
+    span = int(offsets.max()) + 1
+    flat = x.reshape(-1).view(np.uint8)
+    names = _loop_vars(load.plan)
+    for mb in range(case.row_blocks):
+        for kb in range(case.col_blocks):
+            arena = np.full(span * 2 + 2048, 0xA5, np.uint8)
+            env = {var: {"mb": mb, "kb": kb}[name] for name, var in names.items()}
+            execute_im2col(load.plan, flat, arena, 2, env)
+            got = arena.view(np.uint16)[offsets]
+            tile = want[mb * case.block_m:(mb + 1) * case.block_m,
+                        kb * case.block_k:(kb + 1) * case.block_k]
+            if not np.array_equal(got, tile):
+                bad = np.argwhere(got != tile)[0]
+                return "mismatch", f"tile ({mb}, {kb}) differs first at {tuple(bad)}"
+    return "accepted", ""
+
+
+def _loop_vars(plan) -> dict:
+    """The kernel's loop variables (``mb``, ``kb``) the plan's expressions mention."""
+    import tvm
+
+    found = {}
+    for expr in (*plan.coordinates, *plan.im2col_offsets, plan.smem_offset):
+        if not isinstance(expr, int):
+            for var in tvm.tirx.analysis.undefined_vars(expr):
+                found[str(var)] = var
+    return found
+
+
+def run_im2col_fuzz(cases: int, seed: int, gpu: bool = False) -> Counter:
+    """Check ``cases`` cases; with ``gpu`` also run each accepted case on the device."""
+    counts: Counter = Counter()
+    if gpu:
+        from .im2col_kernel import run_on_gpu
+        from .runner import compile_kernel
+    for index in range(cases):
+        case = random_im2col_case(seed, index)
+        outcome, detail = check_im2col_case(case, seed=index)
+        counts[outcome] += 1
+        if outcome == "refused":
+            counts[f"refused:{detail}"] += 1
+        if outcome == "mismatch":
+            print(f"MISMATCH case {index}: {case}: {detail}", flush=True)
+        if gpu and outcome == "accepted":
+            ok, why = run_on_gpu(case, compile_kernel(im2col_kernel(case)).executable, index)
+            counts["gpu-exact" if ok else "gpu-mismatch"] += 1
+            if not ok:
+                print(f"GPU MISMATCH case {index}: {case}: {why}", flush=True)
+    return counts
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--cases", type=int, default=300)
+    parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
+    parser.add_argument("--gpu", action="store_true", help="also run accepted cases on the GPU")
+    args = parser.parse_args(argv)
+    counts = run_im2col_fuzz(args.cases, args.seed, args.gpu)
+    mismatches = counts["mismatch"] + counts["gpu-mismatch"]
+    print(f"im2col fuzz: {args.cases} cases, {counts['accepted']} accepted, "
+          f"{counts['refused']} refused, {mismatches} mismatches"
+          + (f", {counts['gpu-exact']} bit-exact on the GPU" if args.gpu else ""))
+    refusals = sorted((k, v) for k, v in counts.items() if k.startswith("refused:"))
+    if refusals:
+        print("  refusals: " + ", ".join(f"{k[8:]} {v}" for k, v in refusals))
+    return 1 if mismatches else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

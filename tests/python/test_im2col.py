@@ -1,0 +1,193 @@
+"""im2col through the dispatch: a convolution's GEMM view planned as TMA im2col loads."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+import tvm_tma
+from tvm_tma.conv import Conv2dGeometry
+from tvm_tma.testing.fuzz_im2col import check_im2col_case, random_im2col_case
+from tvm_tma.testing.im2col_kernel import Im2colCase, im2col_kernel, run_on_gpu
+from tvm_tma.testing.im2col_model import conv_gemm_view, pixel_positions
+from tvm_tma.testing.runner import assemble, compile_kernel
+
+RESNET_3X3 = Conv2dGeometry(2, 8, 8, 64, 64, 3, 3, padding=(1, 1))
+
+#: Convolutions a user runs, in small: 3x3 same, stride 2, 1x1 (plain and strided), 7x7
+#: stride 2 with padding 3 (a stem), dilation 2, ragged pixel counts, odd image sizes.
+CASES = [
+    Im2colCase(RESNET_3X3, 64, 64, swizzle=3),
+    Im2colCase(RESNET_3X3, 128, 64, swizzle=0),
+    Im2colCase(Conv2dGeometry(2, 8, 8, 128, 64, 3, 3, padding=(1, 1)), 128, 128, swizzle=3),
+    Im2colCase(Conv2dGeometry(3, 9, 7, 32, 64, 3, 3, stride=(2, 2), padding=(1, 1)), 64, 32,
+               swizzle=2),
+    Im2colCase(Conv2dGeometry(2, 7, 7, 64, 64, 1, 1), 64, 64, swizzle=3),
+    Im2colCase(Conv2dGeometry(2, 9, 9, 64, 64, 1, 1, stride=(2, 2)), 32, 64, swizzle=3),
+    Im2colCase(Conv2dGeometry(1, 14, 14, 16, 64, 7, 7, stride=(2, 2), padding=(3, 3)), 32, 16,
+               swizzle=1),
+    Im2colCase(Conv2dGeometry(2, 10, 10, 32, 64, 3, 3, padding=(2, 2), dilation=(2, 2)), 64,
+               32, swizzle=2, dtype="bfloat16"),
+    Im2colCase(Conv2dGeometry(3, 5, 6, 32, 64, 3, 3, padding=(2, 1)), 64, 32),
+]
+IDS = [f"{c.geometry.describe()}-{c.block_m}x{c.block_k}-sw{c.swizzle}" for c in CASES]
+
+
+def _load(case: Im2colCase):
+    return tvm_tma.explain(im2col_kernel(case)).copies[0]
+
+
+def test_a_3x3_view_plans_as_one_im2col_load():
+    """Rows 64..127 are image 1 (P * Q = 64); columns 256..319 are tap 4 = (r 1, s 1)."""
+    load = _load(Im2colCase(RESNET_3X3, 64, 64, swizzle=3))
+    plan = load.plan
+    assert plan.is_im2col and load.encoder == "cuTensorMapEncodeIm2col"
+    spec = plan.tensor_map
+    assert (spec.dtype, spec.global_dims, spec.global_strides) == (
+        "float16", (64, 8, 8, 2), (128, 1024, 8192))
+    assert (spec.lower_corner, spec.upper_corner) == ((-1, -1), (-1, -1))
+    assert (spec.channels_per_pixel, spec.pixels_per_column, spec.element_strides) == (
+        64, 64, (1, 1, 1, 1))
+    assert spec.swizzle == 3 and plan.num_issues == 1
+    assert [str(c) for c in plan.coordinates] == ["0", "-1", "-1", "mb"]
+    assert [str(o) for o in plan.im2col_offsets] == ["kb % 3", "kb // 3"]
+    assert load.instruction == ("cp.async.bulk.tensor.4d.shared::cluster.global.im2col"
+                                ".mbarrier::complete_tx::bytes")
+
+
+def test_stride_dilation_and_padding_become_corners_and_traversal_strides():
+    load = _load(CASES[7])  # 3x3, padding 2, dilation 2 over 10x10: 10x10 outputs
+    spec = load.plan.tensor_map
+    assert (spec.lower_corner, spec.upper_corner) == ((-2, -2), (-2, -2))
+    assert [str(o) for o in load.plan.im2col_offsets] == ["kb % 3 * 2", "kb // 3 * 2"]
+    stem = _load(CASES[6]).plan.tensor_map  # 7x7 stride 2 padding 3
+    assert (stem.lower_corner, stem.upper_corner, stem.element_strides) == (
+        (-3, -3), (-3, -3), (1, 2, 2, 1))
+
+
+def test_wide_channel_blocks_are_issued_per_swizzle_span():
+    plan = _load(CASES[2]).plan  # 128 channels under 128B swizzle: two 64-channel loads
+    assert plan.tensor_map.channels_per_pixel == 64 and plan.num_issues == 2
+    (axis,) = plan.issue_axes
+    assert (axis.extent, axis.coord_dim, axis.coord_step, axis.smem_stride) == (2, 0, 64,
+                                                                                128 * 64)
+
+
+def test_the_model_walks_the_box_row_by_row_and_image_by_image():
+    spec = _load(Im2colCase(RESNET_3X3, 64, 64)).plan.tensor_map
+    # The box holds positions -1..6 along H and W (the first tap of every output pixel):
+    # the last one of image 0 is followed by the first of image 1.
+    assert pixel_positions(spec, (0, 6, 6))[:3] == [(0, 6, 6), (1, -1, -1), (1, -1, 0)]
+    assert pixel_positions(spec, (0, -1, 5))[:3] == [(0, -1, 5), (0, -1, 6), (0, 0, -1)]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_model_moves_exactly_the_im2col_matrix(case):
+    assert check_im2col_case(case) == ("accepted", "")
+
+
+def test_a_stream_of_random_convolutions_matches_the_definition():
+    outcomes = [check_im2col_case(random_im2col_case(20261124, i), seed=i)[0]
+                for i in range(40)]
+    assert "mismatch" not in outcomes and outcomes.count("accepted") >= 30
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_kernel_assembles(case):
+    built = compile_kernel(im2col_kernel(case))
+    assert ".im2col.mbarrier::complete_tx::bytes" in built.cuda_source
+    assert built.tensormap_params == 2  # the im2col map over X and the tiled map over D
+    assemble(built.cuda_source)
+
+
+def test_conv_gemm_view_is_the_convolution():
+    """The reference matrix times a filter is numpy's convolution, computed directly."""
+    rng = np.random.default_rng(3)
+    g = Conv2dGeometry(2, 6, 5, 8, 4, 3, 2, stride=(2, 1), padding=(1, 0))
+    x = rng.standard_normal(g.argument_shape)
+    f = rng.standard_normal((g.k, g.r, g.s, g.c))
+    y = conv_gemm_view(x, (g.r, g.s), g.stride, g.padding) @ f.reshape(g.k, -1).T
+    direct = np.zeros((g.n, g.p, g.q, g.k))
+    padded = np.pad(x, ((0, 0), (1, 1), (0, 0), (0, 0)))
+    for p in range(g.p):
+        for q in range(g.q):
+            window = padded[:, 2 * p:2 * p + 3, q:q + 2, :]
+            direct[:, p, q, :] = np.einsum("nrsc,krsc->nk", window, f)
+    assert np.allclose(y.reshape(direct.shape), direct)
+
+
+def _refusal(geometry: Conv2dGeometry, block_m: int, block_k: int, swizzle: int = 0):
+    return _load(Im2colCase(geometry, block_m, block_k, swizzle=swizzle))
+
+
+def test_a_block_straddling_two_taps_is_refused():
+    from tvm_tma.testing import im2col_kernel as module
+
+    case = Im2colCase(Conv2dGeometry(1, 8, 8, 32, 64, 3, 3, padding=(1, 1)), 64, 64)
+    load = tvm_tma.explain(module.im2col_kernel(case)).copies[0]
+    assert load.rule == "im2col" and "one filter tap's 32 channels" in load.detail
+
+
+def test_corners_outside_the_rank_4_range_are_refused():
+    load = _refusal(Conv2dGeometry(1, 4, 300, 8, 8, 1, 1, padding=(0, 130)), 32, 8)
+    assert load.rule == "im2col"
+    assert "corner -130" in load.detail and "8-bit range of a rank-4 im2col map" in load.detail
+
+
+def test_a_ragged_last_block_needs_oob():
+    """Rows past the last output pixel run into a batch that does not exist: only a load
+    that says how to fill them (oob="zero") may read them."""
+    from tvm.script import tirx as T
+    from tvm.script.tirx import tile as Tx
+    from tvm.tirx.layout import S, TileLayout
+
+    g = Conv2dGeometry(1, 5, 5, 16, 8, 3, 3, padding=(1, 1))  # 25 output pixels
+
+    @T.prim_func
+    def ragged(X_ptr: T.handle):
+        X = T.match_buffer(X_ptr, g.argument_shape, "float16", layout=g.argument_layout)
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([32])
+        dyn = T.alloc_buffer((32 * 16 * 2 + 64,), "uint8", scope="shared.dyn")
+        tile = T.decl_buffer((32, 16), "float16", dyn.data, layout=TileLayout(S[32, 16]))
+        mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=32 * 16 * 2 // 8)
+        A = T.decl_buffer(g.view_shape, "float16", X.data, elem_offset=g.view_elem_offset,
+                          layout=g.view_layout)
+        if tid == 0:
+            Tx.copy_async(tile[:, :], A[0:32, 0:16], dispatch="tma", mbar=mbar.ptr_to([0]))
+
+    load = tvm_tma.explain(ragged).copies[0]
+    assert load.rule == "region-bounds" and "rows [0, 0 + 32)" in load.detail
+    assert "[0, 25)" in load.detail and 'oob="zero"' in load.detail
+
+
+def test_a_store_into_the_view_is_refused():
+    from tvm.script import tirx as T
+    from tvm.script.tirx import tile as Tx
+    from tvm.tirx.layout import S, TileLayout
+
+    g = RESNET_3X3
+
+    @T.prim_func
+    def store(X_ptr: T.handle):
+        X = T.match_buffer(X_ptr, g.argument_shape, "float16", layout=g.argument_layout)
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([32])
+        dyn = T.alloc_buffer((64 * 64 * 2,), "uint8", scope="shared.dyn")
+        tile = T.decl_buffer((64, 64), "float16", dyn.data, layout=TileLayout(S[64, 64]))
+        A = T.decl_buffer(g.view_shape, "float16", X.data, elem_offset=g.view_elem_offset,
+                          layout=g.view_layout)
+        if tid == 0:
+            Tx.copy_async(A[0:64, 0:64], tile[:, :], dispatch="tma")
+
+    load = tvm_tma.explain(store).copies[0]
+    assert load.rule == "im2col" and "read by loads only" in load.detail
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_im2col_loads_are_bit_exact_on_gpu(case):
+    ok, why = run_on_gpu(case, compile_kernel(im2col_kernel(case)).executable)
+    assert ok, why
