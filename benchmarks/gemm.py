@@ -1,4 +1,4 @@
-"""The warp-specialized WGMMA GEMM of examples/gemm_hopper.py against ``torch.matmul``.
+"""The warp-specialized WGMMA GEMM of tvm_tma.kernels.gemm against ``torch.matmul``.
 
 Every problem is first checked against torch (fp32 reference, relative error bound below),
 then both are timed in the same run: median of ``--runs`` launches, each with its own pair
@@ -7,10 +7,11 @@ of CUDA events. ``--compile-only`` builds and assembles every kernel for sm_90a 
 multicast, and split-K per problem; ``--schedule``, ``--cluster`` and ``--split-k`` set
 them for the default tiling.
 
-Correctness bound (``gemm_hopper.error_bound``): C is rounded to bf16/fp16 from an fp32
-accumulation of K products, so each element may differ from the fp32 reference by its own
-rounding (2^-8 relative for bf16, 2^-11 for fp16) plus the difference between two fp32
-summation orders, at most about K * 2^-24 of the sum of |products|. The check is
+Correctness bound (``tvm_tma.kernels.reference.error_bound``): C is rounded to bf16/fp16
+from an fp32 accumulation of K products, so each element may differ from the fp32
+reference by its own rounding (2^-8 relative for bf16, 2^-11 for fp16) plus the difference
+between two fp32 summation orders, at most about K * 2^-24 of the sum of |products|. The
+check is
 ``|C - ref| <= 2 * eps_out * |ref| + 2 * K * 2^-24 * (|A| @ |B|) + 1e-6`` for every element.
 """
 
@@ -25,12 +26,14 @@ from pathlib import Path
 import tvm
 
 import tvm_tma  # noqa: F401  (registers dispatch="tma")
+from tvm_tma.kernels.gemm import gemm_kernel
+from tvm_tma.kernels.gemm_config import GemmConfig
+from tvm_tma.kernels.reference import OUTPUT_EPS, error_bound
 from tvm_tma.testing.runner import assemble, compile_kernel
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
+# The timing helper of the sibling benchmark (this directory is not a package).
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from copy_bandwidth import time_launches  # noqa: E402
-from gemm_hopper import OUTPUT_EPS, GemmConfig, error_bound, gemm_kernel  # noqa: E402
 
 #: (M, N, K) of the issue: square, LLM projections, and a ragged one.
 PROBLEMS = [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 14336, 4096),

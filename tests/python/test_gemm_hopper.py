@@ -1,20 +1,24 @@
-"""The warp-specialized WGMMA GEMM example: CUDA text, sm_90a assembly, and (on a Hopper
-GPU) every element of C against an fp32 numpy reference within ``error_bound``."""
+"""The warp-specialized WGMMA GEMM (tvm_tma.kernels.gemm): CUDA text, sm_90a assembly, and
+(on a Hopper GPU) every element of C against an fp32 numpy reference within
+``error_bound``."""
 
 from __future__ import annotations
 
+import importlib.util
 import math
 import re
-import sys
 from pathlib import Path
 
 import numpy as np
 import pytest
 
+from tvm_tma.kernels.gemm import gemm_kernel
+from tvm_tma.kernels.gemm_config import GemmConfig
+from tvm_tma.kernels.operands import AOperand
+from tvm_tma.kernels.reference import run
 from tvm_tma.testing.runner import assemble, compile_kernel
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "examples"))
-from gemm_hopper import GemmConfig, gemm_kernel, run  # noqa: E402
+REPO = Path(__file__).resolve().parents[2]
 
 #: Every shape class of the benchmark at small sizes: whole tiles, ragged edges in M, N and
 #: K at once, a K shorter than one step, more tiles than CTAs (persistent loop), both B
@@ -159,12 +163,36 @@ def test_default_tiling_keeps_every_sm_busy():
 def test_benchmark_compile_only_assembles_every_variant(capsys):
     """What CI runs of benchmarks/gemm.py: the default kernel of a square and the ragged
     problem for both dtypes and both B layouts, assembled for sm_90a."""
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
-    import gemm as benchmark
+    # benchmarks/ is not a package: load the script from its path.
+    spec = importlib.util.spec_from_file_location("gemm_benchmark", REPO / "benchmarks" /
+                                                  "gemm.py")
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
 
     assert benchmark.main(["--compile-only", "--problem", "8192x8192x8192",
                            "--problem", "1000x2000x3000"]) == 0
     assert "8 kernels assembled" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("cfg", [GemmConfig(256, 512, 256),
+                                 GemmConfig.for_problem(1000, 2000, 3000, b_layout="kn")],
+                         ids=_name)
+def test_a_view_operand_reads_a_as_the_plain_argument_does(cfg):
+    """A kernel whose A is declared through an AOperand (the way the conv2d kernel passes
+    the im2col view of its activation) plans and assembles; with the trivial operand (the
+    row-major (M, K) argument viewed as itself) its device code is the default kernel's but
+    for the argument's name (X: the tensor map is the argument's, and kernel parameters
+    are ordered by name)."""
+    plain = compile_kernel(gemm_kernel(cfg)).cuda_source
+    viewed = compile_kernel(gemm_kernel(cfg, AOperand.row_major(cfg.m, cfg.k))).cuda_source
+    assert len(assemble(viewed)) > 0
+    assert "X_tensormap" in viewed and "A_tensormap" not in viewed
+
+    def body(src: str) -> list[str]:
+        return [line for line in src.replace("X_tensormap", "A_tensormap").splitlines()
+                if "__global__" not in line]
+
+    assert body(viewed) == body(plain)
 
 
 @pytest.mark.gpu

@@ -1,0 +1,265 @@
+"""A TMA-fed, warp-specialized WGMMA GEMM for Hopper, written in TVMScript.
+
+``C = A @ B^T`` (B given as N x K, cuBLAS's "TN") or ``C = A @ B`` (B given as K x N), with
+A row-major M x K, bf16 or fp16 inputs, fp32 accumulation and C in the input type.
+:func:`gemm_kernel` returns the PrimFunc of a :class:`.gemm_config.GemmConfig`;
+``examples/gemm_hopper.py`` builds, assembles and (on a Hopper GPU) checks one.
+
+How the kernel works
+--------------------
+The grid is persistent: ``ctas`` CTAs (one per SM) walk the ``ceil(M / BM) x ceil(N / BN)``
+output tiles (the work units; more with split-K); CTA ``b`` takes units ``b, b + ctas,
+b + 2 ctas, ...`` (clusters of CTAs take them the same way). Tile numbers map to
+(row block, column block) in groups of ``group_m`` row blocks
+(:func:`.scheduler.tile_coordinates`), so the CTAs running at one moment share A row blocks
+and B column blocks in L2.
+
+Each CTA has three warpgroups (384 threads):
+
+* **Producer** (warpgroup 0): gives registers back (``setmaxnreg.dec`` to 40) and one
+  thread issues, for every K step of every tile, the TMA loads of an A tile (BM x BK) and a
+  B tile (BN x BK, or BK x BN) into the next slot of a ring of ``stages`` 128B-swizzled
+  slots (:class:`tvm_tma.pipeline.TmaPipeline`: it waits for the slot's "empty" barrier,
+  announces the slot's bytes on its "full" barrier, then copies with
+  ``Tx.copy_async(..., dispatch="tma", mbar=..., oob="zero")``). Edge tiles read past M, N
+  or K; TMA fills those elements with zeros, which add nothing to the products.
+* **Consumers** (warpgroups 1 and 2) take ``setmaxnreg.inc`` to 232 registers. With the
+  default **cooperative** schedule warpgroup ``c`` owns rows ``64c .. 64c + 63`` of every
+  tile and keeps its 64 x BN fp32 accumulator in registers. Per K step it waits for the
+  slot's "full" barrier, issues ``BK / 16`` ``wgmma.mma_async m64nBNk16`` on shared-memory
+  descriptors of the slot, commits them as a group and waits until at most this group is
+  in flight: the previous step's group is then done reading its slot, which it releases
+  ("empty"). So one group of MMAs runs while the next slot's wait completes, and the
+  producer stays up to ``stages`` slots ahead.
+* With the **ping-pong** schedule each consumer warpgroup takes every other tile of the
+  CTA whole (``block_m / 64`` MMAs per k16), and the two take turns through named
+  barriers: a warpgroup starts its mainloop once the other's has retired its last MMA,
+  so one warpgroup's epilogue runs under the other's MMAs. A slot is then read, and
+  released, by one warpgroup.
+* **Epilogue** (consumers): after the tile's last MMA the accumulators are rounded to the
+  output type and written into a 128B-swizzled C stage in shared memory (``epilogue_n``
+  columns at a time; one stage per warpgroup in ping-pong), then one thread stores it with
+  a TMA store (``oob="skip"``: the parts of an edge tile past M or N are not written).
+  Each stage waits until the previous store has read the C stage.
+
+Options:
+
+* ``cluster=2``: the CTAs of a 2x1 cluster compute vertically adjacent tiles of one
+  column block, which need the same B tiles; each CTA loads half of every B tile with
+  ``multicast=rank``, and the TMA writes it into both CTAs' slots. A slot is then empty
+  only once the consumers of both CTAs released it, so each consumer arrives on the
+  "empty" barrier of both (``TmaPipeline(cluster=2)``), and every CTA's barriers are
+  initialised before, and kept alive until after, any peer's multicast.
+* ``split_k=S``: K is cut into S parts, each its own work unit, and each unit adds its
+  product into C with a TMA reduce-add store (``reduce="add"``): the kernel computes
+  ``C += A @ B``. The last part's K steps past K load zeros, so every unit runs the same
+  number of ring uses.
+
+The kernel's pieces are modules of their own, shared with the other kernels of
+:mod:`tvm_tma.kernels`: the work order (:mod:`.scheduler`), the ring
+(:class:`tvm_tma.pipeline.TmaPipeline`), the consumer mainloop ``mma_unit`` and its slot
+``release`` (:mod:`.wgmma`), and the epilogue ``store_unit`` (:mod:`.epilogue`). This
+module holds the producer ``load_unit`` and :func:`gemm_kernel`, which wires them to the
+warpgroups. The A operand may be a view of another tensor (``a_operand=``,
+:class:`.operands.AOperand`): the conv2d kernel is this GEMM with A the im2col view of its
+activation.
+
+The barrier phases are counted, not tracked: producer and consumers both number their uses
+of the ring ``it = j * steps + k`` (the CTA's work unit ordinal j, K step k), so slot and
+parity are ``it % stages`` and ``it // stages % 2`` on both sides (see
+:mod:`tvm_tma.pipeline` for the protocol drawn out step by step); a ping-pong warpgroup
+skips the other's units without touching a barrier.
+
+The WGMMA operand descriptors follow the 128B-swizzled slot layout the TMA wrote; their
+fields are drawn out in :mod:`.wgmma`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import tvm
+from tvm.script import tirx as T
+from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import S, TileLayout
+
+from tvm_tma.pipeline import TmaPipeline
+
+from .epilogue import make_store_unit
+from .gemm_config import CONSUMER_REGISTERS, PRODUCER_REGISTERS, WARPGROUP, GemmConfig
+from .operands import AOperand
+from .scheduler import rounds, unit_coordinates, unit_of
+from .wgmma import make_mma_unit, swizzled_layout
+
+
+def make_load_unit(cfg: GemmConfig) -> Callable[..., None]:
+    """``load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank)``: the producer's
+    loads for work unit ordinal ``j`` (tile (``mb``, ``nb``), K part ``part``).
+
+    One ring slot per K step: acquire the slot, announce both tiles' bytes on its "full"
+    barrier, then TMA-load the A tile (``block_m x block_k`` of ``A``, whatever layout
+    ``A`` has: the dispatch plans the copy against it) and the B tile. Edge tiles read
+    zeros past M, N and K (``oob="zero"``). In a cluster each CTA loads ``1/cluster`` of
+    the shared B tile and multicasts it into every CTA's slot (``multicast=rank``).
+    """
+    bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
+    steps, cluster = cfg.steps_per_unit, cfg.cluster
+    kn = cfg.b_layout == "kn"
+    tile_bytes = cfg.a_tile_bytes + cfg.b_tile_bytes
+
+    # fmt: off
+    @T.inline
+    def load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank):
+        for ks in T.serial(steps):
+            it = T.meta_var(j * steps + ks)
+            s = T.meta_var(ring.slot(it))
+            k0 = T.meta_var((part * steps + ks) * bk)
+            ring.producer_acquire(it)
+            ring.producer_commit(it, tile_bytes)
+            Tx.copy_async(a_ring[s, :, :], A[mb * bm:mb * bm + bm, k0:k0 + bk],
+                          dispatch="tma", mbar=ring.full_barrier(it), oob="zero")
+            if cluster > 1:
+                # The cluster's CTAs share the B tile: each loads 1/cluster of it into all.
+                if kn:
+                    Tx.copy_async(b_ring[s, :, :], B[k0:k0 + bk, nb * bn:nb * bn + bn],
+                                  dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                                  multicast=rank)
+                else:
+                    Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
+                                  dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                                  multicast=rank)
+            elif kn:
+                Tx.copy_async(b_ring[s, :, :], B[k0:k0 + bk, nb * bn:nb * bn + bn],
+                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero")
+            else:
+                Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
+                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero")
+    # fmt: on
+    return load_unit
+
+
+def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.PrimFunc:
+    """The persistent warp-specialized GEMM of ``cfg`` as a TVMScript PrimFunc
+    ``gemm(A, B, C)``.
+
+    ``a_operand`` None: A is the row-major (M, K) kernel argument. Otherwise the first
+    argument is ``a_operand``'s tensor (``argument_shape``, ``argument_layout``) and the A
+    the loads read is its (M, K) view (``view_layout`` at ``view_elem_offset``), so a
+    conv2d passes its activation and the im2col view of it; nothing else in the kernel
+    depends on which (see :mod:`.operands`).
+    """
+    cfg.check()
+    m, n, k, dtype = cfg.m, cfg.n, cfg.k, cfg.dtype
+    bm, bn, bk, stages = cfg.block_m, cfg.block_n, cfg.block_k, cfg.stages
+    ctas, cluster, workers, units = cfg.ctas, cfg.cluster, cfg.workers, cfg.work_units
+    n_rounds = rounds(cfg)
+    pingpong = cfg.schedule == "pingpong"
+    elem = cfg.element_bytes
+    b_shape = (k, n) if cfg.b_layout == "kn" else (n, k)
+    b_slot = (bk, bn) if cfg.b_layout == "kn" else (bn, bk)
+    en, c_stages = cfg.epilogue_cols, cfg.c_stages
+    a_offset, b_offset = cfg.a_ring_start // elem, cfg.b_ring_start // elem
+    c_offset = cfg.c_stage_start // elem
+    a_layout = swizzled_layout(dtype, (stages, bm, bk))
+    b_layout = swizzled_layout(dtype, (stages, *b_slot))
+    c_layout = swizzled_layout(dtype, (c_stages, bm, en))
+    # The A argument and its view, read only when a_operand is given (the ifs on a_operand
+    # in the PrimFunc are decided while it is parsed).
+    x_shape = x_layout = view_layout = view_offset = None
+    if a_operand is not None:
+        x_shape, x_layout = tuple(a_operand.argument_shape), a_operand.argument_layout
+        view_layout, view_offset = a_operand.view_layout, a_operand.view_elem_offset
+    load_unit = make_load_unit(cfg)
+    mma_unit = make_mma_unit(cfg)
+    store_unit = make_store_unit(cfg)
+
+    # fmt: off
+    @T.prim_func
+    def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+        # Every match_buffer precedes the A view's decl_buffer: a declaration opens a frame,
+        # after which no argument can be matched.
+        if a_operand is None:
+            A = T.match_buffer(A_ptr, (m, k), dtype, layout=TileLayout(S[m, k]))
+        else:
+            X = T.match_buffer(A_ptr, x_shape, dtype, layout=x_layout)
+        B = T.match_buffer(B_ptr, b_shape, dtype, layout=TileLayout(S[b_shape]))
+        C = T.match_buffer(C_ptr, (m, n), dtype, layout=TileLayout(S[m, n]))
+        if a_operand is not None:
+            A = T.decl_buffer((m, k), dtype, X.data, elem_offset=view_offset,
+                              layout=view_layout)
+        T.device_entry()
+        if cluster > 1:
+            worker = T.cluster_id([workers])
+            rank = T.cta_id_in_cluster([cluster])
+        else:
+            worker = T.cta_id([ctas])
+            rank = T.meta_var(0)
+        tid = T.thread_id([cfg.threads])
+        dyn = T.alloc_buffer((cfg.shared_bytes,), "uint8", scope="shared.dyn")
+        full = T.decl_buffer((stages,), "uint64", dyn.data, elem_offset=0)
+        empty = T.decl_buffer((stages,), "uint64", dyn.data, elem_offset=stages)
+        a_ring = T.decl_buffer((stages, bm, bk), dtype, dyn.data, elem_offset=a_offset,
+                               layout=a_layout)
+        b_ring = T.decl_buffer((stages, *b_slot), dtype, dyn.data, elem_offset=b_offset,
+                               layout=b_layout)
+        c_tile = T.decl_buffer((c_stages, bm, en), dtype, dyn.data, elem_offset=c_offset,
+                               layout=c_layout)
+        acc = T.alloc_local((cfg.accumulators,), "float32")
+        desc_a = T.alloc_local((1,), "uint64")
+        desc_b = T.alloc_local((1,), "uint64")
+        ring = TmaPipeline(full, empty, stages, consumers=cfg.ring_consumers,
+                           cluster=cluster)
+        warpgroup = T.meta_var(tid // WARPGROUP)
+        lane = T.meta_var(tid % WARPGROUP)
+
+        if tid == 0:
+            ring.init()
+        if cluster > 1:
+            # Every barrier of the cluster exists before any CTA multicasts into a peer.
+            T.ptx.fence.mbarrier_init.release.cluster()
+            T.cuda.cluster_sync()
+        else:
+            T.cuda.cta_sync()
+
+        if warpgroup == 0:
+            T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGISTERS)
+            if tid == 0:
+                for j in T.serial(n_rounds):
+                    unit = T.meta_var(unit_of(cfg, worker, j))
+                    if unit < units:
+                        mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, rank))
+                        load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank)
+        else:
+            T.ptx.setmaxnreg.inc.sync.aligned.u32(CONSUMER_REGISTERS)
+            consumer = T.meta_var(warpgroup - 1)
+            if pingpong:
+                # Each warpgroup takes every other unit of this CTA, whole; the mainloops
+                # take turns (named barrier 3 + c: "warpgroup c may start its mainloop"),
+                # so one warpgroup's epilogue overlaps the other's MMAs.
+                for j in T.serial(n_rounds):
+                    unit = T.meta_var(unit_of(cfg, worker, j))
+                    if j % 2 == consumer and unit < units:
+                        mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, rank))
+                        if j > 0:
+                            T.ptx.bar.sync(T.Cast("uint32", 3 + consumer), 2 * WARPGROUP)
+                        mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, 0, lane)
+                        if unit + workers < units:
+                            T.ptx.bar.arrive(T.Cast("uint32", 4 - consumer), 2 * WARPGROUP)
+                        store_unit(C, c_tile, acc, consumer, 0, mb, nb, lane, 1 + consumer,
+                                   lane == 0)
+            else:
+                for j in T.serial(n_rounds):
+                    unit = T.meta_var(unit_of(cfg, worker, j))
+                    if unit < units:
+                        mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, rank))
+                        mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, consumer * 64,
+                                 lane)
+                        store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
+                                   tid == WARPGROUP)
+            if lane == 0:
+                T.ptx.cp.async_.bulk.wait_group.read(0)
+        if cluster > 1:
+            # No CTA exits while a peer may still multicast into it or arrive on its barriers.
+            T.cuda.cluster_sync()
+    # fmt: on
+    return gemm

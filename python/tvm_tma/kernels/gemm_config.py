@@ -1,0 +1,234 @@
+"""The GEMM problem and how the kernel cuts it up: :class:`GemmConfig`.
+
+A configuration is plain data (a frozen dataclass) so the pieces of the kernel
+(:mod:`.scheduler`, :mod:`.wgmma`, :mod:`.epilogue`, :mod:`.gemm`) can each derive what they
+need from it, and so a kernel that is a GEMM in disguise (conv2d as implicit GEMM: M = N * P
+* Q output pixels, K = R * S * C) reuses it with its own extents. :meth:`GemmConfig.check`
+refuses, naming the value, every configuration the kernel does not handle, before any
+TVMScript is built; :meth:`GemmConfig.for_problem` picks the measured default tiling.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import tvm
+
+#: Bytes at the front of dynamic shared memory for the ring's mbarriers; the tiles start
+#: right after, on the 1024-byte period of the 128B swizzle.
+BARRIER_BYTES = 1024
+#: Warpgroup size, and the register budgets of the producer and the consumers
+#: (2 x 128 x 232 + 128 x 40 = 64512 of the SM's 65536 registers).
+WARPGROUP = 128
+PRODUCER_REGISTERS = 40
+CONSUMER_REGISTERS = 232
+#: Largest dynamic shared memory a Hopper CTA may use.
+MAX_SHARED = 227 * 1024
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """One GEMM problem and how the kernel cuts it up."""
+
+    m: int
+    n: int
+    k: int
+    dtype: str = "bfloat16"
+    #: "nk": B is given as N x K (C = A @ B^T, cuBLAS "TN"); "kn": B is K x N (C = A @ B).
+    b_layout: str = "nk"
+    block_m: int = 128
+    block_n: int = 256
+    block_k: int = 64
+    stages: int = 4
+    #: Row blocks per group of the tile order (L2 reuse); 1 is plain row-major order.
+    group_m: int = 8
+    #: Columns of C staged in shared memory per TMA store (0: the whole block_n). A
+    #: narrower C stage leaves room for one more ring slot.
+    epilogue_n: int = 128
+    ctas: int = 132
+    #: "cooperative": both consumer warpgroups work on one tile (64 rows each);
+    #: "pingpong": each consumer warpgroup takes every other tile whole (block_m rows), and
+    #: one's epilogue runs while the other's MMAs do.
+    schedule: str = "cooperative"
+    #: CTAs per cluster (1 or 2). With 2, the CTAs of a cluster compute vertically adjacent
+    #: tiles of one column block and multicast the B tile they share: each loads half.
+    cluster: int = 1
+    #: Parts K is cut into. With more than one, each part's product is added into C with a
+    #: TMA reduce-add store: the kernel computes C += A @ B (C must hold zeros for C = A @ B).
+    split_k: int = 1
+
+    @classmethod
+    def for_problem(cls, m: int, n: int, k: int, **options) -> GemmConfig:
+        """The default tiling for a problem: cooperative 128 x 256 tiles (4 stages, C staged
+        128 columns at a time), or, when 128 x 256 tiles would leave SMs idle, 128 x 128
+        tiles (6 stages) in 2x1 clusters that multicast B.
+
+        From the sweep in benchmarks/RESULTS.md (H200): cooperative 128 x 256 x 64 with 4
+        stages is fastest wherever there are at least as many tiles as SMs (ping-pong 128 x
+        128 reaches 90% of it at 8192^3; clusters change nothing there). A 1000 x 2000
+        problem has only 64 such tiles for 132 SMs: 128 x 128 tiles in clusters run it
+        1.5x faster (97% of cuBLAS against 64%), the cluster alone being worth 1.23x.
+        """
+        wide = cls(m, n, k, **options)
+        if wide.num_tiles >= wide.ctas:
+            return wide
+        narrow = {"block_n": 128, "stages": 6, "epilogue_n": 0}
+        if wide.m_blocks >= 2 and wide.ctas % 2 == 0:
+            narrow["cluster"] = 2
+        return cls(m, n, k, **{**narrow, **options})
+
+    @property
+    def consumers(self) -> int:
+        """Consumer warpgroups: 64 rows of the tile each (cooperative), or two that take
+        turns (ping-pong)."""
+        return 2 if self.schedule == "pingpong" else self.block_m // 64
+
+    @property
+    def consumer_rows(self) -> int:
+        """Rows of a tile one consumer warpgroup computes."""
+        return self.block_m if self.schedule == "pingpong" else 64
+
+    @property
+    def accumulators(self) -> int:
+        """fp32 accumulator registers per consumer thread (its rows x block_n / 128)."""
+        return self.consumer_rows * self.block_n // WARPGROUP
+
+    @property
+    def ring_consumers(self) -> int:
+        """Arrivals per CTA that release a ring slot: every consumer warpgroup reads every
+        slot (cooperative), or one does (ping-pong)."""
+        return 1 if self.schedule == "pingpong" else self.consumers
+
+    @property
+    def c_stages(self) -> int:
+        """C stages in shared memory: one shared, or one per ping-pong warpgroup."""
+        return 2 if self.schedule == "pingpong" else 1
+
+    @property
+    def workers(self) -> int:
+        """Persistent workers: CTAs, or clusters of CTAs."""
+        return self.ctas // self.cluster
+
+    @property
+    def m_groups(self) -> int:
+        """Row blocks as the tile order sees them: ``cluster`` adjacent ones together."""
+        return math.ceil(self.m_blocks / self.cluster)
+
+    @property
+    def work_units(self) -> int:
+        """(cluster of tiles, K part) pairs the workers walk."""
+        return self.m_groups * self.n_blocks * self.split_k
+
+    @property
+    def steps_per_unit(self) -> int:
+        """K steps of one work unit (the last part's trailing ones lie past K: TMA fills
+        them with zeros, so every unit runs the same number of ring uses)."""
+        return math.ceil(self.k_steps / self.split_k)
+
+    @property
+    def threads(self) -> int:
+        return WARPGROUP * (1 + self.consumers)
+
+    @property
+    def element_bytes(self) -> int:
+        return tvm.DataType(self.dtype).bits // 8
+
+    @property
+    def a_tile_bytes(self) -> int:
+        return self.block_m * self.block_k * self.element_bytes
+
+    @property
+    def b_tile_bytes(self) -> int:
+        return self.block_n * self.block_k * self.element_bytes
+
+    @property
+    def epilogue_cols(self) -> int:
+        return self.epilogue_n or self.block_n
+
+    @property
+    def c_tile_bytes(self) -> int:
+        return self.block_m * self.epilogue_cols * self.element_bytes
+
+    @property
+    def a_ring_start(self) -> int:
+        """Byte offset of the A ring in dynamic shared memory: right after the barriers."""
+        return BARRIER_BYTES
+
+    @property
+    def b_ring_start(self) -> int:
+        """Byte offset of the B ring: after the A ring's ``stages`` slots."""
+        return self.a_ring_start + self.stages * self.a_tile_bytes
+
+    @property
+    def c_stage_start(self) -> int:
+        """Byte offset of the C stage(s): after the B ring's ``stages`` slots."""
+        return self.b_ring_start + self.stages * self.b_tile_bytes
+
+    @property
+    def shared_bytes(self) -> int:
+        return self.c_stage_start + self.c_stages * self.c_tile_bytes
+
+    @property
+    def m_blocks(self) -> int:
+        return math.ceil(self.m / self.block_m)
+
+    @property
+    def n_blocks(self) -> int:
+        return math.ceil(self.n / self.block_n)
+
+    @property
+    def k_steps(self) -> int:
+        return math.ceil(self.k / self.block_k)
+
+    @property
+    def num_tiles(self) -> int:
+        return self.m_blocks * self.n_blocks
+
+    @property
+    def flops(self) -> int:
+        return 2 * self.m * self.n * self.k
+
+    def check(self) -> None:
+        """Refuse configurations the kernel does not handle, naming the offending value."""
+        if self.dtype not in ("bfloat16", "float16"):
+            raise ValueError(f"dtype={self.dtype!r}: 'bfloat16' or 'float16'")
+        if self.b_layout not in ("nk", "kn"):
+            raise ValueError(f"b_layout={self.b_layout!r}: 'nk' (N x K) or 'kn' (K x N)")
+        for name, extent in (("m", self.m), ("n", self.n), ("k", self.k)):
+            if extent < 8 or extent % 8:
+                raise ValueError(f"{name}={extent}: GEMM extents must be positive multiples "
+                                 f"of 8 (16-byte rows for TMA)")
+        if self.block_m not in (64, 128):
+            raise ValueError(f"block_m={self.block_m}: 64 or 128 (one or two consumer "
+                             f"warpgroups of 64 rows)")
+        if self.block_n % 64 or not 64 <= self.block_n <= 256:
+            raise ValueError(f"block_n={self.block_n}: a multiple of 64 up to 256 "
+                             f"(wgmma N, whole 128-byte swizzle atoms)")
+        if self.block_k != 64:
+            raise ValueError(f"block_k={self.block_k}: 64 (one 128-byte swizzle row)")
+        if self.stages < 2:
+            raise ValueError(f"stages={self.stages}: the ring needs at least 2 slots")
+        if self.epilogue_cols % 64 or self.block_n % self.epilogue_cols:
+            raise ValueError(f"epilogue_n={self.epilogue_n}: whole 64-column atoms that "
+                             f"divide block_n={self.block_n}")
+        if self.schedule not in ("cooperative", "pingpong"):
+            raise ValueError(f"schedule={self.schedule!r}: 'cooperative' or 'pingpong'")
+        if self.accumulators > 128:
+            raise ValueError(f"{self.schedule}: a consumer warpgroup computes "
+                             f"{self.consumer_rows}x{self.block_n} outputs, "
+                             f"{self.accumulators} fp32 registers per thread (at most 128 of "
+                             f"its {CONSUMER_REGISTERS})")
+        if self.cluster not in (1, 2):
+            raise ValueError(f"cluster={self.cluster}: 1 or 2 CTAs (2x1, sharing B)")
+        if self.ctas % self.cluster:
+            raise ValueError(f"ctas={self.ctas}: a multiple of cluster={self.cluster}")
+        if self.split_k < 1 or (self.split_k - 1) * self.steps_per_unit >= self.k_steps:
+            raise ValueError(f"split_k={self.split_k}: 1 up to the point where every part "
+                             f"keeps at least one of the {self.k_steps} K steps")
+        if self.group_m < 1 or self.ctas < 1:
+            raise ValueError(f"group_m={self.group_m}, ctas={self.ctas}: both at least 1")
+        if self.shared_bytes > MAX_SHARED:
+            raise ValueError(f"{self.stages} stages of {self.block_m}x{self.block_n}x"
+                             f"{self.block_k} tiles need {self.shared_bytes} bytes of shared "
+                             f"memory (> {MAX_SHARED})")

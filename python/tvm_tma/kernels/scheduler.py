@@ -1,0 +1,63 @@
+"""Which output tile, and which part of K, a persistent worker computes next.
+
+The grid is persistent: ``cfg.workers`` workers (CTAs, or clusters of ``cfg.cluster`` CTAs)
+walk the work units, worker ``w`` taking units ``w, w + workers, w + 2 workers, ...``
+(:func:`unit_of`, :func:`rounds`). A work unit is a (cluster of output tiles, K part) pair:
+with ``split_k`` parts each tile is ``split_k`` units, adjacent in the order, so the parts
+of one tile run at the same time and their reduce-add stores meet in L2.
+
+Tiles are numbered in grouped order (:func:`tile_coordinates`), so the workers running at
+one moment share A row blocks and B column blocks in L2; the CTAs of a cluster take
+vertically adjacent row blocks of one column block (:func:`unit_coordinates`), the ones that
+need the same B tile, which they then load once and multicast.
+
+Producer and consumers call the same functions on the same unit numbers, which is what
+keeps their ring counters (``it = j * steps + k``) in step without any communication. The
+functions are TVMScript expression builders: called inside a ``@T.prim_func`` (through
+``T.meta_var``) on loop variables, they return TIR expressions; a kernel with another
+order (a grouped GEMM's problem table) writes its own with the same signatures.
+"""
+
+from __future__ import annotations
+
+import math
+
+from tvm.script import tirx as T
+
+from .gemm_config import GemmConfig
+
+
+def rounds(cfg: GemmConfig) -> int:
+    """Units a worker takes at most: ``ceil(work_units / workers)``; a worker's last round
+    may find no unit (``unit_of(...) >= cfg.work_units``) and skip it."""
+    return math.ceil(cfg.work_units / cfg.workers)
+
+
+def unit_of(cfg: GemmConfig, worker, j):
+    """The work unit of round ``j`` of worker ``worker`` (round-robin over the workers)."""
+    return worker + j * cfg.workers
+
+
+def tile_coordinates(tile, m_blocks: int, n_blocks: int, group_m: int):
+    """(row block, column block) of output tile ``tile`` in grouped order.
+
+    Tiles go column by column within a group of ``group_m`` row blocks, group after group,
+    so consecutive tiles (run by neighbouring CTAs at the same moment) reuse the group's A
+    row blocks and each B column block ``group_m`` times while they are in L2.
+    """
+    per_group = group_m * n_blocks
+    first = tile // per_group * group_m
+    rows = T.min(m_blocks - first, group_m)
+    within = tile % per_group
+    return first + within % rows, within // rows
+
+
+def unit_coordinates(cfg: GemmConfig, unit, rank):
+    """(row block, column block, K part) of work unit ``unit`` for cluster rank ``rank``:
+    the CTAs of a cluster take vertically adjacent row blocks of one column block (the last
+    cluster's second CTA may get a row block past M: its loads read zeros, its stores are
+    skipped)."""
+    split_k, cluster = cfg.split_k, cfg.cluster
+    tile, part = unit // split_k, unit % split_k
+    mg, nb = tile_coordinates(tile, cfg.m_groups, cfg.n_blocks, cfg.group_m)
+    return mg * cluster + rank, nb, part
