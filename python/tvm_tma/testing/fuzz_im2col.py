@@ -108,12 +108,25 @@ def _loop_vars(plan) -> dict:
     return found
 
 
-def run_im2col_fuzz(cases: int, seed: int, gpu: bool = False) -> Counter:
-    """Check ``cases`` cases; with ``gpu`` also run each accepted case on the device."""
-    counts: Counter = Counter()
-    if gpu:
-        from .im2col_kernel import run_on_gpu
+def _compile_worker(case: Im2colCase, directory: str, index: int) -> tuple[str, str]:
+    """(library path, error) for one case: build the kernel and export a shared object."""
+    import os
+
+    try:
         from .runner import compile_kernel
+
+        path = os.path.join(directory, f"im2col_{index}.so")
+        compile_kernel(im2col_kernel(case)).executable.export_library(path)
+        return path, ""
+    except Exception as error:  # noqa: BLE001
+        return "", f"{type(error).__name__}: {error}"
+
+
+def run_im2col_fuzz(cases: int, seed: int, gpu: bool = False, jobs: int = 1) -> Counter:
+    """Check ``cases`` cases on the model; with ``gpu`` also build each accepted case's
+    kernel (in ``jobs`` workers) and run it on the device."""
+    counts: Counter = Counter()
+    accepted = []
     for index in range(cases):
         case = random_im2col_case(seed, index)
         outcome, detail = check_im2col_case(case, seed=index)
@@ -122,8 +135,35 @@ def run_im2col_fuzz(cases: int, seed: int, gpu: bool = False) -> Counter:
             counts[f"refused:{detail}"] += 1
         if outcome == "mismatch":
             print(f"MISMATCH case {index}: {case}: {detail}", flush=True)
-        if gpu and outcome == "accepted":
-            ok, why = run_on_gpu(case, compile_kernel(im2col_kernel(case)).executable, index)
+        if outcome == "accepted":
+            accepted.append((index, case))
+    if gpu:
+        counts.update(_run_on_gpu(accepted, jobs))
+    return counts
+
+
+def _run_on_gpu(accepted: list, jobs: int) -> Counter:
+    import tempfile
+    from concurrent.futures import as_completed
+
+    import tvm
+
+    from .fuzz_run import spawn_pool
+    from .im2col_kernel import run_on_gpu
+
+    counts: Counter = Counter()
+    with tempfile.TemporaryDirectory(prefix="tvm_tma_im2col_") as directory, \
+            spawn_pool(max(1, jobs)) as pool:
+        futures = {pool.submit(_compile_worker, case, directory, index): (index, case)
+                   for index, case in accepted}
+        for future in as_completed(futures):
+            index, case = futures[future]
+            path, error = future.result()
+            if error:
+                ok, why = False, f"build failed: {error}"
+            else:
+                module = tvm.runtime.load_module(path)
+                ok, why = run_on_gpu(case, module, index)
             counts["gpu-exact" if ok else "gpu-mismatch"] += 1
             if not ok:
                 print(f"GPU MISMATCH case {index}: {case}: {why}", flush=True)
@@ -135,8 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cases", type=int, default=300)
     parser.add_argument("--seed", type=int, default=DEFAULT_SEED)
     parser.add_argument("--gpu", action="store_true", help="also run accepted cases on the GPU")
+    parser.add_argument("--jobs", type=int, default=1, help="kernel builds in parallel")
     args = parser.parse_args(argv)
-    counts = run_im2col_fuzz(args.cases, args.seed, args.gpu)
+    counts = run_im2col_fuzz(args.cases, args.seed, args.gpu, args.jobs)
     mismatches = counts["mismatch"] + counts["gpu-mismatch"]
     print(f"im2col fuzz: {args.cases} cases, {counts['accepted']} accepted, "
           f"{counts['refused']} refused, {mismatches} mismatches"
