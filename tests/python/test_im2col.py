@@ -191,3 +191,19 @@ def test_a_store_into_the_view_is_refused():
 def test_im2col_loads_are_bit_exact_on_gpu(case):
     ok, why = run_on_gpu(case, compile_kernel(im2col_kernel(case)).executable)
     assert ok, why
+
+
+def test_a_view_that_reads_as_two_convolutions_is_refused():
+    """With W = 1 a step along H and a step along W are the same bytes, so a 1x5 filter
+    padded 2x2 and a 5x1 filter padded 4x0 have the same view but not the same padding: the
+    planner cannot tell which elements are zeros, and says so."""
+    g = Conv2dGeometry(3, 7, 1, 64, 16, 1, 5, stride=(2, 2), padding=(2, 2))
+    load = _load(Im2colCase(g, 128, 32))
+    assert load.rule == "im2col" and "reads as 2 different convolutions" in load.detail
+    assert "filter 1x5, padding 2x2" in load.detail and "filter 5x1, padding 4x0" in load.detail
+
+
+def test_an_unambiguous_narrow_image_plans():
+    """W = 1 with a filter and padding along H only reads one way."""
+    load = _load(Im2colCase(Conv2dGeometry(2, 9, 1, 32, 16, 3, 1, padding=(1, 0)), 32, 32))
+    assert load.planned and load.plan.tensor_map.lower_corner == (0, -1)

@@ -33,7 +33,7 @@ from dataclasses import dataclass, replace
 
 import tvm
 
-from .errors import refuse
+from .errors import PlanError, refuse
 from .global_view import GlobalDim, GlobalView
 from .plan_types import Im2colMapSpec, TmaPlan
 from .proofs import Expr, Prover, as_int
@@ -110,15 +110,40 @@ def recognize(region, argument, prover: Prover) -> ConvView | None:
     if len(x_strides) != 4 or _static(x_strides[3], prover) != 1:
         return None
     s_n, s_h, s_w = (prover.simplify(stride) for stride in x_strides[:3])
-    rows = _match(grouped.shard[separators[0]:separators[1]],
-                  (("N", s_n, True), ("P", s_h, False), ("Q", s_w, False)), prover)
-    cols = _match(grouped.shard[separators[1]:separators[2]],
-                  (("R", s_h, False), ("S", s_w, False), ("C", 1, True)), prover)
-    if rows is None or cols is None or cols["C"][0] == 1 or not (
-            set(rows) - {"N"} or set(cols) - {"C"}):
-        return None  # a plain matrix over X (a 1x1 filter, stride 1): the tiled path
-    batch, height, width, channels = (prover.simplify(e) for e in argument.shape)
+    row_readings = _matches(grouped.shard[separators[0]:separators[1]],
+                            (("N", s_n, True), ("P", s_h, False), ("Q", s_w, False)), prover)
+    col_readings = _matches(grouped.shard[separators[1]:separators[2]],
+                            (("R", s_h, False), ("S", s_w, False), ("C", 1, True)), prover)
+    readings = [(rows, cols) for rows in row_readings for cols in col_readings
+                if cols["C"][0] != 1 and (set(rows) - {"N"} or set(cols) - {"C"})]
+    if not readings:
+        return None  # not a convolution's view, or a plain matrix over X (1x1, stride 1)
     view = f"view {buffer.name}"
+    fits, failures = [], []
+    for rows, cols in readings:
+        for padding in _paddings(buffer.elem_offset, s_h, s_w, view, prover):
+            try:
+                fits.append(_reading(rows, cols, padding, argument, (s_n, s_h, s_w), view,
+                                     prover))
+            except PlanError as error:
+                failures.append(error)
+    if not fits:
+        raise failures[0]
+    if len(fits) > 1:
+        raise refuse("im2col", f"{view} reads as {len(fits)} different convolutions ("
+                     + "; ".join(_describe(conv) for conv in fits[:3]) + f"): X's strides "
+                     f"{prover.simplify(s_h)} (H) and {prover.simplify(s_w)} (W) do not tell "
+                     "which filter taps and padding lie along H and which along W, so which "
+                     "elements are padding is ambiguous; convolve an image of width above 1, "
+                     "or without the unit dimension")
+    return fits[0]
+
+
+def _reading(rows: dict, cols: dict, padding: tuple[int, int], argument, strides: tuple,
+             view: str, prover: Prover) -> ConvView:
+    """The convolution one assignment of the view's pieces and one padding describe, or a
+    refusal saying why its numbers do not make one."""
+    batch, height, width, channels = (prover.simplify(e) for e in argument.shape)
     (n_view, _), (p_ext, u), (q_ext, v) = rows.get("N", (1, 1)), rows.get("P", (1, 1)), \
         rows.get("Q", (1, 1))
     (r_ext, dh), (s_ext, dw), (c_ext, _) = cols.get("R", (1, 1)), cols.get("S", (1, 1)), \
@@ -126,9 +151,8 @@ def recognize(region, argument, prover: Prover) -> ConvView | None:
     if None in (as_int(r_ext), as_int(s_ext), as_int(c_ext)) or as_int(channels) != c_ext:
         raise refuse("im2col", f"{view}: its columns must be (R, S, C) with C = {channels}, "
                      f"the channels of {argument.name}; got ({r_ext}, {s_ext}, {c_ext})")
-    padding = _padding(buffer.elem_offset, s_h, s_w, view, prover)
     conv = ConvView(batch, height, width, c_ext, (r_ext, s_ext), (u, v), (dh, dw), padding,
-                    (_static(p_ext, prover), _static(q_ext, prover)), (s_n, s_h, s_w))
+                    (_static(p_ext, prover), _static(q_ext, prover)), strides)
     if None in conv.out:
         raise refuse("im2col", f"{view}: its output extents ({p_ext}, {q_ext}) must be static")
     conv = _unit_outputs(conv, view)
@@ -136,25 +160,30 @@ def recognize(region, argument, prover: Prover) -> ConvView | None:
     return conv
 
 
-def _match(iterators, slots, prover: Prover) -> dict | None:
-    """Assign a view's pieces (outer first) to named slots in order: each slot is (name,
-    unit stride, exact); a piece fits a slot when its stride is the unit times 1..16 (times
-    1 exactly for an ``exact`` slot). Returns {name: (extent, multiple)} for the slots used
-    (the others have extent 1), or None when the pieces do not fit."""
+def _describe(conv: ConvView) -> str:
+    (r, s), (ph, pw), (dh, dw) = conv.filter, conv.padding, conv.dilation
+    return f"filter {r}x{s}, padding {ph}x{pw}, dilation {dh}x{dw}"
+
+
+def _matches(iterators, slots, prover: Prover) -> list[dict]:
+    """Every assignment of a view's pieces (outer first) to named slots, in slot order: each
+    slot is (name, unit stride, exact); a piece fits a slot when its stride is the unit times
+    1..16 (times 1 exactly for an ``exact`` slot). Each is {name: (extent, multiple)} for the
+    slots used (the others have extent 1)."""
     pieces = list(iterators)
 
-    def fit(index: int, slot: int) -> dict | None:
+    def fit(index: int, slot: int) -> list[dict]:
         if index == len(pieces):
-            return {}
+            return [{}]
+        found = []
         for chosen in range(slot, len(slots)):
             name, unit, exact = slots[chosen]
             multiple = _multiple(pieces[index].stride, unit, prover)
             if multiple is None or (exact and multiple != 1):
                 continue
-            rest = fit(index + 1, chosen + 1)
-            if rest is not None:
-                return {name: (prover.simplify(pieces[index].extent), multiple), **rest}
-        return None
+            entry = (prover.simplify(pieces[index].extent), multiple)
+            found += [{name: entry, **rest} for rest in fit(index + 1, chosen + 1)]
+        return found
 
     return fit(0, 0)
 
@@ -163,8 +192,8 @@ def _unit_outputs(conv: ConvView, view: str) -> ConvView:
     """A convolution with one output row (or column) hides its stride: its view has no P
     (Q) piece. Any stride that leaves one output position works; take the smallest."""
     (r, s), (dh, dw), (ph, pw) = conv.filter, conv.dilation, conv.padding
-    spans = (as_int(conv.height + 2 * ph - dh * (r - 1)), as_int(conv.width + 2 * pw
-                                                                  - dw * (s - 1)))
+    spans = (as_int(conv.height + 2 * ph - dh * (r - 1)),
+             as_int(conv.width + 2 * pw - dw * (s - 1)))
     stride = list(conv.stride)
     for axis, (out, span) in enumerate(zip(conv.out, spans)):
         if out == 1 and span is not None and span > 1:
@@ -184,20 +213,23 @@ def _multiple(stride: Expr, unit: Expr, prover: Prover) -> int | None:
     return None
 
 
-def _padding(elem_offset: Expr, s_h: Expr, s_w: Expr, view: str, prover: Prover
-             ) -> tuple[int, int]:
-    """(ph, pw) from the view's offset ``-(ph * s_h + pw * s_w)``."""
+def _paddings(elem_offset: Expr, s_h: Expr, s_w: Expr, view: str, prover: Prover
+              ) -> list[tuple[int, int]]:
+    """Every (ph, pw) >= 0 with ``-(ph * s_h + pw * s_w)`` the view's offset."""
     offset, row, pixel = _static(elem_offset, prover), _static(s_h, prover), _static(s_w,
                                                                                     prover)
     if offset is None or row is None or pixel is None:
         raise refuse("im2col", f"{view}: its offset {elem_offset} and {prover.simplify(s_h)}-"
                      "element rows must be static (the padding is part of the tensor map)")
-    pad_h, rest = divmod(-offset, row)
-    pad_w, left = divmod(rest, pixel)
-    if offset > 0 or left:
+    # Every split: a padding wider than the image reads like one more row of padding
+    # (ph, pw + W) ~ (ph + 1, pw); the shapes then tell them apart, or the view is ambiguous.
+    found = [(pad_h, (-offset - pad_h * row) // pixel)
+             for pad_h in range(max(-offset, 0) // row + 1)
+             if (-offset - pad_h * row) % pixel == 0]
+    if offset > 0 or not found:
         raise refuse("im2col", f"{view}: elem_offset {offset} is not -(ph * {row} + pw * "
                      f"{pixel}) for a padding (ph, pw)")
-    return pad_h, pad_w
+    return found
 
 
 def _check_shape(conv: ConvView, n_view, p_ext, q_ext, view: str, prover: Prover) -> None:
