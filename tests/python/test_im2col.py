@@ -203,7 +203,11 @@ def test_a_view_that_reads_as_two_convolutions_is_refused():
     assert "filter 1x5, padding 2x2" in load.detail and "filter 5x1, padding 4x0" in load.detail
 
 
-def test_an_unambiguous_narrow_image_plans():
-    """W = 1 with a filter and padding along H only reads one way."""
-    load = _load(Im2colCase(Conv2dGeometry(2, 9, 1, 32, 16, 3, 1, padding=(1, 0)), 32, 32))
-    assert load.planned and load.plan.tensor_map.lower_corner == (0, -1)
+def test_a_one_dimensional_convolution_plans():
+    """A 1-D convolution as an (N, 1, W, C) image with a 1x3 filter: H = 1 makes a step
+    along H the size of an image, but only the batch reading fits the view's shape."""
+    load = _load(Im2colCase(Conv2dGeometry(2, 1, 9, 32, 16, 1, 3, padding=(0, 1)), 32, 32))
+    assert load.planned and load.plan.tensor_map.lower_corner == (-1, 0)
+    assert check_im2col_case(Im2colCase(Conv2dGeometry(2, 1, 9, 32, 16, 1, 3,
+                                                       padding=(0, 1)), 32, 32)) == (
+        "accepted", "")
