@@ -1,0 +1,308 @@
+"""The implicit-GEMM conv2d of tvm_tma.kernels.conv2d (TMA im2col loads, WGMMA) against cuDNN.
+
+Every layer is first checked, every output element, against ``torch.nn.functional.conv2d``
+within the bound below; then the TMA kernel and cuDNN (``torch.nn.functional.conv2d`` on
+channels_last bf16 tensors, ``torch.backends.cudnn.benchmark = True``, warmed up) are timed
+in the same run, the same way: ``--launches`` back-to-back launches between two CUDA events,
+the best of ``--repetitions`` such runs (ms per launch), and beside it the median of
+``--runs`` launches each timed with its own pair of events. TFLOP/s count 2 * N*P*Q * K *
+R*S*C flops (the padding's zero products included, as cuDNN's counts are); "x cuDNN" is
+the TMA kernel's rate over cuDNN's (back-to-back).
+
+``--compile-only`` builds and assembles every kernel for sm_90a (no GPU, no torch);
+``--sweep`` times a few tilings per layer (tile width, ping-pong against cooperative
+warpgroups, 2x1 clusters multicasting the filter, one ring stage fewer);
+``--problem N,H,W,C,K,R,S,stride,pad`` replaces the default layers (repeatable);
+``--dump-cuda DIR`` writes each kernel's CUDA source; ``--json FILE`` the rows.
+
+Correctness bound (``tvm_tma.kernels.conv2d.conv2d_error_bound``, the GEMM's): Y is rounded
+to bf16/fp16 from an fp32 accumulation of R*S*C products, so each element may differ from
+the exact convolution by its own rounding (2^-8 relative for bf16, 2^-11 for fp16) plus
+the difference between two fp32 summation orders, at most about R*S*C * 2^-24 of the sum of
+|products|; the check is ``|Y - ref| <= 2 * eps_out * |ref| + 2 * R*S*C * 2^-24 *
+conv(|X|, |F|) + 1e-6`` for every element. The reference ``ref`` and ``conv(|X|, |F|)``
+are ``torch.nn.functional.conv2d`` of the same bf16 inputs in float64 (an fp32 cuDNN
+convolution may run in TF32, or through Winograd or FFT, whose errors the bound does not
+model; float64 leaves only the kernel's error to the bound).
+
+Default layers (cuDNN on an H100, TFLOP/s, as the issue's author measured it, in the
+"issue cuDNN" column): the ResNet-50 3x3 layers at batch 32, the UNet 3x3 ones at batch 8,
+a VAE decoder 3x3 at batch 1, and ResNet-50's stride-2 3x3; all 3x3 with padding 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import statistics
+from collections.abc import Callable
+from dataclasses import replace
+from pathlib import Path
+
+import tvm
+
+import tvm_tma  # noqa: F401  (registers dispatch="tma")
+from tvm_tma.conv import Conv2dGeometry
+from tvm_tma.kernels.conv2d import (
+    DTYPES,
+    conv2d_config,
+    conv2d_error_bound,
+    conv2d_kernel,
+)
+from tvm_tma.kernels.gemm_config import GemmConfig
+from tvm_tma.testing.runner import assemble, compile_kernel
+
+
+def _layer(n, hw, c, k, stride=1):
+    return Conv2dGeometry(n, hw, hw, c, k, 3, 3, stride=(stride, stride), padding=(1, 1))
+
+
+#: (name, geometry, cuDNN TFLOP/s on an H100 as measured by the issue's author).
+PROBLEMS = [
+    ("resnet50-56x56x64", _layer(32, 56, 64, 64), 280),
+    ("resnet50-28x28x128", _layer(32, 28, 128, 128), 326),
+    ("resnet50-14x14x256", _layer(32, 14, 256, 256), 308),
+    ("resnet50-7x7x512", _layer(32, 7, 512, 512), 297),
+    ("unet-64x64x320", _layer(8, 64, 320, 320), 636),
+    ("unet-32x32x640", _layer(8, 32, 640, 640), 628),
+    ("vae-256x256x256", _layer(1, 256, 256, 256), 729),
+    ("resnet50-56x56x128-stride2", _layer(32, 56, 128, 128, stride=2), 310),
+]
+
+#: The sweep's tilings: (block_n, schedule, cluster); conv2d_config fills in the C stage
+#: and the ring depth, and refuses what does not fit (ping-pong takes tiles up to 128 wide).
+SWEEP = [(block_n, schedule, cluster) for block_n in (64, 128, 192, 256)
+         for schedule in ("cooperative", "pingpong") for cluster in (1, 2)]
+
+
+def parse_problem(text: str) -> tuple[str, Conv2dGeometry, None]:
+    """``N,H,W,C,K,R,S,stride,pad`` (stride and padding apply to both H and W)."""
+    values = [int(v) for v in text.split(",")]
+    if len(values) != 9:
+        raise argparse.ArgumentTypeError(f"{text!r}: N,H,W,C,K,R,S,stride,pad (9 integers)")
+    n, h, w, c, k, r, s, stride, pad = values
+    try:
+        geometry = Conv2dGeometry(n, h, w, c, k, r, s, stride=(stride, stride),
+                                  padding=(pad, pad))
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(f"{text!r}: {error}") from None
+    return f"{n}x{h}x{w}x{c}-k{k}-{r}x{s}-s{stride}-p{pad}", geometry, None
+
+
+def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
+                **options) -> list[GemmConfig]:
+    """The default configuration (:func:`conv2d_config`), or (``sweep``) it and the tilings
+    of :data:`SWEEP` that fit (no wider than K rounded up to 64: a wider tile only adds
+    padding), plus the default with one ring stage fewer."""
+    base = conv2d_config(geometry, dtype, ctas=ctas, **options)
+    if not sweep:
+        return [base]
+    found = [base]
+    for block_n, schedule, cluster in SWEEP:
+        if block_n - 64 >= geometry.k:  # a tile column block of padding only
+            continue
+        chosen = {**options, "block_n": block_n, "schedule": schedule, "cluster": cluster}
+        try:
+            cfg = conv2d_config(geometry, dtype, ctas=ctas, **chosen)
+        except ValueError:
+            continue
+        if cfg not in found:
+            found.append(cfg)
+    if base.stages > 2:
+        found.append(replace(base, stages=base.stages - 1))
+    return found
+
+
+def describe(cfg: GemmConfig) -> str:
+    return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n} C{cfg.epilogue_cols} "
+            f"stages={cfg.stages} cluster={cfg.cluster} ctas={cfg.ctas}")
+
+
+def kernel_label(name: str, cfg: GemmConfig) -> str:
+    return (f"{name}-{cfg.dtype}-{cfg.schedule}-{cfg.block_m}x{cfg.block_n}-e{cfg.epilogue_cols}"
+            f"-s{cfg.stages}-x{cfg.cluster}-c{cfg.ctas}")
+
+
+def build(name: str, geometry: Conv2dGeometry, cfg: GemmConfig, dump: Path | None):
+    built = compile_kernel(conv2d_kernel(geometry, cfg))
+    if dump is not None:
+        dump.mkdir(parents=True, exist_ok=True)
+        (dump / f"{kernel_label(name, cfg)}.cu").write_text(built.cuda_source)
+    return built
+
+
+def time_kernel(torch, launch: Callable[[], None], launches: int, repetitions: int,
+                runs: int, warmup: int) -> tuple[float, float]:
+    """(best ms per launch of ``repetitions`` runs of ``launches`` back-to-back launches
+    between two events, median ms of ``runs`` launches each between its own two events)."""
+    for _ in range(warmup):
+        launch()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(repetitions):
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        start.record()
+        for _ in range(launches):
+            launch()
+        end.record()
+        torch.cuda.synchronize()
+        best = min(best, start.elapsed_time(end) / launches)
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+             for _ in range(runs)]
+    for start, end in pairs:
+        start.record()
+        launch()
+        end.record()
+    torch.cuda.synchronize()
+    return best, statistics.median(start.elapsed_time(end) for start, end in pairs)
+
+
+def torch_reference(torch, x_nchw, w_kcrs, geometry: Conv2dGeometry):
+    """(reference, conv(|X|, |F|)) as (N*P*Q, K) float64, from float64 convolutions of the
+    same inputs (NCHW, contiguous)."""
+    import torch.nn.functional as F
+
+    g = geometry
+
+    def conv(x, w):
+        y = F.conv2d(x.double().contiguous(), w.double().contiguous(), stride=g.stride,
+                     padding=g.padding, dilation=g.dilation)
+        return y.permute(0, 2, 3, 1).reshape(g.gemm_m, g.k)
+
+    return conv(x_nchw, w_kcrs), conv(x_nchw.abs(), w_kcrs.abs())
+
+
+def worst_over_bound(torch, y, reference, bound) -> tuple[bool, float]:
+    """(every element finite and inside its bound, largest |y - ref| / bound)."""
+    y = y.double()
+    ratio = ((y - reference).abs() / bound).max().item()
+    return bool(torch.isfinite(y).all().item()) and ratio <= 1.0, ratio
+
+
+def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, runs: int,
+            dump: Path | None, **options) -> list[dict]:
+    import torch
+    import torch.nn.functional as F
+
+    torch.backends.cudnn.benchmark = True
+    ctas = options.pop("ctas", None) or torch.cuda.get_device_properties(0).multi_processor_count
+    torch_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    rows = []
+    for name, g, issue_tflops in problems:
+        gen = torch.Generator(device="cuda").manual_seed(g.gemm_m + g.k + g.gemm_k)
+        # NHWC and KRSC, contiguous: the TMA kernel's X and F (as (K, R*S*C)). Permuted
+        # to NCHW / KCRS they are channels_last tensors, cuDNN's.
+        x = torch.randn(g.argument_shape, device="cuda", dtype=torch_dtype, generator=gen)
+        f = torch.randn((g.k, g.r, g.s, g.c), device="cuda", dtype=torch_dtype, generator=gen)
+        x_nchw, w_kcrs = x.permute(0, 3, 1, 2), f.permute(0, 3, 1, 2)
+        assert x_nchw.is_contiguous(memory_format=torch.channels_last)
+        assert w_kcrs.is_contiguous(memory_format=torch.channels_last)
+        reference, magnitude = torch_reference(torch, x_nchw, w_kcrs, g)
+        bound = conv2d_error_bound(reference, magnitude, g, dtype)
+        del magnitude
+
+        def cudnn(x_nchw=x_nchw, w_kcrs=w_kcrs, g=g):
+            return F.conv2d(x_nchw, w_kcrs, stride=g.stride, padding=g.padding,
+                            dilation=g.dilation)
+
+        y_cudnn = cudnn()
+        _, cudnn_worst = worst_over_bound(
+            torch, y_cudnn.permute(0, 2, 3, 1).reshape(g.gemm_m, g.k), reference, bound)
+        cudnn_ms, cudnn_median = time_kernel(torch, cudnn, launches, repetitions, runs, 5)
+        filter_2d = f.reshape(g.filter_shape)
+        for cfg in configs_for(g, dtype, sweep, ctas, **options):
+            executable = build(name, g, cfg, dump).executable["main"]
+            y = torch.full(g.output_shape, float("nan"), device="cuda", dtype=torch_dtype)
+            args = [tvm.runtime.from_dlpack(t) for t in (x, filter_2d, y)]
+            executable(*args)
+            torch.cuda.synchronize()
+            ok, worst = worst_over_bound(torch, y, reference, bound)
+            ms, median = time_kernel(torch, lambda args=args: executable(*args), launches,
+                                     repetitions, runs, 5)
+            rows.append({
+                "layer": name, "geometry": g.describe(), "dtype": dtype,
+                "gemm": f"{g.gemm_m}x{g.k}x{g.gemm_k}",
+                "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
+                "epilogue_n": cfg.epilogue_cols, "stages": cfg.stages,
+                "cluster": cfg.cluster, "ctas": cfg.ctas, "tiles": cfg.num_tiles,
+                "correct": ok, "worst_error_over_bound": round(worst, 4),
+                "ms": round(ms, 5), "median_ms": round(median, 5),
+                "tflops": round(g.flops / ms / 1e9, 1),
+                "median_tflops": round(g.flops / median / 1e9, 1),
+                "cudnn_ms": round(cudnn_ms, 5), "cudnn_median_ms": round(cudnn_median, 5),
+                "cudnn_tflops": round(g.flops / cudnn_ms / 1e9, 1),
+                "x_cudnn": round(cudnn_ms / ms, 3),
+                "cudnn_worst_error_over_bound": round(cudnn_worst, 4),
+                "issue_cudnn_tflops": issue_tflops,
+            })
+            print(json.dumps(rows[-1]), flush=True)
+        del reference, bound
+    return rows
+
+
+def compile_only(problems, dtype: str, sweep: bool, dump: Path | None, **options) -> int:
+    count = 0
+    for name, g, _ in problems:
+        for cfg in configs_for(g, dtype, sweep, **{"ctas": 132, **options}):
+            cubin = assemble(build(name, g, cfg, dump).cuda_source)
+            count += 1
+            print(f"{name} ({g.describe()}; GEMM {g.gemm_m}x{g.k}x{g.gemm_k}) {dtype} "
+                  f"{describe(cfg)}: {len(cubin)} bytes of sm_90a cubin", flush=True)
+    print(f"{count} kernels assembled")
+    return count
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--problem", action="append", default=[], type=parse_problem,
+                        help="N,H,W,C,K,R,S,stride,pad (repeatable); default: the issue's "
+                             "eight layers")
+    parser.add_argument("--compile-only", action="store_true",
+                        help="build and assemble every kernel for sm_90a; no GPU")
+    parser.add_argument("--sweep", action="store_true",
+                        help="a few tilings per layer (width, schedule, cluster, stages)")
+    parser.add_argument("--dump-cuda", type=Path, metavar="DIR")
+    parser.add_argument("--json", type=Path, metavar="FILE")
+    parser.add_argument("--dtype", default="bfloat16", choices=DTYPES)
+    parser.add_argument("--launches", type=int, default=20,
+                        help="back-to-back launches between two events")
+    parser.add_argument("--repetitions", type=int, default=5,
+                        help="runs of --launches; the best is reported")
+    parser.add_argument("--runs", type=int, default=50,
+                        help="launches timed one by one (median)")
+    parser.add_argument("--block-n", type=int)
+    parser.add_argument("--stages", type=int)
+    parser.add_argument("--schedule", choices=("cooperative", "pingpong"))
+    parser.add_argument("--cluster", type=int, choices=(1, 2))
+    parser.add_argument("--ctas", type=int, help="persistent CTAs (default: one per SM; "
+                                                 "132 with --compile-only)")
+    args = parser.parse_args(argv)
+    options = {name: value for name, value in (("block_n", args.block_n),
+                                                ("stages", args.stages),
+                                                ("schedule", args.schedule),
+                                                ("cluster", args.cluster),
+                                                ("ctas", args.ctas))
+               if value is not None}
+    problems = args.problem or PROBLEMS
+    if args.compile_only:
+        compile_only(problems, args.dtype, args.sweep, args.dump_cuda, **options)
+        return 0
+    rows = measure(problems, args.dtype, args.sweep, args.launches, args.repetitions,
+                   args.runs, args.dump_cuda, **options)
+    print(f"{'layer':27} {'tiling':44} {'ok':5} {'err/bd':>6} {'TFLOP/s':>8} {'median':>8} "
+          f"{'cuDNN':>7} {'x cuDNN':>7} {'issue':>6}")
+    for row in rows:
+        tiling = (f"{row['schedule'][:4]} {row['block_m']}x{row['block_n']} "
+                  f"C{row['epilogue_n']} st{row['stages']} x{row['cluster']} "
+                  f"({row['tiles']} tiles)")
+        print(f"{row['layer']:27} {tiling:44} {row['correct']!s:5} "
+              f"{row['worst_error_over_bound']:6.3f} {row['tflops']:8.1f} "
+              f"{row['median_tflops']:8.1f} {row['cudnn_tflops']:7.1f} {row['x_cudnn']:7.3f} "
+              f"{row['issue_cudnn_tflops'] or '':>6}")
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0 if all(row["correct"] for row in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,293 @@
+"""Conv2d forward (fprop) on Hopper as an implicit GEMM: the GEMM kernel of :mod:`.gemm`
+with A the im2col view of the NHWC activation, loaded by TMA im2col copies.
+
+A convolution of an NHWC activation ``X`` (N, H, W, C) by a KRSC filter ``F`` (K, R, S, C)
+into an NPQK output ``Y`` is the GEMM ``Y[(n, p, q), k] = sum over (r, s, c) of
+A[(n, p, q), (r, s, c)] * F[k, (r, s, c)]``: M = N * P * Q output pixels, N = K output
+channels, K = R * S * C taps times input channels, A the im2col matrix of X
+(:class:`tvm_tma.conv.Conv2dGeometry` is that view, declared over X's data), B the filter
+as (K, R*S*C) (N x K, K-major: ``b_layout="nk"``) and C the output as (N*P*Q, K). So
+:func:`conv2d_kernel` is :func:`.gemm.gemm_kernel` with ``a_operand=geometry``: every A
+tile load the producer issues, ``A[m0:m0 + 128, k0:k0 + 64]``, is planned by the dispatch
+as one TMA im2col load (``tvm_tma.planner.im2col``): 128 consecutive output pixels, 64
+channels each, read at the filter tap ``k0 // C``, the padding halo and the pixels past the
+last image filled with zeros. Nothing of the ring, the WGMMA mainloop or the epilogue
+changes: the A tile lands in shared memory as the same 128B-swizzled K-major tile.
+
+What it handles today (:func:`check_geometry` refuses the rest, naming the value):
+
+* **C a multiple of 64.** A K block is 64 columns (``block_k`` 64: one 128-byte swizzle row
+  of 16-bit elements), and one im2col load reads one filter tap (one tap offset per
+  instruction), so a K block must lie inside one tap's C channels: C a multiple of 64.
+* **bfloat16 or float16** in and out, fp32 accumulation (the GEMM's types).
+* **M = N * P * Q a multiple of 8**, and K (output channels) a multiple of 8:
+  :meth:`.gemm_config.GemmConfig.check` takes GEMM extents that are multiples of 8.
+* **Y = conv(X, F)**, never ``Y +=`` (no split-K), and the filter as N x K (``"nk"``).
+
+:func:`conv2d_config` picks the tiling of a layer (the rule is documented there and in
+:data:`ROW_OVERHEAD`); :func:`conv2d_reference`, :func:`conv2d_error_bound` and
+:func:`run` are the numpy fp32 reference, the per-element error bound and the GPU check,
+as :mod:`.reference` has them for the GEMM.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, fields, replace
+
+import numpy as np
+import tvm
+
+from ..conv import Conv2dGeometry
+from .gemm import gemm_kernel
+from .gemm_config import MAX_SHARED, GemmConfig
+from .reference import OUTPUT_EPS, error_bound
+from .scheduler import rounds
+
+#: Input/output element types the kernel takes (the GEMM's: 16-bit, one 128-byte swizzle
+#: row per 64-column K block).
+DTYPES = ("bfloat16", "float16")
+#: Channels of one K block: the GEMM's ``block_k``.
+CHANNEL_BLOCK = 64
+#: Tile widths (output channels per tile) :func:`conv2d_config` chooses among: the
+#: multiples of 64 a wgmma instruction and the 64-column C atoms allow.
+BLOCK_WIDTHS = (256, 192, 128, 64)
+#: The tile cost model's fixed part per tile column: one ``wgmma m64nBNk16`` reads 64 rows
+#: of A and BN rows of B from shared memory for 64 * BN products, so the shared-memory
+#: bytes per product, and with them the time of a 128 x BN tile when shared memory is the
+#: limit, go as ``64 + BN``. Measured on the GEMM (benchmarks/RESULTS.md section 6, H200):
+#: cooperative 128 x 128 tiles ran at 81.9% of the rate of 128 x 256 tiles, and the model
+#: says (256 + 64) / 256 / ((128 + 64) / 128) = 83.3%.
+ROW_OVERHEAD = 64
+#: GemmConfig fields that follow from the geometry, not from options.
+_FROM_GEOMETRY = ("m", "n", "k", "dtype", "b_layout")
+
+
+def check_geometry(geometry: Conv2dGeometry, dtype: str = "bfloat16") -> None:
+    """Refuse, naming the value, a layer the kernel does not handle yet (see the module
+    docstring). The planner refuses at build time what only the im2col map decides (a
+    padding outside the 8-bit corner range of a rank-4 im2col map, for one)."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype={dtype!r}: conv2d takes 'bfloat16' or 'float16' (16-bit "
+                         f"inputs, fp32 accumulation)")
+    g = geometry
+    if g.c % CHANNEL_BLOCK:
+        raise ValueError(f"C={g.c}: the input channels must be a multiple of "
+                         f"{CHANNEL_BLOCK}: a K block of the GEMM is {CHANNEL_BLOCK} columns "
+                         f"(block_k, one 128-byte swizzle row) and must lie inside one filter "
+                         f"tap (r, s), since one im2col load reads at one tap offset")
+    if g.gemm_m % 8:
+        raise ValueError(f"M = N*P*Q = {g.gemm_m} ({g.n} x {g.p} x {g.q}): the GEMM takes M "
+                         f"that is a multiple of 8 today (GemmConfig.check)")
+    if g.k % 8:
+        raise ValueError(f"K={g.k}: the output channels must be a multiple of 8 (16-byte rows "
+                         f"of the NPQK output and of the KRSC filter for TMA)")
+
+
+def _epilogue_and_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
+    """``cfg`` with the C stage width and the ring depth: as many stages as shared memory
+    holds, with the widest C stage (a whole number of 64-column atoms dividing block_n)
+    that costs no stage. Either one given in ``options`` is kept (given stages, the widest
+    C stage that fits beside them)."""
+    widths = [w for w in range(cfg.block_n, 0, -64) if cfg.block_n % w == 0]
+    if "epilogue_n" in options:
+        widths = [cfg.epilogue_cols]
+    candidates = []
+    for width in widths:
+        shaped = replace(cfg, epilogue_n=0 if width == cfg.block_n else width)
+        if "stages" not in options:
+            ring = MAX_SHARED - replace(shaped, stages=0).shared_bytes
+            slot = shaped.a_tile_bytes + shaped.b_tile_bytes
+            shaped = replace(shaped, stages=max(2, ring // slot))
+        candidates.append(shaped)
+    # Fits first, then the most stages, then the widest C stage (max keeps the first).
+    return max(candidates,
+               key=lambda c: (c.shared_bytes <= MAX_SHARED, c.stages))
+
+
+def _cluster(cfg: GemmConfig, options: dict) -> GemmConfig:
+    """As :meth:`GemmConfig.for_problem`: 2x1 clusters that multicast B where the tiles
+    would leave SMs idle (fewer tiles than CTAs), if there are two row blocks to pair and
+    the CTAs pair up."""
+    if "cluster" in options:
+        return cfg
+    pair = cfg.num_tiles < cfg.ctas and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0
+    return replace(cfg, cluster=2 if pair else 1)
+
+
+def tile_cost(cfg: GemmConfig) -> int:
+    """The modeled time of ``cfg`` (arbitrary units): rounds of the persistent loop times
+    the time of one tile, ``block_m * (64 + block_n)`` per K step (:data:`ROW_OVERHEAD`).
+
+    Padding is counted: a width that does not divide K computes the last tile's columns
+    past K all the same. So are idle SMs: ``rounds`` is the most tiles one worker takes.
+    """
+    return rounds(cfg) * cfg.block_m * (ROW_OVERHEAD + cfg.block_n)
+
+
+def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
+                  **options) -> GemmConfig:
+    """The GEMM configuration of a conv2d layer: M = N*P*Q, N = K, K = R*S*C, B as N x K.
+
+    ``options`` are :class:`GemmConfig` fields (``block_n``, ``stages``, ``epilogue_n``,
+    ``schedule``, ``cluster``, ``ctas``, ...); each one given is kept, the rest chosen:
+
+    * **block_n** (output channels per tile): among 256, 192, 128 and 64 (those whose
+      accumulators fit the schedule), the one of least :func:`tile_cost`, the wider on a
+      tie. The cost is rounds of the persistent loop times ``64 + block_n``: a 128 x BN
+      tile's shared-memory operand traffic, which is what makes 128 x 128 GEMM tiles 17%
+      slower per flop than 128 x 256 ones (the model gives 16.7%; :data:`ROW_OVERHEAD`).
+      So a wide tile wins where it divides K and fills the SMs (VAE 256 channels: 256),
+      a narrower one where the wide tiles would leave SMs idle (7x7x512: 64, 104 tiles
+      on 132 SMs instead of 26) or where it wastes fewer padded columns per round (K=320:
+      192, two tiles covering 384 columns in 4 rounds, against 64-wide tiles in 10).
+    * **cluster**: as :meth:`GemmConfig.for_problem` does, 2x1 clusters multicasting B when
+      there are fewer tiles than CTAs (and at least two row blocks, an even ``ctas``).
+    * **epilogue_n / stages**: as many ring stages as shared memory holds (227 KiB), with
+      the widest C stage that costs no stage (128 x 256: C in 128-column halves, 4 stages,
+      the GEMM's measured default; 128 x 128: 6; 128 x 64: 8; 128 x 192: 64-column C, 5).
+    * **schedule**, **block_m**, **ctas**, **group_m**: the GEMM's defaults (cooperative
+      128-row tiles, 132 CTAs: pass ``ctas=`` the GPU's SM count).
+
+    The cost model is not a measurement of conv layers: ``benchmarks/conv2d.py --sweep``
+    times the alternatives (widths, stages, clusters, ping-pong).
+    """
+    check_geometry(geometry, dtype)
+    for name in _FROM_GEOMETRY:
+        if name in options:
+            raise ValueError(f"{name}={options[name]!r}: set by the geometry (M = N*P*Q, "
+                             f"N = K, K = R*S*C, B as N x K) and the dtype argument")
+    known = {f.name for f in fields(GemmConfig)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)}: not a GemmConfig field")
+    base = GemmConfig(geometry.gemm_m, geometry.k, geometry.gemm_k, dtype=dtype,
+                      b_layout="nk", **options)
+    if "block_n" in options:
+        widths = [base.block_n]
+    else:
+        widths = [w for w in BLOCK_WIDTHS
+                  if replace(base, block_n=w).accumulators <= 128] or [BLOCK_WIDTHS[-1]]
+    candidates = []
+    for width in widths:
+        cfg = _epilogue_and_stages(_cluster(replace(base, block_n=width), options), options)
+        candidates.append(cfg)
+    best = min(candidates, key=lambda cfg: (tile_cost(cfg), -cfg.block_n))
+    best.check()
+    return best
+
+
+def check_config(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
+    """Refuse a configuration that is not the GEMM of ``geometry`` (or one the kernel does
+    not run as a convolution), naming the value."""
+    check_geometry(geometry, cfg.dtype)
+    for name, want in (("m", geometry.gemm_m), ("n", geometry.k), ("k", geometry.gemm_k)):
+        if getattr(cfg, name) != want:
+            raise ValueError(f"{name}={getattr(cfg, name)}: the GEMM of {geometry.describe()} "
+                             f"has {name} = {want} (M = N*P*Q, N = K, K = R*S*C)")
+    if cfg.b_layout != "nk":
+        raise ValueError(f"b_layout={cfg.b_layout!r}: the KRSC filter is the GEMM's B as "
+                         f"N x K ('nk')")
+    if cfg.split_k != 1:
+        raise ValueError(f"split_k={cfg.split_k}: conv2d computes Y = conv(X, F); split-K "
+                         f"adds into Y (Y +=) and is not offered for it")
+    cfg.check()
+
+
+def conv2d_kernel(geometry: Conv2dGeometry, cfg: GemmConfig) -> tvm.tirx.PrimFunc:
+    """The implicit-GEMM conv2d of ``geometry`` as a PrimFunc ``gemm(X, F, Y)``: X the NHWC
+    activation (N, H, W, C), F the filter as (K, R*S*C) (KRSC, flattened), Y the output as
+    (N*P*Q, K) (NPQK, flattened)."""
+    check_config(geometry, cfg)
+    return gemm_kernel(cfg, a_operand=geometry)
+
+
+def conv2d_reference(x: np.ndarray, f: np.ndarray,
+                     geometry: Conv2dGeometry) -> tuple[np.ndarray, np.ndarray]:
+    """fp32 ``Y`` as (N*P*Q, K), and ``|A| @ |F|^T`` (the sum of |products| of every output
+    element), from the convolution's definition (the im2col matrix built directly from
+    X, independent of TMA: ``tvm_tma.testing.im2col_model.conv_gemm_view``). ``f`` is the
+    KRSC filter, (K, R, S, C) or (K, R*S*C)."""
+    from tvm_tma.testing.im2col_model import conv_gemm_view
+
+    g = geometry
+    a = conv_gemm_view(x.astype(np.float32), (g.r, g.s), g.stride, g.padding, g.dilation)
+    f32 = f.astype(np.float32).reshape(g.k, -1)
+    return a @ f32.T, np.abs(a) @ np.abs(f32).T
+
+
+def conv2d_error_bound(reference, magnitude, geometry: Conv2dGeometry, dtype: str):
+    """How far each output element may be from the fp32 reference: the GEMM's bound
+    (:func:`.reference.error_bound`) with K = R*S*C products per element. Y is the fp32 sum
+    of those products (the padding's are zeros), rounded once to bf16/fp16: its own rounding
+    (``eps_out * |Y|``, 2^-8 for bf16, 2^-11 for fp16) plus the difference of two fp32
+    summation orders (``K * 2^-24 * sum |products|``), each taken twice, plus 1e-6. Works on
+    numpy arrays and torch tensors alike."""
+    return error_bound(reference, magnitude, geometry.gemm_k, dtype)
+
+
+@dataclass(frozen=True)
+class Conv2dRun:
+    """One GPU launch and what it is checked against; every array is (N*P*Q, K) fp32 but
+    the inputs (``x`` NHWC, ``f`` KRSC, in the input type)."""
+
+    y: np.ndarray
+    reference: np.ndarray
+    bound: np.ndarray
+    x: np.ndarray
+    f: np.ndarray
+
+    @property
+    def worst(self) -> float:
+        """Largest ``|y - reference| / bound`` (NaN if an element was never written)."""
+        return float(np.max(np.abs(self.y - self.reference) / self.bound))
+
+    @property
+    def ok(self) -> bool:
+        """Every element written and inside its bound."""
+        return bool(np.isfinite(self.y).all()) and bool(
+            (np.abs(self.y - self.reference) <= self.bound).all())
+
+    def worst_element(self) -> str:
+        error = np.abs(self.y - self.reference) / self.bound
+        error = np.where(np.isfinite(error), error, np.inf)
+        row, col = np.unravel_index(np.argmax(error), error.shape)
+        return (f"Y[{row}, {col}] = {self.y[row, col]} vs {self.reference[row, col]} "
+                f"(bound {self.bound[row, col]})")
+
+
+def random_inputs(geometry: Conv2dGeometry, dtype: str = "bfloat16",
+                  seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
+    """Standard-normal X (N, H, W, C) and F (K, R, S, C) in ``dtype`` (numpy / ml_dtypes)."""
+    import ml_dtypes
+
+    np_type = ml_dtypes.bfloat16 if dtype == "bfloat16" else np.float16
+    g = geometry
+    rng = np.random.default_rng(seed)
+    x = rng.standard_normal(g.argument_shape).astype(np_type)
+    f = rng.standard_normal((g.k, g.r, g.s, g.c)).astype(np_type)
+    return x, f
+
+
+def run(geometry: Conv2dGeometry, cfg: GemmConfig, seed: int = 0) -> Conv2dRun:
+    """Build and launch the conv2d of ``geometry`` with ``cfg`` on random inputs, on device
+    0; returns Y, the fp32 reference and the bound (:class:`Conv2dRun`: ``.ok`` says
+    whether every element is inside its bound). Y starts as NaN poison, so an element the
+    kernel never writes fails the check."""
+    from tvm_tma.testing.runner import compile_kernel
+
+    kernel = compile_kernel(conv2d_kernel(geometry, cfg)).executable["main"]
+    x, f = random_inputs(geometry, cfg.dtype, seed)
+    device = tvm.cuda(0)
+    y = tvm.runtime.tensor(np.full(geometry.output_shape, np.nan, dtype=x.dtype), device)
+    kernel(tvm.runtime.tensor(x, device),
+           tvm.runtime.tensor(np.ascontiguousarray(f.reshape(geometry.filter_shape)), device),
+           y)
+    device.sync()
+    reference, magnitude = conv2d_reference(x, f, geometry)
+    bound = conv2d_error_bound(reference, magnitude, geometry, cfg.dtype)
+    return Conv2dRun(y.numpy().astype(np.float32), reference, bound, x, f)
+
+
+__all__ = ["BLOCK_WIDTHS", "DTYPES", "OUTPUT_EPS", "Conv2dRun", "check_config",
+           "check_geometry", "conv2d_config", "conv2d_error_bound", "conv2d_kernel",
+           "conv2d_reference", "random_inputs", "run", "tile_cost"]

@@ -1,0 +1,384 @@
+"""The implicit-GEMM conv2d (tvm_tma.kernels.conv2d): its tiling, the plans of its copies
+(the A tile an im2col load, B and C tiled), CUDA text and sm_90a assembly for the
+benchmark's layers and small ragged / padded / strided ones, its refusals, the reference,
+and (on a Hopper GPU) every output element against numpy and torch within the bound."""
+
+from __future__ import annotations
+
+import importlib.util
+import math
+import re
+from dataclasses import replace
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tvm_tma
+from tvm_tma.conv import Conv2dGeometry
+from tvm_tma.kernels.conv2d import (
+    conv2d_config,
+    conv2d_error_bound,
+    conv2d_kernel,
+    conv2d_reference,
+    random_inputs,
+    run,
+)
+from tvm_tma.kernels.gemm_config import GemmConfig
+from tvm_tma.kernels.reference import error_bound
+from tvm_tma.testing.runner import assemble, compile_kernel
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _load_script(name: str, path: Path):
+    # benchmarks/ and examples/ are not packages: load the scripts from their paths.
+    spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+BENCHMARK = _load_script("conv2d_benchmark", REPO / "benchmarks" / "conv2d.py")
+
+
+def _layer(n, h, w, c, k, r=3, s=3, stride=1, pad=1, dilation=1):
+    return Conv2dGeometry(n, h, w, c, k, r, s, stride=(stride, stride), padding=(pad, pad),
+                          dilation=(dilation, dilation))
+
+
+#: Small layers, each with what it exercises: (id, geometry, conv2d_config options).
+SMALL = [
+    # M = 504: the last of 4 row blocks has 120 rows (rows past M read zeros, stores skip).
+    ("ragged-8x9x7x64-k64", _layer(8, 9, 7, 64, 64), {}),
+    # 8 row blocks on 3 CTAs: the ring's phases run across tiles (persistent loop).
+    ("persistent-4x16x16x64-k128-ctas3", _layer(4, 16, 16, 64, 128), {"ctas": 3}),
+    # Stride 2, C = 128 (two channel blocks per tap), M = 112: one partial tile.
+    ("stride2-2x15x13x128-k64", _layer(2, 15, 13, 128, 64, stride=2), {}),
+    ("1x1-4x10x10x64-k128", _layer(4, 10, 10, 64, 128, 1, 1, pad=0), {}),
+    ("1x1-stride2-2x16x16x128-k64", _layer(2, 16, 16, 128, 64, 1, 1, stride=2, pad=0), {}),
+    # K = 320 in 192-wide tiles: the second column block is ragged (128 of 192 columns).
+    ("k320-bn192-2x8x8x64", _layer(2, 8, 8, 64, 320), {"block_n": 192}),
+    ("bn256-2x8x8x64-k256", _layer(2, 8, 8, 64, 256), {"block_n": 256}),
+    # Ping-pong warpgroups in 2x1 clusters multicasting the filter, 5 row blocks (the last
+    # cluster's second CTA has none), 2 rounds per cluster.
+    ("pingpong-cluster-4x12x12x128-k128", _layer(4, 12, 12, 128, 128),
+     {"schedule": "pingpong", "cluster": 2, "ctas": 4}),
+    ("dilation2-fp16-2x10x10x64-k64", _layer(2, 10, 10, 64, 64, pad=2, dilation=2),
+     {"dtype": "float16"}),
+    # A 7x7 stride-2 stem with padding 3 (49 taps, 49 K steps).
+    ("7x7-stride2-2x16x16x64-k64", _layer(2, 16, 16, 64, 64, 7, 7, stride=2, pad=3), {}),
+    # Asymmetric padding over a non-square image.
+    ("pad2x1-3x6x10x64-k64", Conv2dGeometry(3, 6, 10, 64, 64, 3, 3, padding=(2, 1)), {}),
+]
+DEFAULT = [(name, geometry, {}) for name, geometry, _ in BENCHMARK.PROBLEMS]
+
+
+def _config(geometry: Conv2dGeometry, options: dict) -> GemmConfig:
+    options = dict(options)
+    return conv2d_config(geometry, options.pop("dtype", "bfloat16"), **options)
+
+
+@pytest.fixture(scope="module", params=DEFAULT + SMALL, ids=[c[0] for c in DEFAULT + SMALL])
+def built(request):
+    _, geometry, options = request.param
+    cfg = _config(geometry, options)
+    kernel = conv2d_kernel(geometry, cfg)
+    return geometry, cfg, kernel, compile_kernel(kernel)
+
+
+def test_default_layers_get_the_documented_tiling():
+    """conv2d_config's rule on the benchmark's layers (132 CTAs): (block_n, C stage
+    columns, stages, cluster, tiles)."""
+    want = {
+        "resnet50-56x56x64": (64, 64, 8, 1, 784),  # K = 64: one 64-wide column block
+        "resnet50-28x28x128": (128, 128, 6, 1, 196),  # 2 rounds; 64 wide would take 3
+        "resnet50-14x14x256": (128, 128, 6, 2, 98),  # 49 wide tiles leave SMs idle
+        "resnet50-7x7x512": (64, 64, 8, 2, 104),  # 13 row blocks: narrow tiles fill SMs
+        "unet-64x64x320": (192, 64, 5, 1, 512),  # 2 x 192 covers 320 in 4 rounds
+        "unet-32x32x640": (192, 64, 5, 1, 256),
+        "vae-256x256x256": (256, 128, 4, 1, 512),  # the GEMM's default tiling
+        "resnet50-56x56x128-stride2": (128, 128, 6, 1, 196),
+    }
+    got = {}
+    for name, geometry, _ in BENCHMARK.PROBLEMS:
+        cfg = conv2d_config(geometry)
+        assert cfg.schedule == "cooperative" and cfg.block_m == 128 and cfg.block_k == 64
+        got[name] = (cfg.block_n, cfg.epilogue_cols, cfg.stages, cfg.cluster, cfg.num_tiles)
+    assert got == want
+
+
+def test_options_are_kept_and_the_rest_fits_them():
+    g = _layer(8, 64, 64, 320, 320)
+    cfg = conv2d_config(g, block_n=128, schedule="pingpong", ctas=114)
+    # Ping-pong keeps two C stages: 64-column ones leave room for a sixth ring stage.
+    assert (cfg.block_n, cfg.schedule, cfg.ctas, cfg.epilogue_cols, cfg.stages) == (
+        128, "pingpong", 114, 64, 6)
+    assert conv2d_config(g, stages=3).stages == 3
+    # Given stages, the widest C stage that fits beside them: 4 x 48 KiB leave room for a
+    # 128-column C stage, 3 for the whole 256 columns.
+    vae = _layer(1, 256, 256, 256, 256)
+    assert [conv2d_config(vae, stages=s).epilogue_cols for s in (3, 4)] == [256, 128]
+    # Ping-pong warpgroups hold whole 128-row tiles: at most 128 columns of accumulators.
+    assert conv2d_config(g, schedule="pingpong").block_n <= 128
+    assert conv2d_config(_layer(2, 8, 8, 64, 64), cluster=1).cluster == 1
+
+
+@pytest.mark.parametrize("geometry, dtype, message", [
+    (_layer(2, 8, 8, 32, 64), "bfloat16",
+     "C=32: the input channels must be a multiple of 64: a K block of the GEMM is 64 columns "
+     "(block_k, one 128-byte swizzle row) and must lie inside one filter tap"),
+    (_layer(2, 8, 8, 96, 64), "bfloat16", "C=96: the input channels must be a multiple of 64"),
+    (_layer(3, 9, 7, 64, 64), "bfloat16",
+     "M = N*P*Q = 189 (3 x 9 x 7): the GEMM takes M that is a multiple of 8"),
+    (_layer(2, 8, 8, 64, 60), "bfloat16", "K=60: the output channels must be a multiple of 8"),
+    (_layer(2, 8, 8, 64, 64), "float32", "dtype='float32': conv2d takes 'bfloat16' or "
+                                         "'float16'"),
+], ids=["c32", "c96", "m189", "k60", "float32"])
+def test_conv2d_refuses_what_it_does_not_handle(geometry, dtype, message):
+    with pytest.raises(ValueError, match=re.escape(message)):
+        conv2d_config(geometry, dtype)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        conv2d_kernel(geometry, GemmConfig(geometry.gemm_m, geometry.k, geometry.gemm_k,
+                                           dtype=dtype))
+
+
+def test_conv2d_refuses_a_configuration_that_is_not_its_gemm():
+    g = _layer(2, 8, 8, 64, 64)
+    cfg = conv2d_config(g)
+    for bad, message in ((replace(cfg, m=256), "m=256: the GEMM of N=2 8x8x64 -> K=64"),
+                         (replace(cfg, k=640), "k=640"),
+                         (replace(cfg, n=128), "n=128"),
+                         (replace(cfg, b_layout="kn"), "b_layout='kn'"),
+                         (replace(cfg, split_k=2), "split_k=2: conv2d computes Y = conv"),
+                         (replace(cfg, block_n=96), "block_n=96: a multiple of 64")):
+        with pytest.raises(ValueError, match=re.escape(message)):
+            conv2d_kernel(g, bad)
+    with pytest.raises(ValueError, match=re.escape("m=8: set by the geometry")):
+        conv2d_config(g, m=8)
+    with pytest.raises(ValueError, match=re.escape("block_x: not a GemmConfig field")):
+        conv2d_config(g, block_x=8)
+    with pytest.raises(ValueError, match=re.escape("5 stages of 128x256x64 tiles need")):
+        conv2d_config(g, block_n=256, epilogue_n=0, stages=5)
+
+
+def test_a_padding_beyond_the_im2col_corner_range_is_refused_by_the_planner():
+    """What only the im2col map decides is the planner's to refuse, when the kernel is
+    planned: a corner of -130 does not fit a rank-4 map's 8 bits."""
+    g = Conv2dGeometry(1, 4, 300, 64, 64, 1, 1, padding=(0, 130))
+    load = tvm_tma.explain(conv2d_kernel(g, conv2d_config(g))).copies[0]
+    assert load.rule == "im2col" and "corner -130" in load.detail
+
+
+def test_conv2d_copies_plan_as_one_im2col_load_and_tiled_loads_and_stores(built):
+    geometry, cfg, kernel, _ = built
+    a_load, b_load, store = tvm_tma.explain(kernel).copies
+    g = geometry
+    assert a_load.planned and a_load.plan.is_im2col, a_load.detail
+    assert a_load.encoder == "cuTensorMapEncodeIm2col"
+    spec = a_load.plan.tensor_map
+    (u, v), (ph, pw), (dh, dw) = g.stride, g.padding, g.dilation
+    assert spec.global_dims == (g.c, g.w, g.h, g.n)
+    assert spec.lower_corner == (-pw, -ph)
+    assert spec.upper_corner == (pw - dw * (g.s - 1), ph - dh * (g.r - 1))
+    assert spec.element_strides == (1, v, u, 1)
+    assert (spec.pixels_per_column, spec.channels_per_pixel, spec.swizzle) == (
+        cfg.block_m, 64, 3)
+    assert a_load.plan.num_issues == 1
+    assert a_load.instruction == ("cp.async.bulk.tensor.4d.shared::cluster.global.im2col"
+                                  ".mbarrier::complete_tx::bytes")
+    for copy in (b_load, store):
+        assert copy.planned and not copy.plan.is_im2col, copy.detail
+        assert copy.encoder == "cuTensorMapEncodeTiled"
+    assert b_load.plan.tensor_map.global_dims == (g.gemm_k, g.k)
+    # The output (N*P*Q, K): 2-D, or 3-D where the C stage's 64-column atoms go in one box
+    # (K cut into 64-channel pieces).
+    assert math.prod(store.plan.tensor_map.global_dims) == g.gemm_m * g.k
+    assert g.gemm_m in store.plan.tensor_map.global_dims
+    assert b_load.instruction.endswith(".multicast::cluster") == (cfg.cluster > 1)
+    assert re.fullmatch(r"cp\.async\.bulk\.tensor\.[23]d\.global\.shared::cta\.bulk_group",
+                        store.instruction)
+
+
+def test_conv2d_assembles_for_sm90a_with_the_expected_instructions(built):
+    geometry, cfg, _, kernel = built
+    src = kernel.cuda_source
+    ptx_type = "bf16" if cfg.dtype == "bfloat16" else "f16"
+    assert (f"wgmma.mma_async.sync.aligned.m64n{cfg.block_n}k16.f32.{ptx_type}.{ptx_type}"
+            in src)
+    assert ("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx"
+            "::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};") in src
+    assert re.search(r"cp\.async\.bulk\.tensor\.[23]d\.global\.shared::cta\.bulk_group", src)
+    assert ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+            f"{'.multicast::cluster' if cfg.cluster > 1 else ''} [") in src
+    # Three maps: the activation's im2col map, the filter's and the output's tiled maps.
+    assert kernel.tensormap_params == 3
+    signature = next(line for line in src.splitlines() if "__global__" in line)
+    assert "X_im2col_tensormap" in signature
+    assert "setmaxnreg.inc.sync.aligned.u32 232;" in src
+    assert f"__launch_bounds__({cfg.threads})" in src
+    assert len(assemble(src)) > 0
+
+
+@pytest.mark.parametrize("case", SMALL, ids=[c[0] for c in SMALL])
+def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case):
+    """The A copy's im2col plan, evaluated for every (worker, cluster rank, round, K step)
+    the producer runs and executed on the numpy TMA model, lands in its ring slot exactly
+    the block of the im2col matrix (built from the convolution's definition) that the
+    tile order assigns to that work unit, zeros past the last output pixel; every output
+    tile is loaded once."""
+    import tvm
+    from tvm.sym import Analyzer
+
+    from tvm_tma.kernels.scheduler import rounds, unit_coordinates
+    from tvm_tma.kernels.wgmma import swizzled_layout
+    from tvm_tma.testing.im2col_model import conv_gemm_view, execute_im2col
+    from tvm_tma.testing.layout_eval import layout_offsets
+
+    _, g, options = case
+    cfg = _config(g, options)
+    plan = tvm_tma.explain(conv2d_kernel(g, cfg)).copies[0].plan
+    names = {}
+    for expr in (*plan.coordinates, *plan.im2col_offsets, plan.smem_offset):
+        if not isinstance(expr, int):
+            names.update({str(v): v for v in tvm.tirx.analysis.undefined_vars(expr)})
+    assert set(names) <= {"worker", "rank", "j", "ks"}, names
+    x = np.random.default_rng(5).integers(1, 1 << 16, size=g.argument_shape, dtype=np.uint16)
+    matrix = np.zeros((cfg.m_blocks * cfg.cluster * cfg.block_m + cfg.block_m, g.gemm_k),
+                      np.uint16)
+    matrix[:g.gemm_m] = conv_gemm_view(x, (g.r, g.s), g.stride, g.padding, g.dilation)
+    slots = layout_offsets(swizzled_layout(cfg.dtype, (cfg.stages, cfg.block_m, cfg.block_k)),
+                           (cfg.stages, cfg.block_m, cfg.block_k))
+    a_start = cfg.a_ring_start // cfg.element_bytes
+    analyzer = Analyzer()
+    loaded = []
+    for worker in range(cfg.workers):
+        for rank in range(cfg.cluster):
+            for j in range(rounds(cfg)):
+                unit = worker + j * cfg.workers
+                if unit >= cfg.work_units:
+                    continue
+                mb, nb, _ = (int(analyzer.simplify(tvm.tirx.const(0) + v))
+                             for v in unit_coordinates(cfg, unit, rank))
+                loaded.append((mb, nb))
+                for ks in range(cfg.steps_per_unit):
+                    values = {"worker": worker, "rank": rank, "j": j, "ks": ks}
+                    env = {var: values[name] for name, var in names.items()}
+                    arena = np.full(cfg.shared_bytes, 0xA5, np.uint8)
+                    execute_im2col(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
+                    slot = (j * cfg.steps_per_unit + ks) % cfg.stages
+                    got = arena.view(np.uint16)[a_start + slots[slot]]
+                    want = matrix[mb * cfg.block_m:(mb + 1) * cfg.block_m, ks * 64:ks * 64 + 64]
+                    assert np.array_equal(got, want), (worker, rank, j, ks)
+    tiles = {(mb, nb) for mb in range(cfg.m_blocks) for nb in range(cfg.n_blocks)}
+    assert sorted(t for t in loaded if t[0] < cfg.m_blocks) == sorted(tiles)
+
+
+def test_reference_is_the_convolution():
+    """conv2d_reference against the convolution's definition, element by element (stride,
+    padding and dilation in both directions); the magnitude bounds the reference."""
+    g = Conv2dGeometry(2, 7, 6, 4, 3, 3, 2, stride=(2, 1), padding=(1, 2), dilation=(1, 2))
+    rng = np.random.default_rng(0)
+    x = rng.standard_normal(g.argument_shape).astype(np.float32)
+    f = rng.standard_normal((g.k, g.r, g.s, g.c)).astype(np.float32)
+    ref, magnitude = conv2d_reference(x, f, g)
+    direct = np.zeros((g.n, g.p, g.q, g.k))
+    (u, v), (ph, pw), (dh, dw) = g.stride, g.padding, g.dilation
+    for n in range(g.n):
+        for p in range(g.p):
+            for q in range(g.q):
+                for r in range(g.r):
+                    for s in range(g.s):
+                        h, w = p * u + r * dh - ph, q * v + s * dw - pw
+                        if 0 <= h < g.h and 0 <= w < g.w:
+                            direct[n, p, q] += f[:, r, s, :].astype(np.float64) @ x[n, h, w]
+    assert ref.shape == magnitude.shape == g.output_shape
+    np.testing.assert_allclose(ref, direct.reshape(g.output_shape), rtol=1e-5, atol=1e-5)
+    assert (magnitude >= np.abs(ref) - 1e-5).all()
+
+
+def test_error_bound_is_the_gemms_with_k_taps_times_channels():
+    g = _layer(2, 8, 8, 64, 64)
+    x, f = random_inputs(g, "bfloat16", seed=1)
+    ref, magnitude = conv2d_reference(x, f, g)
+    bound = conv2d_error_bound(ref, magnitude, g, "bfloat16")
+    assert np.array_equal(bound, error_bound(ref, magnitude, 576, "bfloat16"))
+    # The output's own rounding to bf16 stays inside; an error of 2^-6 |Y| does not.
+    import ml_dtypes
+
+    rounded = ref.astype(ml_dtypes.bfloat16).astype(np.float32)
+    assert (np.abs(rounded - ref) <= bound).all()
+    assert not (np.abs(ref * 2.0**-6) <= bound).all()
+
+
+def test_benchmark_compile_only_assembles_every_default_layer(capsys):
+    """What CI runs of benchmarks/conv2d.py: the default kernel of each of the issue's eight
+    layers, built and assembled for sm_90a."""
+    assert BENCHMARK.main(["--compile-only"]) == 0
+    out = capsys.readouterr().out
+    assert "8 kernels assembled" in out
+    for name, _, _ in BENCHMARK.PROBLEMS:
+        assert f"{name} (" in out
+
+
+def test_benchmark_sweep_and_problem_options(tmp_path, capsys):
+    """``--problem`` parses N,H,W,C,K,R,S,stride,pad; ``--sweep`` builds every tiling of a
+    layer; ``--dump-cuda`` writes one source per kernel."""
+    g = BENCHMARK.parse_problem("2,8,8,128,128,3,3,2,1")[1]
+    assert g == _layer(2, 8, 8, 128, 128, stride=2)
+    configs = BENCHMARK.configs_for(g, "bfloat16", True, 132)
+    assert configs[0] == conv2d_config(g, ctas=132) and len(set(configs)) == len(configs)
+    assert {cfg.block_n for cfg in configs} == {64, 128}  # no tile wider than K needs
+    assert {(cfg.schedule, cfg.cluster) for cfg in configs} == {
+        ("cooperative", 1), ("cooperative", 2), ("pingpong", 1), ("pingpong", 2)}
+    assert BENCHMARK.main(["--compile-only", "--sweep", "--problem", "2,8,8,128,128,3,3,2,1",
+                           "--dump-cuda", str(tmp_path)]) == 0
+    assert f"{len(configs)} kernels assembled" in capsys.readouterr().out
+    assert len(list(tmp_path.glob("*.cu"))) == len(configs)
+
+
+def test_example_builds_and_assembles(capsys):
+    example = _load_script("conv2d_example", REPO / "examples" / "conv2d_hopper.py")
+    assert example.main() == 0
+    out = capsys.readouterr().out
+    assert "cuTensorMapEncodeIm2col" in out and "bytes of sm_90a cubin" in out
+
+
+def _torch_reference(torch, x: np.ndarray, f: np.ndarray, g: Conv2dGeometry) -> np.ndarray:
+    """``torch.nn.functional.conv2d`` of the same inputs as channels_last float64 tensors
+    (CPU), as (N*P*Q, K)."""
+    x_nchw = torch.from_numpy(x.astype(np.float64)).permute(0, 3, 1, 2)
+    w_kcrs = torch.from_numpy(f.astype(np.float64)).permute(0, 3, 1, 2)
+    assert x_nchw.is_contiguous(memory_format=torch.channels_last)
+    y = torch.nn.functional.conv2d(x_nchw, w_kcrs, stride=g.stride, padding=g.padding,
+                                   dilation=g.dilation)
+    return y.permute(0, 2, 3, 1).reshape(g.output_shape).numpy()
+
+
+def test_torch_reference_agrees_with_numpy():
+    """The torch check of the GPU test compares against the same convolution (where torch
+    is installed)."""
+    torch = pytest.importorskip("torch")
+    _, g, _ = SMALL[2]
+    x, f = random_inputs(g, "bfloat16", seed=2)
+    ref, magnitude = conv2d_reference(x, f, g)
+    bound = conv2d_error_bound(ref, magnitude, g, "bfloat16")
+    assert (np.abs(_torch_reference(torch, x, f, g) - ref) <= bound).all()
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", SMALL, ids=[c[0] for c in SMALL])
+def test_conv2d_matches_numpy_and_torch_on_the_gpu(case):
+    _, geometry, options = case
+    cfg = _config(geometry, options)
+    result = run(geometry, cfg, seed=geometry.gemm_m + geometry.k)
+    assert np.isfinite(result.y).all(), "elements left unwritten (NaN poison survived)"
+    assert result.ok, result.worst_element()
+    try:
+        import torch
+    except ImportError:
+        return
+    expected = _torch_reference(torch, result.x, result.f, geometry)
+    error = np.abs(result.y - expected)
+    assert (error <= result.bound).all(), (
+        f"against torch: worst error/bound {float(np.max(error / result.bound)):.3f}")
