@@ -211,3 +211,14 @@ def test_a_one_dimensional_convolution_plans():
     assert check_im2col_case(Im2colCase(Conv2dGeometry(2, 1, 9, 32, 16, 1, 3,
                                                        padding=(0, 1)), 32, 32)) == (
         "accepted", "")
+
+
+def test_the_im2col_load_instruction_text():
+    """Exact PTX of the load: .im2col before .L2::cache_hint, coordinates as 32-bit ``r``,
+    the two tap offsets as 16-bit ``h`` operands after the mbarrier."""
+    case = Im2colCase(RESNET_3X3, 64, 64, swizzle=3, cache_hint="evict_last")
+    source = compile_kernel(im2col_kernel(case)).cuda_source
+    assert ('"cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx::bytes'
+            '.L2::cache_hint [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;"') in source
+    assert '"h"((unsigned short)(a7)), "h"((unsigned short)(a8)), "l"(' in source
+    assemble(source)

@@ -31,6 +31,7 @@ class Im2colCase:
     block_k: int
     dtype: str = "float16"
     swizzle: int = 0  # 0, or 1/2/3 for TVM's 32/64/128B MMA shared layouts
+    cache_hint: str | None = None  # an L2 eviction priority for the loads (cache_hint=)
 
     @property
     def row_blocks(self) -> int:
@@ -63,7 +64,9 @@ def im2col_kernel(case: Im2colCase):
     nbytes = bm * bk * element
     rows, cols, padded = case.row_blocks, case.col_blocks, case.padded_rows
     layout = case.tile_layout()
-    oob = "zero" if case.ragged else None
+    options = {"oob": "zero"} if case.ragged else {}
+    if case.cache_hint is not None:
+        options["cache_hint"] = case.cache_hint
 
     # fmt: off
     @T.prim_func
@@ -84,12 +87,8 @@ def im2col_kernel(case: Im2colCase):
             T.ptx.fence.proxy.async_.shared__cta()
             for mb in T.serial(rows):
                 for kb in T.serial(cols):
-                    if oob is None:
-                        Tx.copy_async(tile[:, :], A[mb * bm:mb * bm + bm, kb * bk:kb * bk + bk],
-                                      dispatch="tma", mbar=mbar.ptr_to([0]))
-                    else:
-                        Tx.copy_async(tile[:, :], A[mb * bm:mb * bm + bm, kb * bk:kb * bk + bk],
-                                      dispatch="tma", mbar=mbar.ptr_to([0]), oob=oob)
+                    Tx.copy_async(tile[:, :], A[mb * bm:mb * bm + bm, kb * bk:kb * bk + bk],
+                                  dispatch="tma", mbar=mbar.ptr_to([0]), **options)
                     T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]),
                                                                T.uint32(nbytes))
                     T.cuda.mbarrier_wait(mbar.ptr_to([0]), (mb * cols + kb) % 2)
