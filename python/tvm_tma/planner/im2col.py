@@ -10,7 +10,7 @@ A kernel author declares that view over the activation's data, as a buffer::
                          layout=TileLayout(S[(N, P, Q, R, S, C) :
                                              (H*W*C, u*W*C, v*C, dh*W*C, dw*C, 1)]))
 
-(:func:`tvm_tma.conv.im2col_view` builds it) and copies tiles of it like any matrix:
+(:class:`tvm_tma.conv.Conv2dGeometry` computes it) and copies tiles of it like any matrix:
 ``Tx.copy_async(a_tile[:, :], Xcol[m0:m0 + BM, k0:k0 + BK], dispatch="tma", ...)``. The
 layout is exact: every element of the view is that element of X; only the halo that padding
 adds lies outside X, and there the view reads zeros (that is what padding means).
