@@ -92,11 +92,11 @@ def test_default_layers_get_the_documented_tiling():
     columns, stages, cluster, tiles)."""
     want = {
         "resnet50-56x56x64": (64, 64, 8, 1, 784),  # K = 64: one 64-wide column block
-        "resnet50-28x28x128": (128, 128, 6, 1, 196),  # 2 rounds; 64 wide would take 3
-        "resnet50-14x14x256": (128, 128, 6, 2, 98),  # 49 wide tiles leave SMs idle
-        "resnet50-7x7x512": (64, 64, 8, 2, 104),  # 13 row blocks: narrow tiles fill SMs
-        "unet-64x64x320": (192, 64, 5, 1, 512),  # 2 x 192 covers 320 in 4 rounds
-        "unet-32x32x640": (192, 64, 5, 1, 256),
+        "resnet50-28x28x128": (128, 128, 6, 1, 196),
+        "resnet50-14x14x256": (128, 128, 6, 1, 98),  # 98 >= 132 / 2 tiles: 128 wide
+        "resnet50-7x7x512": (64, 64, 8, 1, 104),  # 13 row blocks: 128 wide leaves 52 tiles
+        "unet-64x64x320": (192, 64, 5, 2, 512),  # no width >= 128 divides 320: 192, 2x1
+        "unet-32x32x640": (128, 128, 6, 1, 320),  # 128 divides 640
         "vae-256x256x256": (256, 128, 4, 1, 512),  # the GEMM's default tiling
         "resnet50-56x56x128-stride2": (128, 128, 6, 1, 196),
     }

@@ -24,8 +24,8 @@ What it handles today (:func:`check_geometry` refuses the rest, naming the value
   :meth:`.gemm_config.GemmConfig.check` takes GEMM extents that are multiples of 8.
 * **Y = conv(X, F)**, never ``Y +=`` (no split-K), and the filter as N x K (``"nk"``).
 
-:func:`conv2d_config` picks the tiling of a layer (the rule is documented there and in
-:data:`ROW_OVERHEAD`); :func:`conv2d_reference`, :func:`conv2d_error_bound` and
+:func:`conv2d_config` picks the tiling of a layer (the measured rule is documented there);
+:func:`conv2d_reference`, :func:`conv2d_error_bound` and
 :func:`run` are the numpy fp32 reference, the per-element error bound and the GPU check,
 as :mod:`.reference` has them for the GEMM.
 """
@@ -41,23 +41,12 @@ from ..conv import Conv2dGeometry
 from .gemm import gemm_kernel
 from .gemm_config import MAX_SHARED, GemmConfig
 from .reference import OUTPUT_EPS, error_bound
-from .scheduler import rounds
 
 #: Input/output element types the kernel takes (the GEMM's: 16-bit, one 128-byte swizzle
 #: row per 64-column K block).
 DTYPES = ("bfloat16", "float16")
 #: Channels of one K block: the GEMM's ``block_k``.
 CHANNEL_BLOCK = 64
-#: Tile widths (output channels per tile) :func:`conv2d_config` chooses among: the
-#: multiples of 64 a wgmma instruction and the 64-column C atoms allow.
-BLOCK_WIDTHS = (256, 192, 128, 64)
-#: The tile cost model's fixed part per tile column: one ``wgmma m64nBNk16`` reads 64 rows
-#: of A and BN rows of B from shared memory for 64 * BN products, so the shared-memory
-#: bytes per product, and with them the time of a 128 x BN tile when shared memory is the
-#: limit, go as ``64 + BN``. Measured on the GEMM (benchmarks/RESULTS.md section 6, H200):
-#: cooperative 128 x 128 tiles ran at 81.9% of the rate of 128 x 256 tiles, and the model
-#: says (256 + 64) / 256 / ((128 + 64) / 128) = 83.3%.
-ROW_OVERHEAD = 64
 #: GemmConfig fields that follow from the geometry, not from options.
 _FROM_GEOMETRY = ("m", "n", "k", "dtype", "b_layout")
 
@@ -104,26 +93,6 @@ def _epilogue_and_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
                key=lambda c: (c.shared_bytes <= MAX_SHARED, c.stages))
 
 
-def _cluster(cfg: GemmConfig, options: dict) -> GemmConfig:
-    """As :meth:`GemmConfig.for_problem`: 2x1 clusters that multicast B where the tiles
-    would leave SMs idle (fewer tiles than CTAs), if there are two row blocks to pair and
-    the CTAs pair up."""
-    if "cluster" in options:
-        return cfg
-    pair = cfg.num_tiles < cfg.ctas and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0
-    return replace(cfg, cluster=2 if pair else 1)
-
-
-def tile_cost(cfg: GemmConfig) -> int:
-    """The modeled time of ``cfg`` (arbitrary units): rounds of the persistent loop times
-    the time of one tile, ``block_m * (64 + block_n)`` per K step (:data:`ROW_OVERHEAD`).
-
-    Padding is counted: a width that does not divide K computes the last tile's columns
-    past K all the same. So are idle SMs: ``rounds`` is the most tiles one worker takes.
-    """
-    return rounds(cfg) * cfg.block_m * (ROW_OVERHEAD + cfg.block_n)
-
-
 def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
                   **options) -> GemmConfig:
     """The GEMM configuration of a conv2d layer: M = N*P*Q, N = K, K = R*S*C, B as N x K.
@@ -131,17 +100,14 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     ``options`` are :class:`GemmConfig` fields (``block_n``, ``stages``, ``epilogue_n``,
     ``schedule``, ``cluster``, ``ctas``, ...); each one given is kept, the rest chosen:
 
-    * **block_n** (output channels per tile): among 256, 192, 128 and 64 (those whose
-      accumulators fit the schedule), the one of least :func:`tile_cost`, the wider on a
-      tie. The cost is rounds of the persistent loop times ``64 + block_n``: a 128 x BN
-      tile's shared-memory operand traffic, which is what makes 128 x 128 GEMM tiles 17%
-      slower per flop than 128 x 256 ones (the model gives 16.7%; :data:`ROW_OVERHEAD`).
-      So a wide tile wins where it divides K and fills the SMs (VAE 256 channels: 256),
-      a narrower one where the wide tiles would leave SMs idle (7x7x512: 64, 104 tiles
-      on 132 SMs instead of 26) or where it wastes fewer padded columns per round (K=320:
-      192, two tiles covering 384 columns in 4 rounds, against 64-wide tiles in 10).
-    * **cluster**: as :meth:`GemmConfig.for_problem` does, 2x1 clusters multicasting B when
-      there are fewer tiles than CTAs (and at least two row blocks, an even ``ctas``).
+    * **block_n** (output channels per tile) and **cluster**, as the H100 sweep measured
+      (benchmarks/RESULTS.md section 8): the widest of 256, 128 and 64 that divides K and
+      still gives at least half as many tiles as CTAs (14x14x256: 128, 98 tiles, 1.43x the
+      64-wide tiles' rate; 7x7x512: 64, since 128 leaves 52 tiles for 132 SMs and runs at
+      0.82x), with no cluster (a 2x1 cluster cost 14x14x256 24% and 7x7x512 20%). Where no
+      width of 128 or more divides K (K = 320), 64-wide tiles run at 60% of peak, so two
+      192-wide tiles cover the channels instead, in 2x1 clusters (1.13x the same tiles
+      without: 507 against 448 TFLOP/s).
     * **epilogue_n / stages**: as many ring stages as shared memory holds (227 KiB), with
       the widest C stage that costs no stage (128 x 256: C in 128-column halves, 4 stages,
       the GEMM's measured default; 128 x 128: 6; 128 x 64: 8; 128 x 192: 64-column C, 5).
@@ -162,18 +128,28 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
         raise ValueError(f"{', '.join(unknown)}: not a GemmConfig field")
     base = GemmConfig(geometry.gemm_m, geometry.k, geometry.gemm_k, dtype=dtype,
                       b_layout="nk", **options)
-    if "block_n" in options:
-        widths = [base.block_n]
-    else:
-        widths = [w for w in BLOCK_WIDTHS
-                  if replace(base, block_n=w).accumulators <= 128] or [BLOCK_WIDTHS[-1]]
-    candidates = []
-    for width in widths:
-        cfg = _epilogue_and_stages(_cluster(replace(base, block_n=width), options), options)
-        candidates.append(cfg)
-    best = min(candidates, key=lambda cfg: (tile_cost(cfg), -cfg.block_n))
+    width, cluster = _measured_tiling(base, options)
+    chosen = replace(base, block_n=width)
+    if "cluster" not in options:
+        chosen = replace(chosen, cluster=cluster if chosen.ctas % cluster == 0 else 1)
+    best = _epilogue_and_stages(chosen, options)
     best.check()
     return best
+
+
+def _measured_tiling(base: GemmConfig, options: dict) -> tuple[int, int]:
+    """(block_n, cluster) by the measured rule of :func:`conv2d_config`."""
+    if "block_n" in options:
+        return base.block_n, 1
+    fits = [w for w in (256, 128, 64)
+            if base.n % w == 0 and replace(base, block_n=w).accumulators <= 128]
+    wide = [w for w in fits if w >= 128]
+    if not wide and base.n > 192 and replace(base, block_n=192).accumulators <= 128:
+        return 192, 2
+    for width in fits:
+        if 2 * replace(base, block_n=width).num_tiles >= base.ctas:
+            return width, 1
+    return (fits[-1] if fits else 64), 1
 
 
 def check_config(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
@@ -288,6 +264,6 @@ def run(geometry: Conv2dGeometry, cfg: GemmConfig, seed: int = 0) -> Conv2dRun:
     return Conv2dRun(y.numpy().astype(np.float32), reference, bound, x, f)
 
 
-__all__ = ["BLOCK_WIDTHS", "DTYPES", "OUTPUT_EPS", "Conv2dRun", "check_config",
+__all__ = ["DTYPES", "OUTPUT_EPS", "Conv2dRun", "check_config",
            "check_geometry", "conv2d_config", "conv2d_error_bound", "conv2d_kernel",
-           "conv2d_reference", "random_inputs", "run", "tile_cost"]
+           "conv2d_reference", "random_inputs", "run"]
