@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
@@ -51,6 +50,7 @@ from tvm_tma.kernels.conv2d import (
 )
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.testing.runner import assemble, compile_kernel
+from tvm_tma.testing.timing import back_to_back, per_launch_median
 
 
 def _layer(n, hw, c, k, stride=1):
@@ -135,26 +135,8 @@ def time_kernel(torch, launch: Callable[[], None], launches: int, repetitions: i
                 runs: int, warmup: int) -> tuple[float, float]:
     """(best ms per launch of ``repetitions`` runs of ``launches`` back-to-back launches
     between two events, median ms of ``runs`` launches each between its own two events)."""
-    for _ in range(warmup):
-        launch()
-    torch.cuda.synchronize()
-    best = float("inf")
-    for _ in range(repetitions):
-        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-        start.record()
-        for _ in range(launches):
-            launch()
-        end.record()
-        torch.cuda.synchronize()
-        best = min(best, start.elapsed_time(end) / launches)
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-             for _ in range(runs)]
-    for start, end in pairs:
-        start.record()
-        launch()
-        end.record()
-    torch.cuda.synchronize()
-    return best, statistics.median(start.elapsed_time(end) for start, end in pairs)
+    return (back_to_back(torch, launch, launches, repetitions, warmup),
+            per_launch_median(torch, launch, runs, 0))
 
 
 def torch_reference(torch, x_nchw, w_kcrs, geometry: Conv2dGeometry):

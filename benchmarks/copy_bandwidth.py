@@ -31,7 +31,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -44,6 +43,7 @@ from tvm.tirx.layout import S, TileLayout
 
 import tvm_tma  # noqa: F401  (registers dispatch="tma")
 from tvm_tma.testing.runner import assemble, compile_kernel
+from tvm_tma.testing.timing import per_launch_median
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
 from pipelined_copy import PipelineShape, pipelined_copy_kernel  # noqa: E402
@@ -361,21 +361,6 @@ def random_tensor(torch, problem: Problem, seed: int):
     return bits.view(_torch_dtype(torch, problem.dtype))
 
 
-def time_launches(torch, launch: Callable[[], None], runs: int, warmup: int) -> float:
-    """Median milliseconds of one launch, each timed with its own pair of CUDA events."""
-    for _ in range(warmup):
-        launch()
-    torch.cuda.synchronize()
-    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
-             for _ in range(runs)]
-    for start, end in pairs:
-        start.record()
-        launch()
-        end.record()
-    torch.cuda.synchronize()
-    return statistics.median(start.elapsed_time(end) for start, end in pairs)
-
-
 def measure(problem: Problem, found: list[Variant], runs: int, warmup: int) -> list[dict]:
     import torch
 
@@ -387,7 +372,7 @@ def measure(problem: Problem, found: list[Variant], runs: int, warmup: int) -> l
         return moved / (ms * 1e-3) / 1e9
 
     rows = []
-    ceiling_ms = time_launches(torch, lambda: target.copy_(source), runs, warmup)
+    ceiling_ms = per_launch_median(torch, lambda: target.copy_(source), runs, warmup)
     rows.append({"problem": problem.name, "kernel": "copy_", "ms": ceiling_ms,
                  "GB/s": gbps(ceiling_ms), "of_copy": 1.0, "detail": "torch baseline",
                  "correct": True})
@@ -408,7 +393,7 @@ def measure(problem: Problem, found: list[Variant], runs: int, warmup: int) -> l
         row = {"problem": problem.name, "kernel": variant.name, "detail": variant.detail,
                "correct": correct}
         if correct:
-            ms = time_launches(torch, lambda f=func, x=args: f(*x), runs, warmup)
+            ms = per_launch_median(torch, lambda f=func, x=args: f(*x), runs, warmup)
             row.update({"ms": ms, "GB/s": gbps(ms), "of_copy": ceiling_ms / ms})
         rows.append(row)
     return rows

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import replace
 from pathlib import Path
 
@@ -30,10 +29,9 @@ from tvm_tma.kernels.gemm import gemm_kernel
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.reference import OUTPUT_EPS, error_bound
 from tvm_tma.testing.runner import assemble, compile_kernel
+from tvm_tma.testing.timing import per_launch_median
 
 # The timing helper of the sibling benchmark (this directory is not a package).
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from copy_bandwidth import time_launches  # noqa: E402
 
 #: (M, N, K) of the issue: square, LLM projections, and a ragged one.
 PROBLEMS = [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 14336, 4096),
@@ -102,7 +100,7 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, runs: int,
         b_kn = b.t() if b_layout == "nk" else b
         reference = a.float() @ b_kn.float()
         magnitude = a.float().abs() @ b_kn.float().abs()
-        torch_ms = time_launches(torch, lambda a=a, b_kn=b_kn: torch.matmul(a, b_kn), runs, 5)
+        torch_ms = per_launch_median(torch, lambda a=a, b_kn=b_kn: torch.matmul(a, b_kn), runs, 5)
         flops = 2 * m * n * k
         for cfg in configs_for(m, n, k, dtype, b_layout, sweep, ctas, **options):
             executable = compile_kernel(gemm_kernel(cfg)).executable["main"]
@@ -120,7 +118,7 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, runs: int,
                     c.zero_()
                 executable(*args)
 
-            ms = time_launches(torch, launch, runs, 5)
+            ms = per_launch_median(torch, launch, runs, 5)
             rows.append({
                 "problem": f"{m}x{n}x{k}", "dtype": dtype, "b": b_layout,
                 "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,

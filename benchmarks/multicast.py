@@ -47,9 +47,7 @@ from tvm.tirx.layout import S, TileLayout
 
 import tvm_tma  # noqa: F401  (registers dispatch="tma")
 from tvm_tma.testing.runner import assemble, compile_kernel
-
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-from copy_bandwidth import time_launches  # noqa: E402
+from tvm_tma.testing.timing import per_launch_median
 
 TILE_ROWS, TILE_COLS = 64, 128
 TILE_BYTES = TILE_ROWS * TILE_COLS * 2
@@ -218,7 +216,7 @@ def measure(found: list[tuple[Stream, object]], runs: int) -> list[dict]:
         kernel(source, out)
         device.sync()
         exact = np.array_equal(out.numpy(), expected_checksums(stream, data))
-        ms = time_launches(torch, lambda: kernel(source, out), runs, warmup=3)
+        ms = per_launch_median(torch, lambda: kernel(source, out), runs, warmup=3)
         rows.append({
             "variant": stream.name, "exact": exact, "ms": round(ms, 4),
             "useful_GB": stream.useful_bytes / 1e9,

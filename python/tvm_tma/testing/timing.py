@@ -1,0 +1,48 @@
+"""Timing GPU launches for the benchmarks, the two ways RESULTS.md reports them.
+
+A launch timed between its own pair of CUDA events also measures the host's launch cost
+and the gap between launches, which poses as kernel time (or hides it) for kernels under
+about 100 us; back-to-back launches between two events measure the kernels as the GPU runs
+them, one after the other. Every benchmark reports the first and, for short kernels, the
+second beside it, so both are here once (torch is imported by the caller: this module
+needs no GPU to import).
+"""
+
+from __future__ import annotations
+
+import statistics
+from collections.abc import Callable
+
+
+def per_launch_median(torch, launch: Callable[[], None], runs: int, warmup: int) -> float:
+    """Median milliseconds of one launch, each timed with its own pair of CUDA events."""
+    for _ in range(warmup):
+        launch()
+    torch.cuda.synchronize()
+    pairs = [(torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True))
+             for _ in range(runs)]
+    for start, end in pairs:
+        start.record()
+        launch()
+        end.record()
+    torch.cuda.synchronize()
+    return statistics.median(start.elapsed_time(end) for start, end in pairs)
+
+
+def back_to_back(torch, launch: Callable[[], None], launches: int, repetitions: int,
+                 warmup: int) -> float:
+    """Best milliseconds per launch over ``repetitions`` runs of ``launches`` back-to-back
+    launches between two CUDA events."""
+    for _ in range(warmup):
+        launch()
+    torch.cuda.synchronize()
+    best = float("inf")
+    for _ in range(repetitions):
+        start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+        start.record()
+        for _ in range(launches):
+            launch()
+        end.record()
+        torch.cuda.synchronize()
+        best = min(best, start.elapsed_time(end) / launches)
+    return best
