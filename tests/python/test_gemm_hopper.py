@@ -25,6 +25,9 @@ REPO = Path(__file__).resolve().parents[2]
 #: layouts, both dtypes, both tile widths.
 CASES = [
     GemmConfig(256, 512, 256),
+    GemmConfig(1, 256, 256),  # M = 1: one row, the rest of the row block zeros
+    GemmConfig(1001, 520, 136),  # M odd: no TMA stride depends on it
+    GemmConfig(49, 512, 4608, block_n=64, stages=8, epilogue_n=0, b_layout="kn"),
     GemmConfig(256, 512, 256, stages=3, epilogue_n=0),
     GemmConfig.for_problem(1000, 2000, 3000),
     GemmConfig(200, 136, 328),
@@ -128,7 +131,9 @@ def test_gemm_issues_the_expected_instructions(built):
 
 
 @pytest.mark.parametrize("bad, rule", [
-    (dict(m=1001), "m=1001: GEMM extents must be positive multiples of 8"),
+    (dict(n=1001), "n=1001: N and K must be positive multiples of 8"),
+    (dict(k=12), "k=12: N and K must be positive multiples of 8"),
+    (dict(m=0), "m=0: at least one row"),
     (dict(block_n=96), "block_n=96: a multiple of 64"),
     (dict(stages=5), "5 stages of 128x256x64 tiles need"),
     (dict(b_layout="mn"), "b_layout='mn'"),

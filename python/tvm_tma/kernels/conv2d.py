@@ -20,8 +20,8 @@ What it handles today (:func:`check_geometry` refuses the rest, naming the value
   of 16-bit elements), and one im2col load reads one filter tap (one tap offset per
   instruction), so a K block must lie inside one tap's C channels: C a multiple of 64.
 * **bfloat16 or float16** in and out, fp32 accumulation (the GEMM's types).
-* **M = N * P * Q a multiple of 8**, and K (output channels) a multiple of 8:
-  :meth:`.gemm_config.GemmConfig.check` takes GEMM extents that are multiples of 8.
+* K (output channels) a multiple of 8 (16-byte rows of the filter and the output); any
+  M = N * P * Q (the last row block loads zeros past it and stores nothing there).
 * **Y = conv(X, F)**, never ``Y +=`` (no split-K), and the filter as N x K (``"nk"``).
 
 :func:`conv2d_config` picks the tiling of a layer (the measured rule is documented there);
@@ -64,9 +64,6 @@ def check_geometry(geometry: Conv2dGeometry, dtype: str = "bfloat16") -> None:
                          f"{CHANNEL_BLOCK}: a K block of the GEMM is {CHANNEL_BLOCK} columns "
                          f"(block_k, one 128-byte swizzle row) and must lie inside one filter "
                          f"tap (r, s), since one im2col load reads at one tap offset")
-    if g.gemm_m % 8:
-        raise ValueError(f"M = N*P*Q = {g.gemm_m} ({g.n} x {g.p} x {g.q}): the GEMM takes M "
-                         f"that is a multiple of 8 today (GemmConfig.check)")
     if g.k % 8:
         raise ValueError(f"K={g.k}: the output channels must be a multiple of 8 (16-byte rows "
                          f"of the NPQK output and of the KRSC filter for TMA)")

@@ -195,10 +195,15 @@ class GemmConfig:
             raise ValueError(f"dtype={self.dtype!r}: 'bfloat16' or 'float16'")
         if self.b_layout not in ("nk", "kn"):
             raise ValueError(f"b_layout={self.b_layout!r}: 'nk' (N x K) or 'kn' (K x N)")
-        for name, extent in (("m", self.m), ("n", self.n), ("k", self.k)):
+        if self.m < 1:
+            raise ValueError(f"m={self.m}: at least one row")
+        # N and K are the lengths of rows TMA moves (A and B are K long, C is N long): their
+        # byte strides must be multiples of 16. No stride depends on M: a last row block
+        # that runs past M loads zeros and stores nothing there (oob=).
+        for name, extent in (("n", self.n), ("k", self.k)):
             if extent < 8 or extent % 8:
-                raise ValueError(f"{name}={extent}: GEMM extents must be positive multiples "
-                                 f"of 8 (16-byte rows for TMA)")
+                raise ValueError(f"{name}={extent}: N and K must be positive multiples of 8 "
+                                 f"(16-byte rows for TMA); M may be anything")
         if self.block_m not in (64, 128):
             raise ValueError(f"block_m={self.block_m}: 64 or 128 (one or two consumer "
                              f"warpgroups of 64 rows)")
