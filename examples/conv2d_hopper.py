@@ -11,7 +11,7 @@ producer's ``Tx.copy_async(a_tile, A[m0:m0 + 128, k0:k0 + 64], dispatch="tma")``
 ``cp.async.bulk.tensor.4d...im2col`` load (the padding halo arrives as zeros). B is the
 KRSC filter as (K, R*S*C), C the NPQK output as (N*P*Q, K).
 :mod:`tvm_tma.kernels.conv2d` picks the tiling (``conv2d_config``), refuses what it does
-not handle yet (C not a multiple of 64, M = N*P*Q not a multiple of 8, other dtypes) and
+not handle yet (C not a multiple of 64, K not a multiple of 8, other dtypes) and
 holds the reference and the error bound.
 """
 
