@@ -279,7 +279,7 @@ class Prover:
         """``expr`` with every load of a local scalar replaced by its variable.
 
         Sound because the loads of one scalar in a copy's facts and region all read the
-        value it holds at the copy (:mod:`tvm_tma.dispatch.facts` keeps a fact over a
+        value it holds at the copy (the facts a copy carries keep a fact over a
         scalar only where nothing changes the scalar before the copy).
         """
         def name(load):
