@@ -67,13 +67,20 @@ class TensorMapSpec:
     def shared_footprint(self) -> int:
         """Bytes of shared memory one issue writes or reads from its shared address: the box,
         densely, each row padded to the swizzle span (measured on the H100)."""
-        rows = 1
-        for extent, stride in zip(self.box_dims[1:], self.element_strides[1:]):
-            rows *= -(-extent // stride)
-        row_bytes = -(-self.box_dims[0] // self.element_strides[0]) * self.element_bytes
-        if self.swizzle:
-            row_bytes = max(row_bytes, SWIZZLE_GEOMETRY[self.swizzle][0])
-        return rows * row_bytes
+        return box_footprint(self.box_dims, self.element_strides, self.element_bytes,
+                             self.swizzle)
+
+
+def box_footprint(box_dims, element_strides, element_bytes: int, swizzle: int) -> int:
+    """Bytes a box occupies in shared memory: its elements (``element_strides`` apart in
+    global memory) land densely, dimension 0 fastest, each row padded to the swizzle span."""
+    rows = 1
+    for extent, stride in zip(box_dims[1:], element_strides[1:]):
+        rows *= -(-extent // stride)
+    row_bytes = -(-box_dims[0] // element_strides[0]) * element_bytes
+    if swizzle:
+        row_bytes = max(row_bytes, SWIZZLE_GEOMETRY[swizzle][0])
+    return rows * row_bytes
 
 
 @dataclass(frozen=True)
@@ -113,10 +120,9 @@ class Im2colMapSpec:
 
     @property
     def shared_footprint(self) -> int:
-        row = self.channels_per_pixel * self.element_bytes
-        if self.swizzle:
-            row = max(row, SWIZZLE_GEOMETRY[self.swizzle][0])
-        return row * self.pixels_per_column
+        """As a tiled box of ``box_dims``: the traversal strides step between pixels in
+        global memory, never within the box in shared memory."""
+        return box_footprint(self.box_dims, (1, 1), self.element_bytes, self.swizzle)
 
 
 @dataclass(frozen=True)
