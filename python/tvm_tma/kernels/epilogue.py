@@ -26,6 +26,13 @@ from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
 
 from .gemm_config import WARPGROUP, GemmConfig
+from .wgmma import swizzled_layout
+
+
+def c_stage_layout(cfg: GemmConfig):
+    """The shared layout of the C stage(s), ``(c_stages, block_m, epilogue_cols)``: the
+    swizzled layout the TMA store reads."""
+    return swizzled_layout(cfg.dtype, (cfg.c_stages, cfg.block_m, cfg.epilogue_cols))
 
 
 def epilogue_threads(cfg: GemmConfig) -> int:

@@ -85,7 +85,7 @@ from tvm.tirx.layout import S, TileLayout
 
 from tvm_tma.pipeline import TmaPipeline
 
-from .epilogue import make_store_unit
+from .epilogue import c_stage_layout, make_store_unit
 from .gemm_config import CONSUMER_REGISTERS, PRODUCER_REGISTERS, WARPGROUP, GemmConfig
 from .operands import AOperand
 from .scheduler import rounds, unit_coordinates, unit_of
@@ -162,7 +162,7 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
     c_offset = cfg.c_stage_start // elem
     a_layout = swizzled_layout(dtype, (stages, bm, bk))
     b_layout = swizzled_layout(dtype, (stages, *b_slot))
-    c_layout = swizzled_layout(dtype, (c_stages, bm, en))
+    c_layout = c_stage_layout(cfg)
     # The A argument and its view, read only when a_operand is given (the ifs on a_operand
     # in the PrimFunc are decided while it is parsed).
     x_shape = x_layout = view_layout = view_offset = None
