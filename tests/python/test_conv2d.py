@@ -59,6 +59,11 @@ SMALL = [
     ("1x1-stride2-2x16x16x128-k64", _layer(2, 16, 16, 128, 64, 1, 1, stride=2, pad=0), {}),
     # K = 320 in 192-wide tiles: the second column block is ragged (128 of 192 columns).
     ("k320-bn192-2x8x8x64", _layer(2, 8, 8, 64, 320), {"block_n": 192}),
+    # K = 320 by the default rule: two 160-wide tiles per row block, C staged 32 columns at
+    # a time (64B swizzle); M = 162 (two row blocks, the second 34 rows).
+    ("k320-bn160-2x9x9x64", _layer(2, 9, 9, 64, 320), {}),
+    # K = 160: one 160-wide column block, 2x1 clusters multicasting 80 filter rows each.
+    ("k160-bn160-cluster-3x8x8x128", _layer(3, 8, 8, 128, 160), {"cluster": 2, "ctas": 4}),
     ("bn256-2x8x8x64-k256", _layer(2, 8, 8, 64, 256), {"block_n": 256}),
     # Ping-pong warpgroups in 2x1 clusters multicasting the filter, 5 row blocks (the last
     # cluster's second CTA has none), 2 rounds per cluster.
@@ -98,7 +103,9 @@ def test_default_layers_get_the_documented_tiling():
         "resnet50-28x28x128": (128, 128, 6, 1, 196),
         "resnet50-14x14x256": (128, 128, 6, 1, 98),  # 98 >= 132 / 2 tiles: 128 wide
         "resnet50-7x7x512": (64, 64, 8, 1, 104),  # 13 row blocks: 128 wide leaves 52 tiles
-        "unet-64x64x320": (192, 64, 5, 2, 512),  # no width >= 128 divides 320: 192, 2x1
+        # No whole-atom width >= 128 divides 320: two 160-wide tiles, C 32 columns at a
+        # time (64B swizzle), no cluster.
+        "unet-64x64x320": (160, 32, 6, 1, 512),
         "unet-32x32x640": (128, 128, 6, 1, 320),  # 128 divides 640
         "vae-256x256x256": (256, 128, 4, 1, 512),  # the GEMM's default tiling
         "resnet50-56x56x128-stride2": (128, 128, 6, 1, 196),
@@ -152,7 +159,9 @@ def test_conv2d_refuses_a_configuration_that_is_not_its_gemm():
                          (replace(cfg, n=128), "n=128"),
                          (replace(cfg, b_layout="kn"), "b_layout='kn'"),
                          (replace(cfg, split_k=2), "split_k=2: conv2d computes Y = conv"),
-                         (replace(cfg, block_n=96), "block_n=96: a multiple of 64")):
+                         (replace(cfg, block_n=80), "block_n=80: a multiple of 32"),
+                         (replace(cfg, block_n=160, epilogue_n=64),
+                          "epilogue_n=64 (64 columns): whole 64-column atoms")):
         with pytest.raises(ValueError, match=re.escape(message)):
             conv2d_kernel(g, bad)
     with pytest.raises(ValueError, match=re.escape("m=8: set by the geometry")):

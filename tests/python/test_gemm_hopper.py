@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import tvm_tma
 from tvm_tma.kernels.gemm import gemm_kernel
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.operands import AOperand
@@ -40,6 +41,15 @@ CASES = [
     GemmConfig(192, 320, 200, block_n=128, stages=5, b_layout="kn", dtype="float16"),
     GemmConfig(520, 648, 1000, ctas=9),
     GemmConfig(256, 264, 192, stages=4, epilogue_n=64, b_layout="kn"),
+    # Tiles a multiple of 32 but not of 64 wide (B as N x K): C staged 32 columns at a time
+    # in 64B-swizzled stages. Ragged M and K (the UNet K = 320 layer's 160-wide tiles),
+    # ragged N with split-K reduce-adds, fp16 in 2x1 clusters (each CTA multicasts 112 of
+    # the 224 B rows), ping-pong 64-row tiles (two 64B-swizzled C stages).
+    GemmConfig(1000, 320, 520, block_n=160, epilogue_n=32, stages=5),
+    GemmConfig(264, 136, 136, block_n=96, epilogue_n=32, split_k=2),
+    GemmConfig(200, 448, 200, block_n=224, epilogue_n=32, dtype="float16", cluster=2, ctas=4),
+    GemmConfig(200, 320, 136, block_m=64, block_n=160, epilogue_n=32, schedule="pingpong",
+               ctas=3),
     # Ping-pong: each consumer warpgroup takes whole 128 x 128 tiles, in turns; ragged,
     # persistent (several tiles per warpgroup), both layouts.
     GemmConfig(1000, 2000, 3000, block_n=128, stages=5, epilogue_n=64, schedule="pingpong"),
@@ -101,7 +111,13 @@ def test_gemm_issues_the_expected_instructions(built):
     store = "reduce" if cfg.split_k > 1 else "store"
     stores = len(re.findall(rf"tvm_tma_{store}_\w+\(\(", src))
     stages = cfg.block_n // cfg.epilogue_cols  # the epilogue loop over C stages is unrolled
-    assert stores in (stages, stages * cfg.epilogue_cols // 64)
+    assert stores in (stages, stages * max(1, cfg.epilogue_cols // 64))
+    # The C stage is whole 64-column atoms with the 128B swizzle, or (a tile no multiple of
+    # 64 wide) 32 columns of 64-byte rows with the 64B swizzle: the store's tensor map
+    # carries the stage's swizzle and its inner box is one swizzle span.
+    store_map = tvm_tma.explain(gemm_kernel(cfg)).copies[-1].plan.tensor_map
+    atom = 64 if cfg.epilogue_cols % 64 == 0 else 32
+    assert (store_map.swizzle, store_map.box_dims[0]) == ((3, 64) if atom == 64 else (2, 32))
     assert len(re.findall(r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global"
                           r"\.mbarrier::complete_tx::bytes", src)) >= 1
     if cfg.split_k > 1:
@@ -134,7 +150,17 @@ def test_gemm_issues_the_expected_instructions(built):
     (dict(n=1001), "n=1001: N and K must be positive multiples of 8"),
     (dict(k=12), "k=12: N and K must be positive multiples of 8"),
     (dict(m=0), "m=0: at least one row"),
-    (dict(block_n=96), "block_n=96: a multiple of 64"),
+    (dict(block_n=80), "block_n=80: a multiple of 32 from 64 to 256"),
+    (dict(block_n=288), "block_n=288: a multiple of 32 from 64 to 256"),
+    (dict(block_n=160, b_layout="kn"), "block_n=160: a multiple of 64 from 64 to 256 with "
+                                       "b_layout='kn'"),
+    (dict(block_n=96, epilogue_n=48), "epilogue_n=48 (48 columns): whole 64-column atoms "
+                                      "(128B swizzle) or exactly 32 columns"),
+    (dict(block_n=160, epilogue_n=0), "epilogue_n=0 (160 columns): whole 64-column atoms"),
+    (dict(block_n=192, epilogue_n=128), "epilogue_n=128 (128 columns): whole 64-column "
+                                        "atoms (128B swizzle) or exactly 32 columns (one "
+                                        "64-byte row, the 64B swizzle's widest box), "
+                                        "dividing block_n=192"),
     (dict(stages=5), "5 stages of 128x256x64 tiles need"),
     (dict(b_layout="mn"), "b_layout='mn'"),
     (dict(dtype="float32"), "dtype='float32'"),

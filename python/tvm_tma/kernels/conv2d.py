@@ -72,9 +72,14 @@ def check_geometry(geometry: Conv2dGeometry, dtype: str = "bfloat16") -> None:
 def _epilogue_and_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
     """``cfg`` with the C stage width and the ring depth: as many stages as shared memory
     holds, with the widest C stage (a whole number of 64-column atoms dividing block_n)
-    that costs no stage. Either one given in ``options`` is kept (given stages, the widest
-    C stage that fits beside them)."""
-    widths = [w for w in range(cfg.block_n, 0, -64) if cfg.block_n % w == 0]
+    that costs no stage; a block_n that is no multiple of 64 (160) is staged 32 columns at
+    a time (64B swizzle, the one width :meth:`GemmConfig.check` allows it). Either one
+    given in ``options`` is kept (given stages, the widest C stage that fits beside
+    them)."""
+    if cfg.block_n % 64:
+        widths = [32]
+    else:
+        widths = [w for w in range(cfg.block_n, 0, -64) if cfg.block_n % w == 0]
     if "epilogue_n" in options:
         widths = [cfg.epilogue_cols]
     candidates = []
@@ -102,12 +107,18 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       still gives at least half as many tiles as CTAs (14x14x256: 128, 98 tiles, 1.43x the
       64-wide tiles' rate; 7x7x512: 64, since 128 leaves 52 tiles for 132 SMs and runs at
       0.82x), with no cluster (a 2x1 cluster cost 14x14x256 24% and 7x7x512 20%). Where no
-      width of 128 or more divides K (K = 320), 64-wide tiles run at 60% of peak, so two
-      192-wide tiles cover the channels instead, in 2x1 clusters (1.13x the same tiles
-      without: 507 against 448 TFLOP/s).
+      width of 128 or more among those divides K (K = 320), 64-wide tiles run at 60% of
+      peak; the widest multiple of 32 from 128 to 256 that divides K covers the channels
+      instead, without padding and without a cluster (K = 320: two 160-wide tiles per row
+      block). That is expected to beat the padded 192-wide tiles in 2x1 clusters the sweep
+      measured before (508 TFLOP/s, 0.81x cuDNN; 17% of their products on zero columns),
+      but is not measured yet: ``--sweep`` times it against them. Only where no such width
+      divides K do two 192-wide tiles cover the channels, in 2x1 clusters (1.13x the same
+      tiles without: 507 against 448 TFLOP/s).
     * **epilogue_n / stages**: as many ring stages as shared memory holds (227 KiB), with
       the widest C stage that costs no stage (128 x 256: C in 128-column halves, 4 stages,
-      the GEMM's measured default; 128 x 128: 6; 128 x 64: 8; 128 x 192: 64-column C, 5).
+      the GEMM's measured default; 128 x 128: 6; 128 x 64: 8; 128 x 192: 64-column C, 5;
+      128 x 160: 32-column 64B-swizzled C, 6).
     * **schedule**, **block_m**, **ctas**, **group_m**: the GEMM's defaults (cooperative
       128-row tiles, 132 CTAs: pass ``ctas=`` the GPU's SM count).
 
@@ -138,11 +149,19 @@ def _measured_tiling(base: GemmConfig, options: dict) -> tuple[int, int]:
     """(block_n, cluster) by the measured rule of :func:`conv2d_config`."""
     if "block_n" in options:
         return base.block_n, 1
-    fits = [w for w in (256, 128, 64)
-            if base.n % w == 0 and replace(base, block_n=w).accumulators <= 128]
-    wide = [w for w in fits if w >= 128]
-    if not wide and base.n > 192 and replace(base, block_n=192).accumulators <= 128:
-        return 192, 2
+    def holds(width: int) -> bool:
+        return replace(base, block_n=width).accumulators <= 128
+
+    fits = [w for w in (256, 128, 64) if base.n % w == 0 and holds(w)]
+    if not [w for w in fits if w >= 128]:
+        # No whole-atom width of 128 or more divides K: the widest multiple of 32 that does
+        # (K = 320: 160; expected, to be measured by --sweep), else padded 192-wide tiles
+        # in 2x1 clusters (measured on K = 320 before 160-wide tiles existed).
+        exact = [w for w in range(256, 127, -32) if base.n % w == 0 and holds(w)]
+        if exact:
+            return exact[0], 1
+        if base.n > 192 and holds(192):
+            return 192, 2
     for width in fits:
         if 2 * replace(base, block_n=width).num_tiles >= base.ctas:
             return width, 1

@@ -1,9 +1,11 @@
-"""The GEMM epilogue: fp32 accumulators -> 128B-swizzled C stage -> TMA store.
+"""The GEMM epilogue: fp32 accumulators -> swizzled C stage -> TMA store.
 
 After a tile's last MMA the consumer warpgroups round their accumulators to the output type
 and write them into a C stage in shared memory, ``epilogue_n`` columns at a time; one
-thread then stores the stage with a TMA store. Going through shared memory turns the
-wgmma fragment (each thread holds pairs of columns of scattered rows) into whole swizzled
+thread then stores the stage with a TMA store. The stage is 128B-swizzled when it is a
+whole number of 64-column atoms, 64B-swizzled when it is 32 columns (a tile whose width is
+a multiple of 32 but not of 64: :func:`c_stage_layout`). Going through shared memory
+turns the wgmma fragment (each thread holds pairs of columns of scattered rows) into whole swizzled
 rows the TMA moves in one instruction, and ``oob="skip"`` makes the parts of an edge tile
 past M or N fall away without any per-element guard. A narrower stage costs more
 store/barrier rounds but leaves room for another ring slot.
@@ -22,17 +24,39 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
+from tvm.backend.cuda.tile_primitive.tma_utils import mma_shared_layout
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
 
 from .gemm_config import WARPGROUP, GemmConfig
 from .wgmma import swizzled_layout
 
+#: The swizzle mode of a 32-column C stage, as ``mma_shared_layout`` numbers it (2: 64-byte
+#: swizzle, a pattern period of 8 rows of 64 bytes = 512 bytes).
+SWIZZLE_64B = 2
+#: Columns of a 64B-swizzled C stage: one 64-byte row of 16-bit elements, the widest inner
+#: box the 64B swizzle allows (``GemmConfig.check`` names the same rule).
+SWIZZLE_64B_COLUMNS = 32
+
 
 def c_stage_layout(cfg: GemmConfig):
     """The shared layout of the C stage(s), ``(c_stages, block_m, epilogue_cols)``: the
-    swizzled layout the TMA store reads."""
-    return swizzled_layout(cfg.dtype, (cfg.c_stages, cfg.block_m, cfg.epilogue_cols))
+    swizzled layout the TMA store reads.
+
+    A stage of whole 64-column atoms (128 bytes of 16-bit elements per row) takes the 128B
+    swizzle of the ring's slots. A tile whose width is a multiple of 32 but not of 64 (160,
+    say) cannot be cut into such stages; it is staged 32 columns at a time, and a 32-column
+    stage has 64-byte rows: the 64B swizzle (a TMA box with the 128B swizzle would need
+    128-byte inner rows). Its period is 512 bytes; the stage starts 1024-aligned, and each
+    stage of ``block_m`` rows is a whole number of periods. Only the swizzle pattern
+    differs: the store unit writes the same (row, column) elements either way, through the
+    layout, and the TMA store's tensor map takes the swizzle from it.
+    """
+    shape = (cfg.c_stages, cfg.block_m, cfg.epilogue_cols)
+    if cfg.epilogue_cols % 64 == 0:
+        return swizzled_layout(cfg.dtype, shape)
+    assert cfg.epilogue_cols == SWIZZLE_64B_COLUMNS, cfg.epilogue_cols  # GemmConfig.check
+    return mma_shared_layout(cfg.dtype, SWIZZLE_64B, shape)
 
 
 def epilogue_threads(cfg: GemmConfig) -> int:
@@ -70,7 +94,9 @@ def make_store_unit(cfg: GemmConfig) -> Callable[..., None]:
                 for i in T.unroll(en // 2):
                     # wgmma m64nN f32 fragment: register r of lane l of warp w holds row
                     # 16w + l/4 + 8*((r/2)%2), column 8*(r/4) + 2*(l%4) + r%2; this stage
-                    # holds registers h*en/2 .. (h+1)*en/2 - 1 of each 64-row sub-tile.
+                    # holds registers h*en/2 .. (h+1)*en/2 - 1 of each 64-row sub-tile
+                    # (en a multiple of 32, so h*en/2 is a multiple of 4: register
+                    # h*en/2 + i holds i's row and column h*en + i's column).
                     c_tile[cs, row0 + mi * 64 + warp * 16 + lane % 32 // 4 + i // 2 % 2 * 8,
                            i // 4 * 8 + lane % 4 * 2 + i % 2] = T.Cast(
                                dtype, acc[mi * (bn // 2) + h * (en // 2) + i])

@@ -38,13 +38,16 @@ class GemmConfig:
     #: "nk": B is given as N x K (C = A @ B^T, cuBLAS "TN"); "kn": B is K x N (C = A @ B).
     b_layout: str = "nk"
     block_m: int = 128
+    #: Columns of C per tile: a multiple of 32 from 64 to 256 (wgmma N) with B as N x K, a
+    #: multiple of 64 with B as K x N (its slot is 64-column swizzle atoms).
     block_n: int = 256
     block_k: int = 64
     stages: int = 4
     #: Row blocks per group of the tile order (L2 reuse); 1 is plain row-major order.
     group_m: int = 8
-    #: Columns of C staged in shared memory per TMA store (0: the whole block_n). A
-    #: narrower C stage leaves room for one more ring slot.
+    #: Columns of C staged in shared memory per TMA store (0: the whole block_n): whole
+    #: 64-column atoms (128B swizzle), or 32 (64B swizzle: what a block_n that is no
+    #: multiple of 64 takes). A narrower C stage leaves room for one more ring slot.
     epilogue_n: int = 128
     ctas: int = 132
     #: "cooperative": both consumer warpgroups work on one tile (64 rows each);
@@ -207,16 +210,24 @@ class GemmConfig:
         if self.block_m not in (64, 128):
             raise ValueError(f"block_m={self.block_m}: 64 or 128 (one or two consumer "
                              f"warpgroups of 64 rows)")
-        if self.block_n % 64 or not 64 <= self.block_n <= 256:
-            raise ValueError(f"block_n={self.block_n}: a multiple of 64 up to 256 "
-                             f"(wgmma N, whole 128-byte swizzle atoms)")
+        if self.b_layout == "kn" and (self.block_n % 64 or not 64 <= self.block_n <= 256):
+            raise ValueError(f"block_n={self.block_n}: a multiple of 64 from 64 to 256 with "
+                             f"b_layout='kn' (the N-major B slot is whole 64-column 128-byte "
+                             f"swizzle atoms)")
+        if self.block_n % 32 or not 64 <= self.block_n <= 256:
+            raise ValueError(f"block_n={self.block_n}: a multiple of 32 from 64 to 256 "
+                             f"(wgmma N; C staged in 64-column 128B- or 32-column "
+                             f"64B-swizzled pieces)")
         if self.block_k != 64:
             raise ValueError(f"block_k={self.block_k}: 64 (one 128-byte swizzle row)")
         if self.stages < 2:
             raise ValueError(f"stages={self.stages}: the ring needs at least 2 slots")
-        if self.epilogue_cols % 64 or self.block_n % self.epilogue_cols:
-            raise ValueError(f"epilogue_n={self.epilogue_n}: whole 64-column atoms that "
-                             f"divide block_n={self.block_n}")
+        if self.block_n % self.epilogue_cols or (self.epilogue_cols % 64
+                                                  and self.epilogue_cols != 32):
+            raise ValueError(f"epilogue_n={self.epilogue_n} ({self.epilogue_cols} columns): "
+                             f"whole 64-column atoms (128B swizzle) or exactly 32 columns "
+                             f"(one 64-byte row, the 64B swizzle's widest box), dividing "
+                             f"block_n={self.block_n}")
         if self.schedule not in ("cooperative", "pingpong"):
             raise ValueError(f"schedule={self.schedule!r}: 'cooperative' or 'pingpong'")
         if self.accumulators > 128:
