@@ -49,6 +49,7 @@ from tvm_tma.kernels.conv2d import (
     conv2d_kernel,
 )
 from tvm_tma.kernels.gemm_config import GemmConfig
+from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.timing import back_to_back, per_launch_median
 
@@ -110,17 +111,30 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
             found.append(cfg)
     if base.stages > 2:
         found.append(replace(base, stages=base.stages - 1))
+    for block_n in (64, 128, 256):
+        # Stream-K: every CTA an equal run of the K steps, whatever the tile count.
+        if block_n - 64 >= geometry.k:
+            continue
+        chosen = {**options, "block_n": block_n, "schedule": "cooperative", "cluster": 1,
+                  "stream_k": True}
+        try:
+            cfg = conv2d_config(geometry, dtype, ctas=ctas, **chosen)
+        except ValueError:
+            continue
+        if cfg not in found:
+            found.append(cfg)
     return found
 
 
 def describe(cfg: GemmConfig) -> str:
     return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n} C{cfg.epilogue_cols} "
-            f"stages={cfg.stages} cluster={cfg.cluster} ctas={cfg.ctas}")
+            f"stages={cfg.stages} cluster={cfg.cluster} ctas={cfg.ctas}"
+            f"{' stream-K' if cfg.stream_k else ''}")
 
 
 def kernel_label(name: str, cfg: GemmConfig) -> str:
     return (f"{name}-{cfg.dtype}-{cfg.schedule}-{cfg.block_m}x{cfg.block_n}-e{cfg.epilogue_cols}"
-            f"-s{cfg.stages}-x{cfg.cluster}-c{cfg.ctas}")
+            f"-s{cfg.stages}-x{cfg.cluster}-c{cfg.ctas}{'-sk' if cfg.stream_k else ''}")
 
 
 def build(name: str, geometry: Conv2dGeometry, cfg: GemmConfig, dump: Path | None):
@@ -196,17 +210,25 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
             executable = build(name, g, cfg, dump).executable["main"]
             y = torch.full(g.output_shape, float("nan"), device="cuda", dtype=torch_dtype)
             args = [tvm.runtime.from_dlpack(t) for t in (x, filter_2d, y)]
+            args += workspace(cfg, tvm.cuda(0))
             executable(*args)
             torch.cuda.synchronize()
             ok, worst = worst_over_bound(torch, y, reference, bound)
             ms, median = time_kernel(torch, lambda args=args: executable(*args), launches,
                                      repetitions, runs, 5)
+            # Y again after the timed launches (a stream-K run reuses its workspace), and
+            # the workspace's flags left clean.
+            torch.cuda.synchronize()
+            ok_after, worst_after = worst_over_bound(torch, y, reference, bound)
+            check_workspace_left_clean(cfg, args[3:])
+            ok, worst = ok and ok_after, max(worst, worst_after)
             rows.append({
                 "layer": name, "geometry": g.describe(), "dtype": dtype,
                 "gemm": f"{g.gemm_m}x{g.k}x{g.gemm_k}",
                 "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
                 "epilogue_n": cfg.epilogue_cols, "stages": cfg.stages,
                 "cluster": cfg.cluster, "ctas": cfg.ctas, "tiles": cfg.num_tiles,
+                "stream_k": cfg.stream_k,
                 "correct": ok, "worst_error_over_bound": round(worst, 4),
                 "ms": round(ms, 5), "median_ms": round(median, 5),
                 "tflops": round(g.flops / ms / 1e9, 1),
@@ -256,6 +278,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--stages", type=int)
     parser.add_argument("--schedule", choices=("cooperative", "pingpong"))
     parser.add_argument("--cluster", type=int, choices=(1, 2))
+    parser.add_argument("--stream-k", action="store_true", default=None,
+                        help="every CTA an equal run of the K steps (stream-K)")
     parser.add_argument("--ctas", type=int, help="persistent CTAs (default: one per SM; "
                                                  "132 with --compile-only)")
     args = parser.parse_args(argv)
@@ -263,6 +287,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 ("stages", args.stages),
                                                 ("schedule", args.schedule),
                                                 ("cluster", args.cluster),
+                                                ("stream_k", args.stream_k),
                                                 ("ctas", args.ctas))
                if value is not None}
     problems = args.problem or PROBLEMS
@@ -274,7 +299,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'layer':27} {'tiling':44} {'ok':5} {'err/bd':>6} {'TFLOP/s':>8} {'median':>8} "
           f"{'cuDNN':>7} {'x cuDNN':>7} {'issue':>6}")
     for row in rows:
-        tiling = (f"{row['schedule'][:4]} {row['block_m']}x{row['block_n']} "
+        tiling = (f"{'sk' if row['stream_k'] else row['schedule'][:4]} "
+                  f"{row['block_m']}x{row['block_n']} "
                   f"C{row['epilogue_n']} st{row['stages']} x{row['cluster']} "
                   f"({row['tiles']} tiles)")
         print(f"{row['layer']:27} {tiling:44} {row['correct']!s:5} "

@@ -28,6 +28,7 @@ import tvm_tma  # noqa: F401  (registers dispatch="tma")
 from tvm_tma.kernels.gemm import gemm_kernel
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.reference import OUTPUT_EPS, error_bound
+from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.timing import per_launch_median
 
@@ -66,6 +67,16 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                 except ValueError:
                     continue
                 found.append(cfg)
+        if schedule == "cooperative" and block_m == 128:
+            # Stream-K: the same tiles, every CTA an equal run of K steps.
+            streamed = replace(base, schedule=schedule, block_m=block_m, block_n=block_n,
+                               stages=stages, epilogue_n=epilogue_n, cluster=1, split_k=1,
+                               stream_k=True)
+            try:
+                streamed.check()
+            except ValueError:
+                continue
+            found.append(streamed)
     return found
 
 
@@ -108,9 +119,10 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, runs: int,
             # first (the memset is part of the time). Otherwise C starts as NaN poison.
             fill = 0.0 if cfg.split_k > 1 else float("nan")
             c = torch.full((m, n), fill, device="cuda", dtype=torch_dtype)
-            args = [tvm.runtime.from_dlpack(t) for t in (a, b, c)]
+            args = [tvm.runtime.from_dlpack(t) for t in (a, b, c)] + workspace(cfg, device)
             executable(*args)
             device.sync()
+            check_workspace_left_clean(cfg, args[3:])
             ok, worst = check(torch, c, a, b_kn, reference, magnitude, cfg)
 
             def launch(args=args, c=c, split=cfg.split_k > 1):
@@ -124,7 +136,7 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, runs: int,
                 "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
                 "stages": cfg.stages, "group_m": cfg.group_m,
                 "epilogue_n": cfg.epilogue_cols, "cluster": cfg.cluster,
-                "split_k": cfg.split_k,
+                "split_k": cfg.split_k, "stream_k": cfg.stream_k,
                 "correct": ok, "worst_error_over_bound": round(worst, 4),
                 "ms": round(ms, 4), "tflops": round(flops / ms / 1e9, 1),
                 "torch_ms": round(torch_ms, 4),
@@ -147,12 +159,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schedule", choices=("cooperative", "pingpong"))
     parser.add_argument("--cluster", type=int, choices=(1, 2))
     parser.add_argument("--split-k", type=int)
+    parser.add_argument("--stream-k", action="store_true", default=None,
+                        help="every CTA an equal run of the problem's K steps")
     parser.add_argument("--ctas", type=int, help="persistent CTAs (default: one per SM)")
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     options = {name: value for name, value in (("schedule", args.schedule),
                                                 ("cluster", args.cluster),
                                                 ("split_k", args.split_k),
+                                                ("stream_k", args.stream_k),
                                                 ("ctas", args.ctas))
                if value is not None}
     problems = ([tuple(int(x) for x in p.split("x")) for p in args.problem]
@@ -168,7 +183,8 @@ def main(argv: list[str] | None = None) -> int:
                         count += 1
                         print(f"{m}x{n}x{k} {dtype} {b_layout} {cfg.schedule} "
                               f"{cfg.block_m}x{cfg.block_n} stages={cfg.stages} "
-                              f"cluster={cfg.cluster} split_k={cfg.split_k}: "
+                              f"cluster={cfg.cluster} split_k={cfg.split_k} "
+                              f"stream_k={cfg.stream_k}: "
                               f"{len(cubin)} bytes of sm_90a cubin")
         print(f"{count} kernels assembled")
         return 0

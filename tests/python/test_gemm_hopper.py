@@ -68,13 +68,22 @@ CASES = [
     GemmConfig(1000, 2000, 3000, split_k=2),
     GemmConfig(256, 264, 320, split_k=3, b_layout="kn", dtype="float16", ctas=7),
     GemmConfig(520, 648, 1000, split_k=2, cluster=2, ctas=10),
+    # Stream-K: every CTA an equal run of K steps; tiles cut between runs are finished by
+    # the CTA holding their K step 0. Many tiles per run (ctas=7), a tile shared by four
+    # runs (ctas=20, K x N B, fp16), each tile cut into ~17 runs (M = 49, 8 tiles for 132
+    # CTAs: the ResNet 7x7x512 shape at one image), and the 1000x2000x3000 problem.
+    GemmConfig(520, 648, 1000, stream_k=True, ctas=7),
+    GemmConfig(256, 264, 4096, block_n=128, stages=6, epilogue_n=0, b_layout="kn",
+               dtype="float16", stream_k=True, ctas=20),
+    GemmConfig(49, 512, 4608, block_n=64, stages=8, epilogue_n=0, stream_k=True),
+    GemmConfig(1000, 2000, 3000, block_n=128, stages=6, epilogue_n=0, stream_k=True),
 ]
 
 
 def _name(cfg: GemmConfig) -> str:
     return (f"{cfg.m}x{cfg.n}x{cfg.k}-{cfg.dtype}-{cfg.b_layout}-bm{cfg.block_m}"
             f"-bn{cfg.block_n}-s{cfg.stages}-e{cfg.epilogue_cols}-c{cfg.ctas}"
-            f"-{cfg.schedule}-x{cfg.cluster}-k{cfg.split_k}")
+            f"-{cfg.schedule}-x{cfg.cluster}-k{cfg.split_k}{'-sk' if cfg.stream_k else ''}")
 
 
 @pytest.fixture(scope="module", params=CASES, ids=_name)
@@ -146,6 +155,65 @@ def test_gemm_issues_the_expected_instructions(built):
                      **{str(cfg.stages + s): str(arrivals) for s in range(cfg.stages)}}
 
 
+def test_stream_k_publishes_with_release_and_gathers_with_acquire(built):
+    """A stream-K kernel hands partial tiles over through the workspace: a peer's consumer
+    threads store their accumulators, meet at named barrier 1 and one thread releases the
+    flag at GPU scope; the owner spins on an acquire load of it, resets it, and meets the
+    others at the same barrier before they read the slot. Other kernels take neither
+    extra argument nor any GPU-scope synchronization."""
+    cfg, kernel = built
+    src = kernel.cuda_source
+    assert ("st.release.gpu.global.b32 [%0], %1;" in src) == cfg.stream_k
+    assert ("ld.acquire.gpu.global.b32 %0, [%1];" in src) == cfg.stream_k
+    assert ("partials_ptr" in src) == cfg.stream_k and ("flags_ptr" in src) == cfg.stream_k
+    if not cfg.stream_k:
+        return
+    body = src[src.index("tvm_builtin_ptx_setmaxnreg_inc_sync_aligned_u32_232();"):]
+    publish = body.index("tvm_builtin_ptx_st_release_gpu_global_b32(")
+    barrier = body.rindex("tvm_builtin_ptx_bar_sync_count_sync((uint)1, (uint)256);", 0,
+                          publish)
+    assert body.rindex("partials_ptr[", 0, barrier) > body.rindex("wait_group_sync_aligned_0",
+                                                                  0, barrier)
+    spin = body.index("tvm_builtin_ptx_ld_acquire_gpu_global_b32_s32(flag_ptr[0], (&(flags_ptr[")
+    after_spin = body[spin:]
+    reset = after_spin.index("flags_ptr[", len("tvm_builtin_ptx_ld_acquire"))
+    gather_barrier = after_spin.index("tvm_builtin_ptx_bar_sync_count_sync((uint)1, (uint)256);")
+    first_read = after_spin.index("partials_ptr[")
+    assert reset < gather_barrier < first_read
+
+
+def _stream_k_runs(cfg: GemmConfig) -> list[tuple[int, int]]:
+    return [(cfg.stream_k_start(b), cfg.stream_k_start(b + 1)) for b in range(cfg.ctas)]
+
+
+@pytest.mark.parametrize("cfg", [c for c in CASES if c.stream_k] + [
+    GemmConfig(1568, 512, 4608, block_n=128, stages=6, epilogue_n=0, stream_k=True),
+    GemmConfig(300, 64, 640, block_n=64, epilogue_n=0, stream_k=True, ctas=7)], ids=_name)
+def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
+    """The runs of :func:`stream_k_run` tile the problem's K steps; a run holds at most one
+    tile it did not start (its first: it publishes at most once per launch), and the CTAs
+    the owner gathers from (``peer * iterations // ctas < tile_end``, at most
+    ``stream_k_peers`` of them) are exactly the ones that computed a part of its tile."""
+    cfg.check()
+    runs = _stream_k_runs(cfg)
+    assert runs[0][0] == 0 and runs[-1][1] == cfg.iterations
+    assert all(end > first for first, end in runs)
+    assert all(runs[b][1] == runs[b + 1][0] for b in range(cfg.ctas - 1))
+    steps = cfg.k_steps
+    for owner, (first, end) in enumerate(runs):
+        for tile in range(first // steps, (end + steps - 1) // steps):
+            begin = max(first - tile * steps, 0)
+            if begin > 0:
+                assert tile == first // steps, "a run starts inside only its first tile"
+                continue
+            tile_end = tile * steps + steps
+            computed = {b for b, (f, e) in enumerate(runs) if f < tile_end and e > tile * steps}
+            gathered = {owner + 1 + p for p in range(cfg.stream_k_peers)
+                        if owner + 1 + p < cfg.ctas
+                        and (owner + 1 + p) * cfg.iterations // cfg.ctas < tile_end}
+            assert gathered == computed - {owner}
+
+
 @pytest.mark.parametrize("bad, rule", [
     (dict(n=1001), "n=1001: N and K must be positive multiples of 8"),
     (dict(k=12), "k=12: N and K must be positive multiples of 8"),
@@ -171,6 +239,12 @@ def test_gemm_issues_the_expected_instructions(built):
     (dict(cluster=2, ctas=133), "ctas=133: a multiple of cluster=2"),
     (dict(k=320, split_k=4), "split_k=4: 1 up to the point where every part keeps at least "
                              "one of the 5 K steps"),
+    (dict(block_n=128, schedule="pingpong", stream_k=True),
+     "stream_k with schedule='pingpong': stream-K shares K steps between CTAs of the "
+     "cooperative schedule only"),
+    (dict(stream_k=True, cluster=2), "stream_k with cluster=2, split_k=1"),
+    (dict(k=320, stream_k=True, split_k=2), "stream_k with cluster=1, split_k=2"),
+    (dict(stream_k=True), "stream_k: 8 K steps for ctas=132: every CTA needs at least one"),
 ])
 def test_gemm_refuses_configurations_it_cannot_run(bad, rule):
     params = dict(m=256, n=256, k=256) | bad

@@ -41,6 +41,7 @@ from ..conv import Conv2dGeometry
 from .gemm import gemm_kernel
 from .gemm_config import MAX_SHARED, GemmConfig
 from .reference import OUTPUT_EPS, error_bound
+from .stream_k import check_workspace_left_clean, workspace
 
 #: Input/output element types the kernel takes (the GEMM's: 16-bit, one 128-byte swizzle
 #: row per 64-column K block).
@@ -264,17 +265,28 @@ def run(geometry: Conv2dGeometry, cfg: GemmConfig, seed: int = 0) -> Conv2dRun:
     """Build and launch the conv2d of ``geometry`` with ``cfg`` on random inputs, on device
     0; returns Y, the fp32 reference and the bound (:class:`Conv2dRun`: ``.ok`` says
     whether every element is inside its bound). Y starts as NaN poison, so an element the
-    kernel never writes fails the check."""
+    kernel never writes fails the check. A stream-K configuration is launched twice (other
+    data first) on one workspace, whose flags must be left at zero."""
     from tvm_tma.testing.runner import compile_kernel
 
     kernel = compile_kernel(conv2d_kernel(geometry, cfg)).executable["main"]
     x, f = random_inputs(geometry, cfg.dtype, seed)
     device = tvm.cuda(0)
-    y = tvm.runtime.tensor(np.full(geometry.output_shape, np.nan, dtype=x.dtype), device)
+    poison = np.full(geometry.output_shape, np.nan, dtype=x.dtype)
+    y = tvm.runtime.tensor(poison, device)
+    extra = workspace(cfg, device)
+    if cfg.stream_k:
+        # A first launch on other data: the checked one reuses the workspace it left.
+        other_x, other_f = random_inputs(geometry, cfg.dtype, seed + 1)
+        kernel(tvm.runtime.tensor(other_x, device),
+               tvm.runtime.tensor(np.ascontiguousarray(other_f.reshape(geometry.filter_shape)),
+                                  device),
+               tvm.runtime.tensor(poison, device), *extra)
     kernel(tvm.runtime.tensor(x, device),
            tvm.runtime.tensor(np.ascontiguousarray(f.reshape(geometry.filter_shape)), device),
-           y)
+           y, *extra)
     device.sync()
+    check_workspace_left_clean(cfg, extra)
     reference, magnitude = conv2d_reference(x, f, geometry)
     bound = conv2d_error_bound(reference, magnitude, geometry, cfg.dtype)
     return Conv2dRun(y.numpy().astype(np.float32), reference, bound, x, f)

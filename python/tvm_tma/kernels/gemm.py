@@ -88,13 +88,23 @@ from tvm_tma.pipeline import TmaPipeline
 from .epilogue import c_stage_layout, make_store_unit
 from .gemm_config import CONSUMER_REGISTERS, PRODUCER_REGISTERS, WARPGROUP, GemmConfig
 from .operands import AOperand
-from .scheduler import rounds, unit_coordinates, unit_of
-from .wgmma import make_mma_unit, swizzled_layout
+from .scheduler import (
+    rounds,
+    stream_k_run,
+    stream_k_segment,
+    stream_k_tile_coordinates,
+    stream_k_tiles,
+    unit_coordinates,
+    unit_of,
+)
+from .stream_k import make_fixup, workspace_shapes
+from .wgmma import make_mma_steps, make_mma_unit, swizzled_layout
 
 
-def make_load_unit(cfg: GemmConfig) -> Callable[..., None]:
-    """``load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank)``: the producer's
-    loads for work unit ordinal ``j`` (tile (``mb``, ``nb``), K part ``part``).
+def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
+    """``load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank)``: the
+    producer's loads for ``count`` consecutive ring uses ``it0 ..`` holding K steps
+    ``k_step0 ..`` of tile (``mb``, ``nb``).
 
     One ring slot per K step: acquire the slot, announce both tiles' bytes on its "full"
     barrier, then TMA-load the A tile (``block_m x block_k`` of ``A``, whatever layout
@@ -103,17 +113,17 @@ def make_load_unit(cfg: GemmConfig) -> Callable[..., None]:
     the shared B tile and multicasts it into every CTA's slot (``multicast=rank``).
     """
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
-    steps, cluster = cfg.steps_per_unit, cfg.cluster
+    cluster = cfg.cluster
     kn = cfg.b_layout == "kn"
     tile_bytes = cfg.a_tile_bytes + cfg.b_tile_bytes
 
     # fmt: off
     @T.inline
-    def load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank):
-        for ks in T.serial(steps):
-            it = T.meta_var(j * steps + ks)
+    def load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank):
+        for ks in T.serial(count):
+            it = T.meta_var(it0 + ks)
             s = T.meta_var(ring.slot(it))
-            k0 = T.meta_var((part * steps + ks) * bk)
+            k0 = T.meta_var((k_step0 + ks) * bk)
             ring.producer_acquire(it)
             ring.producer_commit(it, tile_bytes)
             Tx.copy_async(a_ring[s, :, :], A[mb * bm:mb * bm + bm, k0:k0 + bk],
@@ -135,12 +145,27 @@ def make_load_unit(cfg: GemmConfig) -> Callable[..., None]:
                 Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
                               dispatch="tma", mbar=ring.full_barrier(it), oob="zero")
     # fmt: on
+    return load_steps
+
+
+def make_load_unit(cfg: GemmConfig) -> Callable[..., None]:
+    """``load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank)``: the producer's
+    loads (:func:`make_load_steps`) for work unit ordinal ``j``: tile (``mb``, ``nb``), K
+    part ``part``, on ring uses ``j * steps ..`` (``steps = cfg.steps_per_unit``)."""
+    steps = cfg.steps_per_unit
+    load_steps = make_load_steps(cfg)
+
+    @T.inline
+    def load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank):
+        load_steps(ring, a_ring, b_ring, A, B, j * steps, part * steps, steps, mb, nb, rank)
+
     return load_unit
 
 
 def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.PrimFunc:
     """The persistent warp-specialized GEMM of ``cfg`` as a TVMScript PrimFunc
-    ``gemm(A, B, C)``.
+    ``gemm(A, B, C)``, or with ``cfg.stream_k`` ``gemm(A, B, C, partials, flags)`` (the
+    workspace of :mod:`.stream_k`, from :func:`.stream_k.workspace`).
 
     ``a_operand`` None: A is the row-major (M, K) kernel argument. Otherwise the first
     argument is ``a_operand``'s tensor (``argument_shape``, ``argument_layout``) and the A
@@ -150,12 +175,59 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
     """
     cfg.check()
     m, n, k, dtype = cfg.m, cfg.n, cfg.k, cfg.dtype
+    b_shape = (k, n) if cfg.b_layout == "kn" else (n, k)
+    if a_operand is None:
+        a_shape, a_layout = (m, k), TileLayout(S[m, k])
+    else:
+        a_shape, a_layout = tuple(a_operand.argument_shape), a_operand.argument_layout
+    body = make_kernel_body(cfg, a_operand)
+    partials_shape, flags_shape = workspace_shapes(cfg)
+
+    # fmt: off
+    if cfg.stream_k:
+        @T.prim_func
+        def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, P_ptr: T.handle,
+                 F_ptr: T.handle):
+            # The A argument is named X when the loads read a view of it.
+            if a_operand is None:
+                A = T.match_buffer(A_ptr, a_shape, dtype, layout=a_layout)
+                a_arg = T.meta_var(A)
+            else:
+                X = T.match_buffer(A_ptr, a_shape, dtype, layout=a_layout)
+                a_arg = T.meta_var(X)
+            B = T.match_buffer(B_ptr, b_shape, dtype, layout=TileLayout(S[b_shape]))
+            C = T.match_buffer(C_ptr, (m, n), dtype, layout=TileLayout(S[m, n]))
+            partials = T.match_buffer(P_ptr, partials_shape, "float32")
+            flags = T.match_buffer(F_ptr, flags_shape, "int32")
+            body(a_arg, B, C, partials, flags)
+    else:
+        @T.prim_func
+        def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
+            # The A argument is named X when the loads read a view of it.
+            if a_operand is None:
+                A = T.match_buffer(A_ptr, a_shape, dtype, layout=a_layout)
+                a_arg = T.meta_var(A)
+            else:
+                X = T.match_buffer(A_ptr, a_shape, dtype, layout=a_layout)
+                a_arg = T.meta_var(X)
+            B = T.match_buffer(B_ptr, b_shape, dtype, layout=TileLayout(S[b_shape]))
+            C = T.match_buffer(C_ptr, (m, n), dtype, layout=TileLayout(S[m, n]))
+            body(a_arg, B, C, None, None)
+    # fmt: on
+    return gemm
+
+
+def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..., None]:
+    """``body(A_arg, B, C, partials, flags)``: the whole kernel after its arguments are
+    matched (every match_buffer precedes the A view's decl_buffer here: a declaration
+    opens a frame, after which no argument can be matched). ``partials`` and ``flags``
+    are None but with stream-K."""
+    m, k, dtype = cfg.m, cfg.k, cfg.dtype
     bm, bn, bk, stages = cfg.block_m, cfg.block_n, cfg.block_k, cfg.stages
     ctas, cluster, workers, units = cfg.ctas, cfg.cluster, cfg.workers, cfg.work_units
     n_rounds = rounds(cfg)
-    pingpong = cfg.schedule == "pingpong"
+    pingpong, stream_k = cfg.schedule == "pingpong", cfg.stream_k
     elem = cfg.element_bytes
-    b_shape = (k, n) if cfg.b_layout == "kn" else (n, k)
     b_slot = (bk, bn) if cfg.b_layout == "kn" else (bn, bk)
     en, c_stages = cfg.epilogue_cols, cfg.c_stages
     a_offset, b_offset = cfg.a_ring_start // elem, cfg.b_ring_start // elem
@@ -163,29 +235,24 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
     a_layout = swizzled_layout(dtype, (stages, bm, bk))
     b_layout = swizzled_layout(dtype, (stages, *b_slot))
     c_layout = c_stage_layout(cfg)
-    # The A argument and its view, read only when a_operand is given (the ifs on a_operand
-    # in the PrimFunc are decided while it is parsed).
-    x_shape = x_layout = view_layout = view_offset = None
+    # The A view, read only when a_operand is given (the ifs on a_operand and stream_k in
+    # the body are decided while it is parsed).
+    view_layout = view_offset = None
     if a_operand is not None:
-        x_shape, x_layout = tuple(a_operand.argument_shape), a_operand.argument_layout
         view_layout, view_offset = a_operand.view_layout, a_operand.view_elem_offset
-    load_unit = make_load_unit(cfg)
-    mma_unit = make_mma_unit(cfg)
+    load_unit, load_steps = make_load_unit(cfg), make_load_steps(cfg)
+    mma_unit, mma_steps = make_mma_unit(cfg), make_mma_steps(cfg)
     store_unit = make_store_unit(cfg)
+    publish, gather = make_fixup(cfg) if stream_k else (None, None)
+    k_steps = cfg.k_steps
 
     # fmt: off
-    @T.prim_func
-    def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
-        # Every match_buffer precedes the A view's decl_buffer: a declaration opens a frame,
-        # after which no argument can be matched.
+    @T.inline
+    def body(A_arg, B, C, partials, flags):
         if a_operand is None:
-            A = T.match_buffer(A_ptr, (m, k), dtype, layout=TileLayout(S[m, k]))
+            A = T.meta_var(A_arg)
         else:
-            X = T.match_buffer(A_ptr, x_shape, dtype, layout=x_layout)
-        B = T.match_buffer(B_ptr, b_shape, dtype, layout=TileLayout(S[b_shape]))
-        C = T.match_buffer(C_ptr, (m, n), dtype, layout=TileLayout(S[m, n]))
-        if a_operand is not None:
-            A = T.decl_buffer((m, k), dtype, X.data, elem_offset=view_offset,
+            A = T.decl_buffer((m, k), dtype, A_arg.data, elem_offset=view_offset,
                               layout=view_layout)
         T.device_entry()
         if cluster > 1:
@@ -207,6 +274,8 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
         acc = T.alloc_local((cfg.accumulators,), "float32")
         desc_a = T.alloc_local((1,), "uint64")
         desc_b = T.alloc_local((1,), "uint64")
+        if stream_k:
+            flag = T.alloc_local((1,), "int32")
         ring = TmaPipeline(full, empty, stages, consumers=cfg.ring_consumers,
                            cluster=cluster)
         warpgroup = T.meta_var(tid // WARPGROUP)
@@ -224,15 +293,43 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
         if warpgroup == 0:
             T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGISTERS)
             if tid == 0:
-                for j in T.serial(n_rounds):
-                    unit = T.meta_var(unit_of(cfg, worker, j))
-                    if unit < units:
-                        mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, rank))
-                        load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank)
+                if stream_k:
+                    # The K steps of this CTA's run, tile by tile; ring use = step - first.
+                    first, end = T.meta_var(stream_k_run(cfg, worker))
+                    lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
+                    for t in T.serial(lo, hi):
+                        kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
+                        mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t))
+                        load_steps(ring, a_ring, b_ring, A, B, t * k_steps + kb - first, kb,
+                                   ke - kb, mb, nb, rank)
+                else:
+                    for j in T.serial(n_rounds):
+                        unit = T.meta_var(unit_of(cfg, worker, j))
+                        if unit < units:
+                            mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, rank))
+                            load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank)
         else:
             T.ptx.setmaxnreg.inc.sync.aligned.u32(CONSUMER_REGISTERS)
             consumer = T.meta_var(warpgroup - 1)
-            if pingpong:
+            if stream_k:
+                # Each tile of the run: its K steps here, then either publish them (a tile
+                # this run did not start) or gather the peers' and store the tile.
+                first, end = T.meta_var(stream_k_run(cfg, worker))
+                lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
+                for t in T.serial(lo, hi):
+                    kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
+                    mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t))
+                    mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b,
+                              t * k_steps + kb - first, ke - kb, consumer * 64, lane)
+                    if kb > 0:
+                        publish(partials, flags, acc, worker, tid - WARPGROUP)
+                    else:
+                        if ke < k_steps:
+                            gather(partials, flags, acc, flag, worker, t * k_steps + k_steps,
+                                   tid - WARPGROUP)
+                        store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
+                                   tid == WARPGROUP)
+            elif pingpong:
                 # Each warpgroup takes every other unit of this CTA, whole; the mainloops
                 # take turns (named barrier 3 + c: "warpgroup c may start its mainloop"),
                 # so one warpgroup's epilogue overlaps the other's MMAs.
@@ -262,4 +359,4 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
             # No CTA exits while a peer may still multicast into it or arrive on its barriers.
             T.cuda.cluster_sync()
     # fmt: on
-    return gemm
+    return body

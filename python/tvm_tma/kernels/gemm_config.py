@@ -60,6 +60,12 @@ class GemmConfig:
     #: Parts K is cut into. With more than one, each part's product is added into C with a
     #: TMA reduce-add store: the kernel computes C += A @ B (C must hold zeros for C = A @ B).
     split_k: int = 1
+    #: Stream-K: the ``num_tiles * k_steps`` K steps of the problem are cut into ``ctas``
+    #: equal runs, one per CTA, tile after tile, so every SM has the same work whatever the
+    #: tile count (no wave quantization). A tile whose K steps fall to several CTAs is
+    #: finished by the one that started it (its K step 0), which adds the others' fp32
+    #: partial tiles from a workspace (:mod:`.stream_k`) before the epilogue.
+    stream_k: bool = False
 
     @classmethod
     def for_problem(cls, m: int, n: int, k: int, **options) -> GemmConfig:
@@ -128,6 +134,29 @@ class GemmConfig:
         """K steps of one work unit (the last part's trailing ones lie past K: TMA fills
         them with zeros, so every unit runs the same number of ring uses)."""
         return math.ceil(self.k_steps / self.split_k)
+
+    @property
+    def iterations(self) -> int:
+        """K steps of the whole problem: what stream-K shares out among the CTAs."""
+        return self.num_tiles * self.k_steps
+
+    def stream_k_start(self, cta: int) -> int:
+        """First K step (of :attr:`iterations`) of CTA ``cta``'s stream-K run; CTA ``cta``
+        computes steps ``stream_k_start(cta) .. stream_k_start(cta + 1) - 1``."""
+        return cta * self.iterations // self.ctas
+
+    @property
+    def stream_k_peers(self) -> int:
+        """Most CTAs besides the one that starts a tile that may each compute a part of it
+        (a run is at least ``iterations // ctas`` steps, and the starter has at least one
+        of the tile's ``k_steps``)."""
+        shortest = self.iterations // self.ctas
+        return min(self.ctas - 1, math.ceil((self.k_steps - 1) / shortest))
+
+    @property
+    def partial_floats(self) -> int:
+        """fp32 values of one CTA's partial tile in the stream-K workspace."""
+        return self.block_m * self.block_n
 
     @property
     def threads(self) -> int:
@@ -242,9 +271,28 @@ class GemmConfig:
         if self.split_k < 1 or (self.split_k - 1) * self.steps_per_unit >= self.k_steps:
             raise ValueError(f"split_k={self.split_k}: 1 up to the point where every part "
                              f"keeps at least one of the {self.k_steps} K steps")
+        if self.stream_k:
+            self._check_stream_k()
         if self.group_m < 1 or self.ctas < 1:
             raise ValueError(f"group_m={self.group_m}, ctas={self.ctas}: both at least 1")
         if self.shared_bytes > MAX_SHARED:
             raise ValueError(f"{self.stages} stages of {self.block_m}x{self.block_n}x"
                              f"{self.block_k} tiles need {self.shared_bytes} bytes of shared "
                              f"memory (> {MAX_SHARED})")
+
+    def _check_stream_k(self) -> None:
+        """Stream-K runs the cooperative schedule of single CTAs over whole K, and needs at
+        least one K step per CTA; its step numbers are 32-bit."""
+        if self.schedule != "cooperative":
+            raise ValueError(f"stream_k with schedule={self.schedule!r}: stream-K shares "
+                             f"K steps between CTAs of the cooperative schedule only")
+        if self.cluster != 1 or self.split_k != 1:
+            raise ValueError(f"stream_k with cluster={self.cluster}, split_k="
+                             f"{self.split_k}: stream-K is its own K split, of single CTAs "
+                             f"(cluster=1, split_k=1)")
+        if self.iterations < self.ctas:
+            raise ValueError(f"stream_k: {self.iterations} K steps for ctas={self.ctas}: "
+                             f"every CTA needs at least one (use fewer CTAs)")
+        if self.iterations * self.ctas >= 2**31:
+            raise ValueError(f"stream_k: {self.iterations} K steps times ctas={self.ctas} "
+                             f"overflows the kernel's 32-bit run arithmetic")

@@ -15,6 +15,7 @@ import tvm
 
 from .gemm import gemm_kernel
 from .gemm_config import GemmConfig
+from .stream_k import check_workspace_left_clean, workspace
 
 #: Relative rounding of one output element (C is rounded from fp32 to the input type).
 OUTPUT_EPS = {"bfloat16": 2.0**-8, "float16": 2.0**-11}
@@ -62,9 +63,10 @@ def error_bound(ref, magnitude, k: int, dtype: str, split_k: int = 1, parts=None
 def run(cfg: GemmConfig, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Build and launch ``cfg`` on random data; returns (C, fp32 reference, bound).
 
-    C starts as NaN poison, so an element the kernel never writes fails the check; with
-    split-K (which computes C += A @ B) it starts as random values instead, and the
-    reference includes them.
+    C starts as NaN poison, so an element the kernel never writes fails the check; a
+    stream-K configuration is launched twice (other data first) on one workspace, whose
+    flags must be left at zero; with split-K (which computes C += A @ B) C starts as
+    random values instead, and the reference includes them.
     """
     import ml_dtypes
 
@@ -82,8 +84,16 @@ def run(cfg: GemmConfig, seed: int = 0) -> tuple[np.ndarray, np.ndarray, np.ndar
     device = tvm.cuda(0)
     c = tvm.runtime.tensor(initial, device)
     kernel = compile_kernel(gemm_kernel(cfg)).executable["main"]
-    kernel(tvm.runtime.tensor(a, device), tvm.runtime.tensor(b, device), c)
+    extra = workspace(cfg, device)
+    if cfg.stream_k:
+        # A first launch on other data: the checked one then reuses a workspace that a
+        # launch has left behind, as back-to-back launches do.
+        other = [rng.standard_normal(x.shape).astype(np_type) for x in (a, b)]
+        kernel(*[tvm.runtime.tensor(x, device) for x in other],
+               tvm.runtime.tensor(initial, device), *extra)
+    kernel(tvm.runtime.tensor(a, device), tvm.runtime.tensor(b, device), c, *extra)
     device.sync()
+    check_workspace_left_clean(cfg, extra)
     ref, magnitude = reference(a, b, cfg.b_layout)
     if cfg.split_k == 1:
         return c.numpy().astype(np.float32), ref, error_bound(ref, magnitude, cfg.k,

@@ -11,6 +11,12 @@ one moment share A row blocks and B column blocks in L2; the CTAs of a cluster t
 vertically adjacent row blocks of one column block (:func:`unit_coordinates`), the ones that
 need the same B tile, which they then load once and multicast.
 
+With ``stream_k`` there are no work units: the problem's K steps (every tile's, tile after
+tile in the same grouped order) are cut into one run per CTA (:func:`stream_k_run`), and a
+CTA walks the tiles its run touches (:func:`stream_k_tiles`), computing the K steps of each
+that are in its run (:func:`stream_k_segment`). A tile cut between runs is finished by the
+CTA whose run holds its K step 0 (:mod:`.stream_k`).
+
 Producer and consumers call the same functions on the same unit numbers, which is what
 keeps their ring counters (``it = j * steps + k``) in step without any communication. The
 functions are TVMScript expression builders: called inside a ``@T.prim_func`` (through
@@ -61,3 +67,32 @@ def unit_coordinates(cfg: GemmConfig, unit, rank):
     tile, part = unit // split_k, unit % split_k
     mg, nb = tile_coordinates(tile, cfg.m_groups, cfg.n_blocks, cfg.group_m)
     return mg * cluster + rank, nb, part
+
+
+def stream_k_run(cfg: GemmConfig, worker):
+    """(first, end) K steps of worker ``worker``'s stream-K run, numbered over the whole
+    problem (step ``g`` is K step ``g % k_steps`` of tile ``g // k_steps``): the problem's
+    :attr:`~.gemm_config.GemmConfig.iterations` cut into ``ctas`` runs that differ by at
+    most one step."""
+    total, ctas = cfg.iterations, cfg.ctas
+    return worker * total // ctas, (worker + 1) * total // ctas
+
+
+def stream_k_tiles(cfg: GemmConfig, first, end):
+    """The range of tiles a stream-K run ``first .. end - 1`` touches (its first and last
+    may be partial)."""
+    steps = cfg.k_steps
+    return first // steps, (end + steps - 1) // steps
+
+
+def stream_k_segment(cfg: GemmConfig, tile, first, end):
+    """(begin, end) K steps of ``tile`` inside the run ``first .. end - 1``: the whole tile
+    (0, k_steps) but at the run's two ends."""
+    steps = cfg.k_steps
+    return T.max(first - tile * steps, 0), T.min(end - tile * steps, steps)
+
+
+def stream_k_tile_coordinates(cfg: GemmConfig, tile):
+    """(row block, column block) of a stream-K tile: the grouped order of
+    :func:`tile_coordinates`."""
+    return tile_coordinates(tile, cfg.m_blocks, cfg.n_blocks, cfg.group_m)

@@ -97,16 +97,20 @@ def make_release(cfg: GemmConfig) -> Callable[..., None]:
     return release
 
 
-def make_mma_unit(cfg: GemmConfig) -> Callable[..., None]:
-    """``mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, row0, lane)``: one consumer
-    warpgroup's mainloop over work unit ordinal ``j``.
+def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
+    """``mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, count, row0, lane)``: one
+    consumer warpgroup's mainloop over ``count`` consecutive ring uses ``it0 ..
+    it0 + count - 1`` (``count`` at least 1, a constant or an expression).
 
-    It computes rows ``row0 .. row0 + consumer_rows - 1`` of the slot's A tile times the B
-    tile into ``acc`` (``cfg.accumulators`` fp32 registers per thread, in the wgmma
-    fragment order the epilogue reads), overwriting ``acc`` at the first k16 step.
-    ``desc_a`` / ``desc_b`` are one-element uint64 local buffers for the descriptors.
+    It computes rows ``row0 .. row0 + consumer_rows - 1`` of each slot's A tile times its B
+    tile into ``acc`` (``cfg.accumulators`` fp32 registers per thread, in the wgmma fragment
+    order the epilogue reads), overwriting ``acc`` at the first k16 step: the sum of the
+    ``count`` K steps' products. ``desc_a`` / ``desc_b`` are one-element uint64 local
+    buffers for the descriptors. A work unit is ``steps_per_unit`` uses
+    (:func:`make_mma_unit`); a stream-K segment is whatever part of a tile's K steps the
+    CTA's run holds.
     """
-    steps, bn, bk = cfg.steps_per_unit, cfg.block_n, cfg.block_k
+    bn, bk = cfg.block_n, cfg.block_k
     m_sub = cfg.consumer_rows // 64
     kn = cfg.b_layout == "kn"
     ptx_type = "bf16" if cfg.dtype == "bfloat16" else "f16"
@@ -118,11 +122,11 @@ def make_mma_unit(cfg: GemmConfig) -> Callable[..., None]:
 
     # fmt: off
     @T.inline
-    def mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, row0, lane):
+    def mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, count, row0, lane):
         # Wait for each slot, run its MMAs, and release the previous slot once the group
         # that read it has retired.
-        for ks in T.serial(steps):
-            it = T.meta_var(j * steps + ks)
+        for ks in T.serial(count):
+            it = T.meta_var(it0 + ks)
             s = T.meta_var(ring.slot(it))
             ring.consumer_wait(it)
             T.cuda.wgmma.encode_matrix_descriptor(
@@ -144,6 +148,21 @@ def make_mma_unit(cfg: GemmConfig) -> Callable[..., None]:
             if ks > 0:
                 release(ring, it - 1, lane)
         T.ptx.wgmma.wait_group.sync.aligned(0)
-        release(ring, j * steps + steps - 1, lane)
+        release(ring, it0 + count - 1, lane)
     # fmt: on
+    return mma_steps
+
+
+def make_mma_unit(cfg: GemmConfig) -> Callable[..., None]:
+    """``mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, row0, lane)``: the mainloop
+    (:func:`make_mma_steps`) over work unit ordinal ``j``: ring uses ``j * steps ..
+    j * steps + steps - 1`` with ``steps = cfg.steps_per_unit``, the numbering the
+    producer uses too."""
+    steps = cfg.steps_per_unit
+    mma_steps = make_mma_steps(cfg)
+
+    @T.inline
+    def mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, row0, lane):
+        mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, j * steps, steps, row0, lane)
+
     return mma_unit

@@ -1,0 +1,115 @@
+"""Stream-K's fix-up: finishing a tile whose K steps several CTAs computed.
+
+With ``GemmConfig(stream_k=True)`` every CTA computes one run of the problem's K steps
+(:func:`.scheduler.stream_k_run`), so a tile may be cut between runs: CTA ``b`` computes
+its K steps ``0 .. e`` at the end of its run, CTAs ``b + 1 ..`` the rest, each at the start
+of its own. The CTA holding K step 0 (the tile's *owner*) finishes it, because it reaches
+the tile last: the others computed their parts first thing, while it was still on its
+earlier tiles, so it rarely waits.
+
+* A **peer** (a run that starts inside a tile) writes its fp32 accumulators to its slot of
+  the workspace ``partials[cta, :]`` (``block_m * block_n`` floats; register ``i`` of
+  consumer thread ``t`` at ``i * consumer_threads + t``, so each register's stores are
+  coalesced), meets the other consumers at a named barrier, and one thread publishes the
+  slot: ``st.release.gpu`` of 1 into ``flags[cta]``. A CTA publishes at most one slot per
+  launch (only its first tile can be one it did not start).
+* The **owner**, after its own K steps, takes the peers in order: one thread spins on
+  ``ld.acquire.gpu`` of the peer's flag until it reads 1 and sets it back to 0 for the
+  next launch; a named barrier hands the acquire to the other consumer threads, which add
+  the peer's slot into their accumulators. Then the tile's ordinary epilogue runs.
+
+Each peer's run starts at ``stream_k_start(peer)``; the peers of the tile ending at step
+``tile_end`` are the CTAs after the owner whose runs start before it (at most
+:attr:`~.gemm_config.GemmConfig.stream_k_peers`). Waiting is safe because a CTA publishes
+before it ever waits, and waits only on CTAs after it: the persistent grid (``ctas`` at
+most the SM count, one CTA per SM) has them all resident, and even without that the
+lowest-numbered waiting CTA's peers can always finish their first tile.
+
+The flags start at zero (:func:`workspace` allocates them so) and every launch leaves them
+at zero, so back-to-back launches need no reset.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+from tvm.script import tirx as T
+
+from .gemm_config import WARPGROUP, GemmConfig
+
+#: Named barrier the fix-up's consumer threads meet at (the cooperative epilogue's: the
+#: same threads, in the same order).
+FIXUP_BARRIER = 1
+
+
+def workspace_shapes(cfg: GemmConfig) -> tuple[tuple[int, int], tuple[int]]:
+    """Shapes of the fp32 partial-tile slots (one per CTA) and the int32 flags."""
+    return (cfg.ctas, cfg.partial_floats), (cfg.ctas,)
+
+
+def workspace(cfg: GemmConfig, device) -> list:
+    """The two extra kernel arguments of a stream-K launch on ``device``: the partial-tile
+    slots (contents never read before written) and the flags (zeros; every launch leaves
+    them zero). Empty for any other configuration. Keep them for later launches of the
+    same configuration: reusing them is what a benchmark should time."""
+    import tvm
+
+    if not cfg.stream_k:
+        return []
+    slots, flags = workspace_shapes(cfg)
+    return [tvm.runtime.tensor(np.zeros(slots, dtype=np.float32), device),
+            tvm.runtime.tensor(np.zeros(flags, dtype=np.int32), device)]
+
+
+def check_workspace_left_clean(cfg: GemmConfig, arguments: list) -> None:
+    """Raise if a stream-K launch left a flag set (the next launch's owners would then
+    take a stale slot for a fresh one): every published slot must have been gathered."""
+    if not cfg.stream_k:
+        return
+    flags = arguments[1].numpy()
+    if flags.any():
+        raise RuntimeError(f"stream-K left flags set at CTAs {np.flatnonzero(flags).tolist()}: "
+                           f"a published partial tile was never gathered")
+
+
+def make_fixup(cfg: GemmConfig) -> tuple[Callable[..., None], Callable[..., None]]:
+    """``(publish, gather)``:
+
+    * ``publish(partials, flags, acc, cta, thread)``: a peer's part of a tile into its
+      slot, then the flag;
+    * ``gather(partials, flags, acc, flag, cta, tile_end, thread)``: the owner adds every
+      peer's slot of the tile ending at K step ``tile_end`` into ``acc``.
+
+    ``thread`` numbers the consumer threads from 0; ``flag`` is a one-element int32 local.
+    """
+    consumer_threads = WARPGROUP * cfg.consumers
+    registers, peers, ctas = cfg.accumulators, cfg.stream_k_peers, cfg.ctas
+    total = cfg.iterations
+
+    # fmt: off
+    @T.inline
+    def publish(partials, flags, acc, cta, thread):
+        for i in T.unroll(registers):
+            partials[cta, i * consumer_threads + thread] = acc[i]
+        # Every consumer's stores precede the release of the flag.
+        T.ptx.bar.sync(T.Cast("uint32", FIXUP_BARRIER), consumer_threads)
+        if thread == 0:
+            T.ptx.st.release.gpu.global_.b32(flags.ptr_to([cta]), 1)
+
+    @T.inline
+    def gather(partials, flags, acc, flag, cta, tile_end, thread):
+        for p in T.serial(peers):
+            peer = T.meta_var(cta + 1 + p)
+            if peer < ctas and peer * total // ctas < tile_end:
+                if thread == 0:
+                    flag[0] = 0
+                    while flag[0] == 0:
+                        T.ptx.ld.acquire.gpu.global_.b32(flag[0], flags.ptr_to([peer]))
+                    flags[peer] = 0
+                # The acquire precedes every consumer's loads of the slot.
+                T.ptx.bar.sync(T.Cast("uint32", FIXUP_BARRIER), consumer_threads)
+                for i in T.unroll(registers):
+                    acc[i] = acc[i] + partials[peer, i * consumer_threads + thread]
+    # fmt: on
+    return publish, gather
