@@ -72,7 +72,7 @@ PROBLEMS = [
 
 #: The sweep's tilings: (block_n, schedule, cluster); conv2d_config fills in the C stage
 #: and the ring depth, and refuses what does not fit (ping-pong takes tiles up to 128 wide).
-SWEEP = [(block_n, schedule, cluster) for block_n in (64, 128, 192, 256)
+SWEEP = [(block_n, schedule, cluster) for block_n in (64, 128, 160, 192, 256)
          for schedule in ("cooperative", "pingpong") for cluster in (1, 2)]
 
 
@@ -99,8 +99,9 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
     if not sweep:
         return [base]
     found = [base]
+    widest = -(-geometry.k // 64) * 64
     for block_n, schedule, cluster in SWEEP:
-        if block_n - 64 >= geometry.k:  # a tile column block of padding only
+        if block_n > widest:  # a tile column block of padding only
             continue
         chosen = {**options, "block_n": block_n, "schedule": schedule, "cluster": cluster}
         try:
@@ -111,12 +112,12 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
             found.append(cfg)
     if base.stages > 2:
         found.append(replace(base, stages=base.stages - 1))
-    for block_n in (64, 128, 256):
-        # Stream-K: every CTA an equal run of the K steps, whatever the tile count.
-        if block_n - 64 >= geometry.k:
+    for block_n, cluster in [(w, c) for w in (64, 128, 256) for c in (1, 2)]:
+        # Stream-K: every worker an equal run of the K steps, whatever the tile count.
+        if block_n > widest:
             continue
-        chosen = {**options, "block_n": block_n, "schedule": "cooperative", "cluster": 1,
-                  "stream_k": True}
+        chosen = {**options, "block_n": block_n, "schedule": "cooperative",
+                  "cluster": cluster, "stream_k": True}
         try:
             cfg = conv2d_config(geometry, dtype, ctas=ctas, **chosen)
         except ValueError:

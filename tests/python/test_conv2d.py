@@ -78,6 +78,13 @@ SMALL = [
     # M = 189 output pixels (3 x 9 x 7): no multiple of 8; a 7x7 layer at batch 1 (M = 49).
     ("m189-3x9x7x64-k64", _layer(3, 9, 7, 64, 64), {}),
     ("m49-1x7x7x512-k512", _layer(1, 7, 7, 512, 512), {}),
+    # Stream-K: the 7x7x512 layer at batch 2 (M = 98, 4 tiles of 72 K steps on 132 CTAs:
+    # each tile cut into ~33 runs), and in 2x1 clusters at batch 3 (M = 147: the last
+    # cluster's second CTA past M) with 128-wide tiles on 20 CTAs.
+    ("streamk-2x7x7x512-k512", _layer(2, 7, 7, 512, 512), {"block_n": 128,
+                                                            "stream_k": True}),
+    ("streamk-cluster-3x7x7x256-k256", _layer(3, 7, 7, 256, 256),
+     {"block_n": 128, "stream_k": True, "cluster": 2, "ctas": 20}),
 ]
 DEFAULT = [(name, geometry, {}) for name, geometry, _ in BENCHMARK.PROBLEMS]
 
@@ -236,11 +243,11 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
     the producer runs and executed on the numpy TMA model, lands in its ring slot exactly
     the block of the im2col matrix (built from the convolution's definition) that the
     tile order assigns to that work unit, zeros past the last output pixel; every output
-    tile is loaded once."""
+    tile is loaded once (stream-K: every K step of every tile, once over all the runs)."""
     import tvm
     from tvm.sym import Analyzer
 
-    from tvm_tma.kernels.scheduler import rounds, unit_coordinates
+    from tvm_tma.kernels.scheduler import rounds, stream_k_tile_coordinates, unit_coordinates
     from tvm_tma.kernels.wgmma import swizzled_layout
     from tvm_tma.testing.im2col_model import conv_gemm_view, execute_im2col
     from tvm_tma.testing.layout_eval import layout_offsets
@@ -252,7 +259,7 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
     for expr in (*plan.coordinates, *plan.im2col_offsets, plan.smem_offset):
         if not isinstance(expr, int):
             names.update({str(v): v for v in tvm.tirx.analysis.undefined_vars(expr)})
-    assert set(names) <= {"worker", "rank", "j", "ks"}, names
+    assert set(names) <= {"worker", "rank", "t" if cfg.stream_k else "j", "ks"}, names
     x = np.random.default_rng(5).integers(1, 1 << 16, size=g.argument_shape, dtype=np.uint16)
     matrix = np.zeros((cfg.m_blocks * cfg.cluster * cfg.block_m + cfg.block_m, g.gemm_k),
                       np.uint16)
@@ -262,6 +269,33 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
     a_start = cfg.a_ring_start // cfg.element_bytes
     analyzer = Analyzer()
     loaded = []
+
+    def check_slot(values: dict, it: int, mb: int, k_step: int) -> None:
+        env = {var: values[name] for name, var in names.items()}
+        arena = np.full(cfg.shared_bytes, 0xA5, np.uint8)
+        execute_im2col(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
+        got = arena.view(np.uint16)[a_start + slots[it % cfg.stages]]
+        want = matrix[mb * cfg.block_m:(mb + 1) * cfg.block_m, k_step * 64:k_step * 64 + 64]
+        assert np.array_equal(got, want), values
+
+    if cfg.stream_k:
+        # Each worker's run, tile by tile (ring use = K step of the problem - run start).
+        steps, covered = cfg.k_steps, []
+        for worker in range(cfg.workers):
+            first, end = cfg.stream_k_start(worker), cfg.stream_k_start(worker + 1)
+            for t in range(first // steps, (end + steps - 1) // steps):
+                begin, stop = max(first - t * steps, 0), min(end - t * steps, steps)
+                for rank in range(cfg.cluster):
+                    mb, nb = (int(analyzer.simplify(tvm.tirx.const(0) + v))
+                              for v in stream_k_tile_coordinates(cfg, t, rank))
+                    for ks in range(stop - begin):
+                        check_slot({"worker": worker, "rank": rank, "t": t, "ks": ks},
+                                   t * steps + begin + ks - first, mb, begin + ks)
+                        covered.append((mb, nb, begin + ks))
+        every = {(mb, nb, k) for mb in range(cfg.m_groups * cfg.cluster)
+                 for nb in range(cfg.n_blocks) for k in range(steps)}
+        assert sorted(covered) == sorted(every)
+        return
     for worker in range(cfg.workers):
         for rank in range(cfg.cluster):
             for j in range(rounds(cfg)):
@@ -272,14 +306,8 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
                              for v in unit_coordinates(cfg, unit, rank))
                 loaded.append((mb, nb))
                 for ks in range(cfg.steps_per_unit):
-                    values = {"worker": worker, "rank": rank, "j": j, "ks": ks}
-                    env = {var: values[name] for name, var in names.items()}
-                    arena = np.full(cfg.shared_bytes, 0xA5, np.uint8)
-                    execute_im2col(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
-                    slot = (j * cfg.steps_per_unit + ks) % cfg.stages
-                    got = arena.view(np.uint16)[a_start + slots[slot]]
-                    want = matrix[mb * cfg.block_m:(mb + 1) * cfg.block_m, ks * 64:ks * 64 + 64]
-                    assert np.array_equal(got, want), (worker, rank, j, ks)
+                    check_slot({"worker": worker, "rank": rank, "j": j, "ks": ks},
+                               j * cfg.steps_per_unit + ks, mb, ks)
     tiles = {(mb, nb) for mb in range(cfg.m_blocks) for nb in range(cfg.n_blocks)}
     assert sorted(t for t in loaded if t[0] < cfg.m_blocks) == sorted(tiles)
 

@@ -77,6 +77,11 @@ CASES = [
                dtype="float16", stream_k=True, ctas=20),
     GemmConfig(49, 512, 4608, block_n=64, stages=8, epilogue_n=0, stream_k=True),
     GemmConfig(1000, 2000, 3000, block_n=128, stages=6, epilogue_n=0, stream_k=True),
+    # Stream-K in 2x1 clusters (each CTA hands over its own row block; B multicast): an
+    # odd number of row blocks (the last cluster's second CTA is past M), and 128 x 256.
+    GemmConfig(300, 264, 2048, block_n=128, stages=6, epilogue_n=0, cluster=2,
+               stream_k=True, ctas=8),
+    GemmConfig(1568, 512, 4608, cluster=2, stream_k=True),
 ]
 
 
@@ -183,7 +188,7 @@ def test_stream_k_publishes_with_release_and_gathers_with_acquire(built):
 
 
 def _stream_k_runs(cfg: GemmConfig) -> list[tuple[int, int]]:
-    return [(cfg.stream_k_start(b), cfg.stream_k_start(b + 1)) for b in range(cfg.ctas)]
+    return [(cfg.stream_k_start(b), cfg.stream_k_start(b + 1)) for b in range(cfg.workers)]
 
 
 @pytest.mark.parametrize("cfg", [c for c in CASES if c.stream_k] + [
@@ -191,14 +196,14 @@ def _stream_k_runs(cfg: GemmConfig) -> list[tuple[int, int]]:
     GemmConfig(300, 64, 640, block_n=64, epilogue_n=0, stream_k=True, ctas=7)], ids=_name)
 def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
     """The runs of :func:`stream_k_run` tile the problem's K steps; a run holds at most one
-    tile it did not start (its first: it publishes at most once per launch), and the CTAs
-    the owner gathers from (``peer * iterations // ctas < tile_end``, at most
+    tile it did not start (its first: it publishes at most once per launch), and the
+    workers the owner gathers from (``peer * iterations // ctas < tile_end``, at most
     ``stream_k_peers`` of them) are exactly the ones that computed a part of its tile."""
     cfg.check()
     runs = _stream_k_runs(cfg)
     assert runs[0][0] == 0 and runs[-1][1] == cfg.iterations
     assert all(end > first for first, end in runs)
-    assert all(runs[b][1] == runs[b + 1][0] for b in range(cfg.ctas - 1))
+    assert all(runs[b][1] == runs[b + 1][0] for b in range(cfg.workers - 1))
     steps = cfg.k_steps
     for owner, (first, end) in enumerate(runs):
         for tile in range(first // steps, (end + steps - 1) // steps):
@@ -209,8 +214,8 @@ def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
             tile_end = tile * steps + steps
             computed = {b for b, (f, e) in enumerate(runs) if f < tile_end and e > tile * steps}
             gathered = {owner + 1 + p for p in range(cfg.stream_k_peers)
-                        if owner + 1 + p < cfg.ctas
-                        and (owner + 1 + p) * cfg.iterations // cfg.ctas < tile_end}
+                        if owner + 1 + p < cfg.workers
+                        and (owner + 1 + p) * cfg.iterations // cfg.workers < tile_end}
             assert gathered == computed - {owner}
 
 
@@ -242,9 +247,10 @@ def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
     (dict(block_n=128, schedule="pingpong", stream_k=True),
      "stream_k with schedule='pingpong': stream-K shares K steps between CTAs of the "
      "cooperative schedule only"),
-    (dict(stream_k=True, cluster=2), "stream_k with cluster=2, split_k=1"),
-    (dict(k=320, stream_k=True, split_k=2), "stream_k with cluster=1, split_k=2"),
-    (dict(stream_k=True), "stream_k: 8 K steps for ctas=132: every CTA needs at least one"),
+    (dict(k=320, stream_k=True, split_k=2), "stream_k with split_k=2: stream-K is its own K "
+                                            "split"),
+    (dict(stream_k=True, cluster=2), "stream_k: 4 K steps for 66 workers (ctas=132, "
+                                     "cluster=2): every worker needs at least one"),
 ])
 def test_gemm_refuses_configurations_it_cannot_run(bad, rule):
     params = dict(m=256, n=256, k=256) | bad

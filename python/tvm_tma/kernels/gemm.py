@@ -299,7 +299,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                     lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
                     for t in T.serial(lo, hi):
                         kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
-                        mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t))
+                        mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, rank))
                         load_steps(ring, a_ring, b_ring, A, B, t * k_steps + kb - first, kb,
                                    ke - kb, mb, nb, rank)
                 else:
@@ -318,15 +318,15 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                 lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
                 for t in T.serial(lo, hi):
                     kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
-                    mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t))
+                    mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, rank))
                     mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b,
                               t * k_steps + kb - first, ke - kb, consumer * 64, lane)
                     if kb > 0:
-                        publish(partials, flags, acc, worker, tid - WARPGROUP)
+                        publish(partials, flags, acc, worker, rank, tid - WARPGROUP)
                     else:
                         if ke < k_steps:
-                            gather(partials, flags, acc, flag, worker, t * k_steps + k_steps,
-                                   tid - WARPGROUP)
+                            gather(partials, flags, acc, flag, worker, rank,
+                                   t * k_steps + k_steps, tid - WARPGROUP)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
                                    tid == WARPGROUP)
             elif pingpong:

@@ -60,11 +60,13 @@ class GemmConfig:
     #: Parts K is cut into. With more than one, each part's product is added into C with a
     #: TMA reduce-add store: the kernel computes C += A @ B (C must hold zeros for C = A @ B).
     split_k: int = 1
-    #: Stream-K: the ``num_tiles * k_steps`` K steps of the problem are cut into ``ctas``
-    #: equal runs, one per CTA, tile after tile, so every SM has the same work whatever the
-    #: tile count (no wave quantization). A tile whose K steps fall to several CTAs is
-    #: finished by the one that started it (its K step 0), which adds the others' fp32
-    #: partial tiles from a workspace (:mod:`.stream_k`) before the epilogue.
+    #: Stream-K: the K steps of every tile of the problem are cut into equal runs, one per
+    #: worker (CTA or cluster: a cluster's CTAs run vertically adjacent tiles together and
+    #: multicast B, as without stream-K), tile after tile, so every SM has the same work
+    #: whatever the tile count (no wave quantization). A tile whose K steps fall to
+    #: several workers is finished by the one that started it (its K step 0), which adds
+    #: the others' fp32 partial tiles from a workspace (:mod:`.stream_k`) before the
+    #: epilogue.
     stream_k: bool = False
 
     @classmethod
@@ -137,21 +139,22 @@ class GemmConfig:
 
     @property
     def iterations(self) -> int:
-        """K steps of the whole problem: what stream-K shares out among the CTAs."""
-        return self.num_tiles * self.k_steps
+        """K steps of the whole problem, counted per worker tile (a cluster's tiles move
+        together): what stream-K shares out among the workers."""
+        return self.m_groups * self.n_blocks * self.k_steps
 
-    def stream_k_start(self, cta: int) -> int:
-        """First K step (of :attr:`iterations`) of CTA ``cta``'s stream-K run; CTA ``cta``
-        computes steps ``stream_k_start(cta) .. stream_k_start(cta + 1) - 1``."""
-        return cta * self.iterations // self.ctas
+    def stream_k_start(self, worker: int) -> int:
+        """First K step (of :attr:`iterations`) of worker ``worker``'s stream-K run; it
+        computes steps ``stream_k_start(worker) .. stream_k_start(worker + 1) - 1``."""
+        return worker * self.iterations // self.workers
 
     @property
     def stream_k_peers(self) -> int:
-        """Most CTAs besides the one that starts a tile that may each compute a part of it
-        (a run is at least ``iterations // ctas`` steps, and the starter has at least one
-        of the tile's ``k_steps``)."""
-        shortest = self.iterations // self.ctas
-        return min(self.ctas - 1, math.ceil((self.k_steps - 1) / shortest))
+        """Most workers besides the one that starts a tile that may each compute a part of
+        it (a run is at least ``iterations // workers`` steps, and the starter has at least
+        one of the tile's ``k_steps``)."""
+        shortest = self.iterations // self.workers
+        return min(self.workers - 1, math.ceil((self.k_steps - 1) / shortest))
 
     @property
     def partial_floats(self) -> int:
@@ -281,18 +284,18 @@ class GemmConfig:
                              f"memory (> {MAX_SHARED})")
 
     def _check_stream_k(self) -> None:
-        """Stream-K runs the cooperative schedule of single CTAs over whole K, and needs at
-        least one K step per CTA; its step numbers are 32-bit."""
+        """Stream-K runs the cooperative schedule over whole K (it is its own K split), and
+        needs at least one K step per worker; its step numbers are 32-bit."""
         if self.schedule != "cooperative":
             raise ValueError(f"stream_k with schedule={self.schedule!r}: stream-K shares "
                              f"K steps between CTAs of the cooperative schedule only")
-        if self.cluster != 1 or self.split_k != 1:
-            raise ValueError(f"stream_k with cluster={self.cluster}, split_k="
-                             f"{self.split_k}: stream-K is its own K split, of single CTAs "
-                             f"(cluster=1, split_k=1)")
-        if self.iterations < self.ctas:
-            raise ValueError(f"stream_k: {self.iterations} K steps for ctas={self.ctas}: "
-                             f"every CTA needs at least one (use fewer CTAs)")
-        if self.iterations * self.ctas >= 2**31:
-            raise ValueError(f"stream_k: {self.iterations} K steps times ctas={self.ctas} "
-                             f"overflows the kernel's 32-bit run arithmetic")
+        if self.split_k != 1:
+            raise ValueError(f"stream_k with split_k={self.split_k}: stream-K is its own K "
+                             f"split (split_k=1)")
+        if self.iterations < self.workers:
+            raise ValueError(f"stream_k: {self.iterations} K steps for {self.workers} "
+                             f"workers (ctas={self.ctas}, cluster={self.cluster}): every "
+                             f"worker needs at least one (use fewer CTAs)")
+        if self.iterations * self.workers >= 2**31:
+            raise ValueError(f"stream_k: {self.iterations} K steps times {self.workers} "
+                             f"workers overflows the kernel's 32-bit run arithmetic")

@@ -71,16 +71,16 @@ def unit_coordinates(cfg: GemmConfig, unit, rank):
 
 def stream_k_run(cfg: GemmConfig, worker):
     """(first, end) K steps of worker ``worker``'s stream-K run, numbered over the whole
-    problem (step ``g`` is K step ``g % k_steps`` of tile ``g // k_steps``): the problem's
-    :attr:`~.gemm_config.GemmConfig.iterations` cut into ``ctas`` runs that differ by at
-    most one step."""
-    total, ctas = cfg.iterations, cfg.ctas
-    return worker * total // ctas, (worker + 1) * total // ctas
+    problem (step ``g`` is K step ``g % k_steps`` of worker tile ``g // k_steps``): the
+    problem's :attr:`~.gemm_config.GemmConfig.iterations` cut into one run per worker,
+    runs differing by at most one step."""
+    total, workers = cfg.iterations, cfg.workers
+    return worker * total // workers, (worker + 1) * total // workers
 
 
 def stream_k_tiles(cfg: GemmConfig, first, end):
-    """The range of tiles a stream-K run ``first .. end - 1`` touches (its first and last
-    may be partial)."""
+    """The range of worker tiles a stream-K run ``first .. end - 1`` touches (its first
+    and last may be partial)."""
     steps = cfg.k_steps
     return first // steps, (end + steps - 1) // steps
 
@@ -92,7 +92,9 @@ def stream_k_segment(cfg: GemmConfig, tile, first, end):
     return T.max(first - tile * steps, 0), T.min(end - tile * steps, steps)
 
 
-def stream_k_tile_coordinates(cfg: GemmConfig, tile):
-    """(row block, column block) of a stream-K tile: the grouped order of
-    :func:`tile_coordinates`."""
-    return tile_coordinates(tile, cfg.m_blocks, cfg.n_blocks, cfg.group_m)
+def stream_k_tile_coordinates(cfg: GemmConfig, tile, rank):
+    """(row block, column block) of cluster rank ``rank`` in stream-K worker tile
+    ``tile``: the grouped order of :func:`tile_coordinates` over cluster row groups, the
+    cluster's CTAs on vertically adjacent row blocks (as :func:`unit_coordinates`)."""
+    mg, nb = tile_coordinates(tile, cfg.m_groups, cfg.n_blocks, cfg.group_m)
+    return mg * cfg.cluster + rank, nb

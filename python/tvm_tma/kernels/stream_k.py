@@ -1,11 +1,13 @@
 """Stream-K's fix-up: finishing a tile whose K steps several CTAs computed.
 
-With ``GemmConfig(stream_k=True)`` every CTA computes one run of the problem's K steps
-(:func:`.scheduler.stream_k_run`), so a tile may be cut between runs: CTA ``b`` computes
-its K steps ``0 .. e`` at the end of its run, CTAs ``b + 1 ..`` the rest, each at the start
-of its own. The CTA holding K step 0 (the tile's *owner*) finishes it, because it reaches
-the tile last: the others computed their parts first thing, while it was still on its
-earlier tiles, so it rarely waits.
+With ``GemmConfig(stream_k=True)`` every worker (a CTA, or a cluster whose CTAs run
+vertically adjacent tiles together) computes one run of the problem's K steps
+(:func:`.scheduler.stream_k_run`), so a tile may be cut between runs: worker ``b``
+computes its K steps ``0 .. e`` at the end of its run, workers ``b + 1 ..`` the rest, each
+at the start of its own. The worker holding K step 0 (the tile's *owner*) finishes it,
+because it reaches the tile last: the others computed their parts first thing, while it
+was still on its earlier tiles, so it rarely waits. In a cluster each CTA hands over and
+gathers its own row block: slot ``worker * cluster + rank``.
 
 * A **peer** (a run that starts inside a tile) writes its fp32 accumulators to its slot of
   the workspace ``partials[cta, :]`` (``block_m * block_n`` floats; register ``i`` of
@@ -19,11 +21,11 @@ earlier tiles, so it rarely waits.
   the peer's slot into their accumulators. Then the tile's ordinary epilogue runs.
 
 Each peer's run starts at ``stream_k_start(peer)``; the peers of the tile ending at step
-``tile_end`` are the CTAs after the owner whose runs start before it (at most
-:attr:`~.gemm_config.GemmConfig.stream_k_peers`). Waiting is safe because a CTA publishes
-before it ever waits, and waits only on CTAs after it: the persistent grid (``ctas`` at
-most the SM count, one CTA per SM) has them all resident, and even without that the
-lowest-numbered waiting CTA's peers can always finish their first tile.
+``tile_end`` are the workers after the owner whose runs start before it (at most
+:attr:`~.gemm_config.GemmConfig.stream_k_peers`). Waiting is safe because a worker
+publishes before it ever waits, and waits only on workers after it: the persistent grid
+(``ctas`` at most the SM count, one CTA per SM) has them all resident, and even without
+that the lowest-numbered waiting worker's peers can always finish their first tile.
 
 The flags start at zero (:func:`workspace` allocates them so) and every launch leaves them
 at zero, so back-to-back launches need no reset.
@@ -76,40 +78,43 @@ def check_workspace_left_clean(cfg: GemmConfig, arguments: list) -> None:
 def make_fixup(cfg: GemmConfig) -> tuple[Callable[..., None], Callable[..., None]]:
     """``(publish, gather)``:
 
-    * ``publish(partials, flags, acc, cta, thread)``: a peer's part of a tile into its
-      slot, then the flag;
-    * ``gather(partials, flags, acc, flag, cta, tile_end, thread)``: the owner adds every
-      peer's slot of the tile ending at K step ``tile_end`` into ``acc``.
+    * ``publish(partials, flags, acc, worker, rank, thread)``: a peer's part of a tile
+      into its CTA's slot (``worker * cluster + rank``), then the flag;
+    * ``gather(partials, flags, acc, flag, worker, rank, tile_end, thread)``: the owner
+      adds the slot of rank ``rank`` of every peer worker of the tile ending at K step
+      ``tile_end`` into ``acc`` (in a cluster, each CTA gathers its own row block's).
 
     ``thread`` numbers the consumer threads from 0; ``flag`` is a one-element int32 local.
     """
     consumer_threads = WARPGROUP * cfg.consumers
-    registers, peers, ctas = cfg.accumulators, cfg.stream_k_peers, cfg.ctas
-    total = cfg.iterations
+    registers, peers = cfg.accumulators, cfg.stream_k_peers
+    workers, cluster, total = cfg.workers, cfg.cluster, cfg.iterations
 
     # fmt: off
     @T.inline
-    def publish(partials, flags, acc, cta, thread):
+    def publish(partials, flags, acc, worker, rank, thread):
+        slot = T.meta_var(worker * cluster + rank)
         for i in T.unroll(registers):
-            partials[cta, i * consumer_threads + thread] = acc[i]
+            partials[slot, i * consumer_threads + thread] = acc[i]
         # Every consumer's stores precede the release of the flag.
         T.ptx.bar.sync(T.Cast("uint32", FIXUP_BARRIER), consumer_threads)
         if thread == 0:
-            T.ptx.st.release.gpu.global_.b32(flags.ptr_to([cta]), 1)
+            T.ptx.st.release.gpu.global_.b32(flags.ptr_to([slot]), 1)
 
     @T.inline
-    def gather(partials, flags, acc, flag, cta, tile_end, thread):
+    def gather(partials, flags, acc, flag, worker, rank, tile_end, thread):
         for p in T.serial(peers):
-            peer = T.meta_var(cta + 1 + p)
-            if peer < ctas and peer * total // ctas < tile_end:
+            peer = T.meta_var(worker + 1 + p)
+            slot = T.meta_var((worker + 1 + p) * cluster + rank)
+            if peer < workers and peer * total // workers < tile_end:
                 if thread == 0:
                     flag[0] = 0
                     while flag[0] == 0:
-                        T.ptx.ld.acquire.gpu.global_.b32(flag[0], flags.ptr_to([peer]))
-                    flags[peer] = 0
+                        T.ptx.ld.acquire.gpu.global_.b32(flag[0], flags.ptr_to([slot]))
+                    flags[slot] = 0
                 # The acquire precedes every consumer's loads of the slot.
                 T.ptx.bar.sync(T.Cast("uint32", FIXUP_BARRIER), consumer_threads)
                 for i in T.unroll(registers):
-                    acc[i] = acc[i] + partials[peer, i * consumer_threads + thread]
+                    acc[i] = acc[i] + partials[slot, i * consumer_threads + thread]
     # fmt: on
     return publish, gather
