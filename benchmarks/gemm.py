@@ -1,8 +1,10 @@
 """The warp-specialized WGMMA GEMM of tvm_tma.kernels.gemm against ``torch.matmul``.
 
 Every problem is first checked against torch (fp32 reference, relative error bound below),
-then both are timed in the same run: median of ``--runs`` launches, each with its own pair
-of CUDA events. ``--compile-only`` builds and assembles every kernel for sm_90a (no GPU);
+then both are timed in the same run: ``--launches`` back-to-back launches between two CUDA
+events, best of ``--repetitions`` (what the ratio is taken from), and beside it the median
+of ``--runs`` launches each timed with its own pair of events. The output is checked again
+after the timed launches. ``--compile-only`` builds and assembles every kernel for sm_90a (no GPU);
 ``--sweep`` times tilings, ping-pong against cooperative warpgroups, 2x1 clusters with B
 multicast, and split-K per problem; ``--schedule``, ``--cluster`` and ``--split-k`` set
 them for the default tiling.
@@ -30,7 +32,7 @@ from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.reference import OUTPUT_EPS, error_bound
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
 from tvm_tma.testing.runner import assemble, compile_kernel
-from tvm_tma.testing.timing import per_launch_median
+from tvm_tma.testing.timing import back_to_back, per_launch_median
 
 # The timing helper of the sibling benchmark (this directory is not a package).
 
@@ -95,13 +97,14 @@ def check(torch, c, a, b_kn, reference, magnitude, cfg: GemmConfig) -> tuple[boo
     return bool(torch.isfinite(c.float()).all().item()) and ratio <= 1.0, ratio
 
 
-def measure(problems, dtype: str, b_layout: str, sweep: bool, runs: int,
-            **options) -> list[dict]:
+def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
+            dump: Path | None, **options) -> list[dict]:
     import torch
 
     device = tvm.cuda(0)
     ctas = options.pop("ctas", None) or torch.cuda.get_device_properties(0).multi_processor_count
     torch_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    launches, repetitions, runs = timing["launches"], timing["repetitions"], timing["runs"]
     rows = []
     for m, n, k in problems:
         gen = torch.Generator(device="cuda").manual_seed(m + n + k)
@@ -111,10 +114,19 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, runs: int,
         b_kn = b.t() if b_layout == "nk" else b
         reference = a.float() @ b_kn.float()
         magnitude = a.float().abs() @ b_kn.float().abs()
-        torch_ms = per_launch_median(torch, lambda a=a, b_kn=b_kn: torch.matmul(a, b_kn), runs, 5)
+
+        def matmul(a=a, b_kn=b_kn):
+            return torch.matmul(a, b_kn)
+
+        torch_ms = back_to_back(torch, matmul, launches, repetitions, 5)
+        torch_median = per_launch_median(torch, matmul, runs, 5)
         flops = 2 * m * n * k
         for cfg in configs_for(m, n, k, dtype, b_layout, sweep, ctas, **options):
-            executable = compile_kernel(gemm_kernel(cfg)).executable["main"]
+            built = compile_kernel(gemm_kernel(cfg))
+            if dump is not None:
+                dump.mkdir(parents=True, exist_ok=True)
+                (dump / f"{kernel_label(m, n, k, cfg)}.cu").write_text(built.cuda_source)
+            executable = built.executable["main"]
             # Split-K adds into C: it starts at zero, and every timed launch zeroes it
             # first (the memset is part of the time). Otherwise C starts as NaN poison.
             fill = 0.0 if cfg.split_k > 1 else float("nan")
@@ -122,7 +134,6 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, runs: int,
             args = [tvm.runtime.from_dlpack(t) for t in (a, b, c)] + workspace(cfg, device)
             executable(*args)
             device.sync()
-            check_workspace_left_clean(cfg, args[3:])
             ok, worst = check(torch, c, a, b_kn, reference, magnitude, cfg)
 
             def launch(args=args, c=c, split=cfg.split_k > 1):
@@ -130,16 +141,25 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, runs: int,
                     c.zero_()
                 executable(*args)
 
-            ms = per_launch_median(torch, launch, runs, 5)
+            ms = back_to_back(torch, launch, launches, repetitions, 5)
+            median = per_launch_median(torch, launch, runs, 5)
+            # C again after the timed launches (stream-K reuses its workspace), and the
+            # workspace's flags left clean.
+            device.sync()
+            ok_after, worst_after = check(torch, c, a, b_kn, reference, magnitude, cfg)
+            check_workspace_left_clean(cfg, args[3:])
             rows.append({
                 "problem": f"{m}x{n}x{k}", "dtype": dtype, "b": b_layout,
                 "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
                 "stages": cfg.stages, "group_m": cfg.group_m,
                 "epilogue_n": cfg.epilogue_cols, "cluster": cfg.cluster,
-                "split_k": cfg.split_k, "stream_k": cfg.stream_k,
-                "correct": ok, "worst_error_over_bound": round(worst, 4),
-                "ms": round(ms, 4), "tflops": round(flops / ms / 1e9, 1),
-                "torch_ms": round(torch_ms, 4),
+                "split_k": cfg.split_k, "stream_k": cfg.stream_k, "tiles": cfg.num_tiles,
+                "correct": ok and ok_after,
+                "worst_error_over_bound": round(max(worst, worst_after), 4),
+                "ms": round(ms, 5), "median_ms": round(median, 5),
+                "tflops": round(flops / ms / 1e9, 1),
+                "median_tflops": round(flops / median / 1e9, 1),
+                "torch_ms": round(torch_ms, 5), "torch_median_ms": round(torch_median, 5),
                 "torch_tflops": round(flops / torch_ms / 1e9, 1),
                 "percent_of_torch": round(100 * torch_ms / ms, 1),
             })
@@ -147,11 +167,23 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, runs: int,
     return rows
 
 
+def kernel_label(m: int, n: int, k: int, cfg: GemmConfig) -> str:
+    return (f"{m}x{n}x{k}-{cfg.dtype}-{cfg.b_layout}-{cfg.schedule}-{cfg.block_m}x"
+            f"{cfg.block_n}-s{cfg.stages}-x{cfg.cluster}-k{cfg.split_k}"
+            f"{'-sk' if cfg.stream_k else ''}")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--compile-only", action="store_true")
     parser.add_argument("--sweep", action="store_true")
-    parser.add_argument("--runs", type=int, default=50)
+    parser.add_argument("--runs", type=int, default=50,
+                        help="launches timed one by one (median)")
+    parser.add_argument("--launches", type=int, default=20,
+                        help="back-to-back launches between two events")
+    parser.add_argument("--repetitions", type=int, default=7,
+                        help="runs of --launches; the best is reported")
+    parser.add_argument("--dump-cuda", type=Path, metavar="DIR")
     parser.add_argument("--dtype", default="bfloat16", choices=sorted(OUTPUT_EPS))
     parser.add_argument("--b-layout", default="nk", choices=("nk", "kn"))
     parser.add_argument("--problem", action="append", default=[],
@@ -179,7 +211,12 @@ def main(argv: list[str] | None = None) -> int:
                 for b_layout in ("nk", "kn"):
                     for cfg in configs_for(m, n, k, dtype, b_layout, args.sweep,
                                            **{"ctas": 132, **options}):
-                        cubin = assemble(compile_kernel(gemm_kernel(cfg)).cuda_source)
+                        source = compile_kernel(gemm_kernel(cfg)).cuda_source
+                        if args.dump_cuda is not None:
+                            args.dump_cuda.mkdir(parents=True, exist_ok=True)
+                            (args.dump_cuda / f"{kernel_label(m, n, k, cfg)}.cu").write_text(
+                                source)
+                        cubin = assemble(source)
                         count += 1
                         print(f"{m}x{n}x{k} {dtype} {b_layout} {cfg.schedule} "
                               f"{cfg.block_m}x{cfg.block_n} stages={cfg.stages} "
@@ -188,15 +225,18 @@ def main(argv: list[str] | None = None) -> int:
                               f"{len(cubin)} bytes of sm_90a cubin")
         print(f"{count} kernels assembled")
         return 0
-    rows = measure(problems, args.dtype, args.b_layout, args.sweep, args.runs, **options)
-    print(f"{'problem':16} {'B':3} {'schedule':11} {'tile':>7} {'st':>3} {'x':>2} {'sk':>2} "
-          f"{'ok':5} {'TFLOP/s':>8} {'torch':>8} {'% torch':>8}")
+    timing = {"launches": args.launches, "repetitions": args.repetitions, "runs": args.runs}
+    rows = measure(problems, args.dtype, args.b_layout, args.sweep, timing, args.dump_cuda,
+                   **options)
+    print(f"{'problem':16} {'B':3} {'schedule':11} {'tile':>7} {'st':>3} {'x':>2} "
+          f"{'split':>5} {'ok':5} {'TFLOP/s':>8} {'median':>8} {'torch':>8} {'% torch':>8}")
     for row in rows:
         tile = f"{row['block_m']}x{row['block_n']}"
+        split = "sk" if row["stream_k"] else str(row["split_k"])
         print(f"{row['problem']:16} {row['b']:3} {row['schedule']:11} {tile:>7} "
-              f"{row['stages']:3} {row['cluster']:2} {row['split_k']:2} "
-              f"{row['correct']!s:5} {row['tflops']:8.1f} {row['torch_tflops']:8.1f} "
-              f"{row['percent_of_torch']:8.1f}")
+              f"{row['stages']:3} {row['cluster']:2} {split:>5} "
+              f"{row['correct']!s:5} {row['tflops']:8.1f} {row['median_tflops']:8.1f} "
+              f"{row['torch_tflops']:8.1f} {row['percent_of_torch']:8.1f}")
     if args.json:
         args.json.write_text(json.dumps(rows, indent=1))
     return 0 if all(row["correct"] for row in rows) else 1
