@@ -17,6 +17,7 @@ import pytest
 import tvm_tma
 from tvm_tma.conv import Conv2dGeometry
 from tvm_tma.kernels.conv2d import (
+    MAX_STAGES,
     conv2d_config,
     conv2d_error_bound,
     conv2d_kernel,
@@ -24,7 +25,7 @@ from tvm_tma.kernels.conv2d import (
     random_inputs,
     run,
 )
-from tvm_tma.kernels.gemm_config import GemmConfig
+from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
 from tvm_tma.kernels.reference import error_bound
 from tvm_tma.testing.runner import assemble, compile_kernel
 
@@ -78,6 +79,18 @@ SMALL = [
     # M = 189 output pixels (3 x 9 x 7): no multiple of 8; a 7x7 layer at batch 1 (M = 49).
     ("m189-3x9x7x64-k64", _layer(3, 9, 7, 64, 64), {}),
     ("m49-1x7x7x512-k512", _layer(1, 7, 7, 512, 512), {}),
+    # C no multiple of 64: K blocks of the widest of 32 and 16 channels dividing C, so each
+    # im2col load still reads one tap (64B / 32B-swizzled slots of 64- / 32-byte rows).
+    # C = 32 (one 32-block per tap), C = 16 with M = 126 (ragged), C = 96 (three 32-blocks
+    # per tap), C = 48 in fp16 with asymmetric padding (three 16-blocks per tap), and
+    # C = 96 stride 2 in 2x1 clusters (each CTA multicasts half of the 32-column B tile).
+    ("c32-bk32-2x8x8x32-k64", _layer(2, 8, 8, 32, 64), {}),
+    ("c16-bk16-2x9x7x16-k64", _layer(2, 9, 7, 16, 64), {}),
+    ("c96-bk32-2x8x8x96-k128", _layer(2, 8, 8, 96, 128), {}),
+    ("c48-bk16-fp16-pad2x1-3x6x10x48-k64", Conv2dGeometry(3, 6, 10, 48, 64, 3, 3,
+                                                        padding=(2, 1)), {"dtype": "float16"}),
+    ("c96-bk32-stride2-cluster-4x12x12x96-k128", _layer(4, 12, 12, 96, 128, stride=2),
+     {"cluster": 2, "ctas": 4}),
     # Stream-K: the 7x7x512 layer at batch 2 (M = 98, 4 tiles of 72 K steps on 132 CTAs:
     # each tile cut into ~33 runs), and in 2x1 clusters at batch 3 (M = 147: the last
     # cluster's second CTA past M) with 128-wide tiles on 20 CTAs.
@@ -141,15 +154,44 @@ def test_options_are_kept_and_the_rest_fits_them():
     assert conv2d_config(_layer(2, 8, 8, 64, 64), cluster=1).cluster == 1
 
 
+def test_the_k_block_is_the_widest_of_64_32_16_dividing_c():
+    """Each K block is one im2col load at one filter tap: block_k divides C."""
+    got = {c: conv2d_config(_layer(2, 8, 8, c, 64)).block_k
+           for c in (16, 32, 48, 64, 80, 96, 128, 160, 320)}
+    assert got == {16: 16, 32: 32, 48: 16, 64: 64, 80: 16, 96: 32, 128: 64, 160: 32, 320: 64}
+    # Narrow K blocks have small slots: the ring fills shared memory up to MAX_STAGES, with
+    # the widest C stage (the whole tile here).
+    narrow = conv2d_config(_layer(2, 8, 8, 16, 256), block_n=256)
+    assert (narrow.block_k, narrow.stages, narrow.epilogue_cols) == (16, MAX_STAGES, 256)
+    assert narrow.shared_bytes <= MAX_SHARED
+    # A narrower K block than the widest is kept when given.
+    assert conv2d_config(_layer(2, 8, 8, 64, 64), block_k=32).block_k == 32
+
+
+@pytest.mark.parametrize("geometry, options", [
+    (_layer(2, 8, 8, 96, 64), {"block_k": 64}),
+    (_layer(2, 8, 8, 48, 64), {"block_k": 32}),
+], ids=["c96-bk64", "c48-bk32"])
+def test_conv2d_refuses_a_k_block_that_straddles_taps(geometry, options):
+    message = (f"block_k={options['block_k']}: a K block must lie inside one filter tap's "
+               f"C={geometry.c} channels")
+    with pytest.raises(ValueError, match=re.escape(message)):
+        conv2d_config(geometry, **options)
+    with pytest.raises(ValueError, match=re.escape(message)):
+        conv2d_kernel(geometry, GemmConfig(geometry.gemm_m, geometry.k, geometry.gemm_k,
+                                           **options))
+
+
 @pytest.mark.parametrize("geometry, dtype, message", [
-    (_layer(2, 8, 8, 32, 64), "bfloat16",
-     "C=32: the input channels must be a multiple of 64: a K block of the GEMM is 64 columns "
-     "(block_k, one 128-byte swizzle row) and must lie inside one filter tap"),
-    (_layer(2, 8, 8, 96, 64), "bfloat16", "C=96: the input channels must be a multiple of 64"),
+    (_layer(2, 8, 8, 24, 64), "bfloat16",
+     "C=24: the input channels must be a multiple of 16: a K block of the GEMM (block_k 64, "
+     "32 or 16 columns) must lie inside one filter tap (r, s), since one im2col load reads "
+     "at one tap offset, and one wgmma k16 step reads 16 channels"),
+    (_layer(2, 8, 8, 8, 64), "bfloat16", "C=8: the input channels must be a multiple of 16"),
     (_layer(2, 8, 8, 64, 60), "bfloat16", "K=60: the output channels must be a multiple of 8"),
     (_layer(2, 8, 8, 64, 64), "float32", "dtype='float32': conv2d takes 'bfloat16' or "
                                          "'float16'"),
-], ids=["c32", "c96", "k60", "float32"])
+], ids=["c24", "c8", "k60", "float32"])
 def test_conv2d_refuses_what_it_does_not_handle(geometry, dtype, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         conv2d_config(geometry, dtype)
@@ -199,8 +241,13 @@ def test_conv2d_copies_plan_as_one_im2col_load_and_tiled_loads_and_stores(built)
     assert spec.lower_corner == (-pw, -ph)
     assert spec.upper_corner == (pw - dw * (g.s - 1), ph - dh * (g.r - 1))
     assert spec.element_strides == (1, v, u, 1)
+    # block_k channels of one tap per pixel, swizzled as the slot's rows: 128, 64 or 32
+    # bytes (3, 2, 1: the 128B, 64B, 32B swizzle); the filter tile the same.
+    swizzle = {64: 3, 32: 2, 16: 1}[cfg.block_k]
     assert (spec.pixels_per_column, spec.channels_per_pixel, spec.swizzle) == (
-        cfg.block_m, 64, 3)
+        cfg.block_m, cfg.block_k, swizzle)
+    assert b_load.plan.tensor_map.swizzle == swizzle
+    assert b_load.plan.tensor_map.box_dims[0] == cfg.block_k
     assert a_load.plan.num_issues == 1
     assert a_load.instruction == ("cp.async.bulk.tensor.4d.shared::cluster.global.im2col"
                                   ".mbarrier::complete_tx::bytes")
@@ -275,7 +322,8 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
         arena = np.full(cfg.shared_bytes, 0xA5, np.uint8)
         execute_im2col(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
         got = arena.view(np.uint16)[a_start + slots[it % cfg.stages]]
-        want = matrix[mb * cfg.block_m:(mb + 1) * cfg.block_m, k_step * 64:k_step * 64 + 64]
+        bk = cfg.block_k
+        want = matrix[mb * cfg.block_m:(mb + 1) * cfg.block_m, k_step * bk:k_step * bk + bk]
         assert np.array_equal(got, want), values
 
     if cfg.stream_k:

@@ -68,6 +68,19 @@ CASES = [
     GemmConfig(1000, 2000, 3000, split_k=2),
     GemmConfig(256, 264, 320, split_k=3, b_layout="kn", dtype="float16", ctas=7),
     GemmConfig(520, 648, 1000, split_k=2, cluster=2, ctas=10),
+    # 32- and 16-wide K blocks: K-major slots of 64- or 32-byte rows (64B / 32B swizzle, 2
+    # or 1 k16 MMAs per K step): ragged M and K (K = 200: a last step of 8 columns), fp16
+    # 128-wide tiles, 160-wide tiles (32-column C stage) behind a ring of 10 stages, the
+    # K x N B (block_k rows of 64-column 128B atoms) with ping-pong 128-row tiles (two
+    # 64-row A sub-tiles of 64-byte rows) and in 2x1 clusters (each CTA multicasts a 16-row
+    # half of a 16 x 256 B tile: 2 of its 4 atoms).
+    GemmConfig(264, 256, 200, block_k=32),
+    GemmConfig(200, 320, 136, block_k=16, block_n=128, dtype="float16"),
+    GemmConfig(1000, 320, 520, block_n=160, epilogue_n=32, block_k=16, stages=10),
+    GemmConfig(264, 256, 200, block_k=32, block_n=128, stages=8, epilogue_n=64,
+               schedule="pingpong", b_layout="kn", ctas=3),
+    GemmConfig(384, 768, 520, block_k=16, stages=8, b_layout="kn", cluster=2, ctas=4,
+               dtype="float16"),
     # Stream-K: every CTA an equal run of K steps; tiles cut between runs are finished by
     # the CTA holding their K step 0. Many tiles per run (ctas=7), a tile shared by four
     # runs (ctas=20, K x N B, fp16), each tile cut into ~17 runs (M = 49, 8 tiles for 132
@@ -108,12 +121,28 @@ def test_gemm_issues_the_expected_instructions(built):
     ptx_type = "bf16" if cfg.dtype == "bfloat16" else "f16"
     mma = f"wgmma.mma_async.sync.aligned.m64n{cfg.block_n}k16.f32.{ptx_type}.{ptx_type}"
     assert mma in src
-    # Four k16 MMAs per 64-wide K step for each 64-row sub-tile a warpgroup computes, the
-    # transpose bit set only for the K x N B.
+    # block_k / 16 k16 MMAs per K step (4, 2 or 1) for each 64-row sub-tile a warpgroup
+    # computes, the transpose bit set only for the K x N B.
     trans_b = 1 if cfg.b_layout == "kn" else 0
+    per_step = cfg.block_k // 16
     for sub in range(cfg.consumer_rows // 64):
-        assert src.count(f"_1_1_0_{trans_b}(acc_ptr[{sub * cfg.block_n // 2}]") == 4
-    assert src.count(f"_1_1_0_{trans_b}(acc_ptr[") == 4 * cfg.consumer_rows // 64
+        assert src.count(f"_1_1_0_{trans_b}(acc_ptr[{sub * cfg.block_n // 2}]") == per_step
+    assert src.count(f"_1_1_0_{trans_b}(acc_ptr[") == per_step * cfg.consumer_rows // 64
+    # The descriptors: K-major rows of block_k elements in 8-row atoms (stride byte offset
+    # 8 rows, in 16-byte units) with the swizzle of the row (3, 2, 1: 128B, 64B, 32B, as the
+    # A and B copies' tensor maps have it); the K x N B: 64-column 128B atoms block_k rows
+    # of 128 bytes apart.
+    row_bytes = cfg.block_k * cfg.element_bytes
+    swizzle = {128: 3, 64: 2, 32: 1}[row_bytes]
+    descriptors = re.findall(r"ptx_wgmma_encode_matrix_descriptor\(\(&\(desc_(\w)_ptr\[0\]\)\)"
+                             r", .*, (\d+), (\d+), (\d+)\);", src)
+    k_major = (1, 8 * row_bytes // 16, swizzle)
+    b_fields = (cfg.block_k * 128 // 16, 1024 // 16, 3) if cfg.b_layout == "kn" else k_major
+    assert {(name, *map(int, fields)) for name, *fields in descriptors} == {
+        ("a", *k_major), ("b", *b_fields)}
+    a_copy, b_copy = tvm_tma.explain(gemm_kernel(cfg)).copies[:2]
+    assert a_copy.plan.tensor_map.swizzle == swizzle
+    assert b_copy.plan.tensor_map.swizzle == (3 if cfg.b_layout == "kn" else swizzle)
     assert "setmaxnreg.dec.sync.aligned.u32 40;" in src
     assert "setmaxnreg.inc.sync.aligned.u32 232;" in src
     assert f"__launch_bounds__({cfg.threads})" in src
@@ -235,6 +264,10 @@ def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
                                         "64-byte row, the 64B swizzle's widest box), "
                                         "dividing block_n=192"),
     (dict(stages=5), "5 stages of 128x256x64 tiles need"),
+    (dict(block_k=48), "block_k=48: 64, 32 or 16 (a K-major slot row of 128, 64 or 32 "
+                       "bytes"),
+    (dict(block_k=128), "block_k=128: 64, 32 or 16"),
+    (dict(block_k=16, stages=19), "19 stages of 128x256x16 tiles need"),
     (dict(b_layout="mn"), "b_layout='mn'"),
     (dict(dtype="float32"), "dtype='float32'"),
     (dict(schedule="pingpong"), "pingpong: a consumer warpgroup computes 128x256 outputs, "

@@ -8,17 +8,21 @@ channels, K = R * S * C taps times input channels, A the im2col matrix of X
 (:class:`tvm_tma.conv.Conv2dGeometry` is that view, declared over X's data), B the filter
 as (K, R*S*C) (N x K, K-major: ``b_layout="nk"``) and C the output as (N*P*Q, K). So
 :func:`conv2d_kernel` is :func:`.gemm.gemm_kernel` with ``a_operand=geometry``: every A
-tile load the producer issues, ``A[m0:m0 + 128, k0:k0 + 64]``, is planned by the dispatch
-as one TMA im2col load (``tvm_tma.planner.im2col``): 128 consecutive output pixels, 64
-channels each, read at the filter tap ``k0 // C``, the padding halo and the pixels past the
-last image filled with zeros. Nothing of the ring, the WGMMA mainloop or the epilogue
-changes: the A tile lands in shared memory as the same 128B-swizzled K-major tile.
+tile load the producer issues, ``A[m0:m0 + 128, k0:k0 + block_k]``, is planned by the
+dispatch as one TMA im2col load (``tvm_tma.planner.im2col``): 128 consecutive output
+pixels, ``block_k`` channels each (``channelsPerPixel``), read at the filter tap
+``k0 // C``, the padding halo and the pixels past the last image filled with zeros.
+Nothing of the ring, the WGMMA mainloop or the epilogue changes: the A tile lands in shared
+memory as the same swizzled K-major tile as a GEMM's of that ``block_k``.
 
 What it handles today (:func:`check_geometry` refuses the rest, naming the value):
 
-* **C a multiple of 64.** A K block is 64 columns (``block_k`` 64: one 128-byte swizzle row
-  of 16-bit elements), and one im2col load reads one filter tap (one tap offset per
-  instruction), so a K block must lie inside one tap's C channels: C a multiple of 64.
+* **C a multiple of 16.** One im2col load reads one filter tap (one tap offset per
+  instruction), so a K block must lie inside one tap's C channels: ``block_k`` (64, 32 or
+  16 columns: one 128-, 64- or 32-byte swizzle row of 16-bit elements) must divide C, and
+  :func:`conv2d_config` takes the widest that does (C = 96: 32, three K blocks per tap;
+  C = 48: 16). One wgmma k16 step reads 16 channels of one tap, so C must be a multiple
+  of 16.
 * **bfloat16 or float16** in and out, fp32 accumulation (the GEMM's types).
 * K (output channels) a multiple of 8 (16-byte rows of the filter and the output); any
   M = N * P * Q (the last row block loads zeros past it and stores nothing there).
@@ -39,15 +43,19 @@ import tvm
 
 from ..conv import Conv2dGeometry
 from .gemm import gemm_kernel
-from .gemm_config import MAX_SHARED, GemmConfig
+from .gemm_config import K_BLOCKS, MAX_SHARED, GemmConfig
 from .reference import OUTPUT_EPS, error_bound
 from .stream_k import check_workspace_left_clean, workspace
 
-#: Input/output element types the kernel takes (the GEMM's: 16-bit, one 128-byte swizzle
-#: row per 64-column K block).
+#: Input/output element types the kernel takes (the GEMM's: 16-bit, one 128-, 64- or
+#: 32-byte swizzle row per 64-, 32- or 16-column K block).
 DTYPES = ("bfloat16", "float16")
-#: Channels of one K block: the GEMM's ``block_k``.
-CHANNEL_BLOCK = 64
+#: Channels C must be a multiple of: the narrowest K block (``block_k`` 16, one wgmma k16
+#: step), which must lie inside one filter tap's C channels.
+CHANNEL_BLOCK = 16
+#: Stages conv2d_config fills shared memory with, at most: narrow K blocks have small slots
+#: (128 x 256 x 16: 12 KiB), and more stages past this only narrow the C stage.
+MAX_STAGES = 12
 #: GemmConfig fields that follow from the geometry, not from options.
 _FROM_GEOMETRY = ("m", "n", "k", "dtype", "b_layout")
 
@@ -62,21 +70,36 @@ def check_geometry(geometry: Conv2dGeometry, dtype: str = "bfloat16") -> None:
     g = geometry
     if g.c % CHANNEL_BLOCK:
         raise ValueError(f"C={g.c}: the input channels must be a multiple of "
-                         f"{CHANNEL_BLOCK}: a K block of the GEMM is {CHANNEL_BLOCK} columns "
-                         f"(block_k, one 128-byte swizzle row) and must lie inside one filter "
-                         f"tap (r, s), since one im2col load reads at one tap offset")
+                         f"{CHANNEL_BLOCK}: a K block of the GEMM (block_k 64, 32 or 16 "
+                         f"columns) must lie inside one filter tap (r, s), since one im2col "
+                         f"load reads at one tap offset, and one wgmma k16 step reads "
+                         f"{CHANNEL_BLOCK} channels")
     if g.k % 8:
         raise ValueError(f"K={g.k}: the output channels must be a multiple of 8 (16-byte rows "
                          f"of the NPQK output and of the KRSC filter for TMA)")
 
 
+def channel_block(geometry: Conv2dGeometry) -> int:
+    """The K block of a layer: the widest of 64, 32 and 16 channels that divides C (one
+    im2col load per K block reads one filter tap)."""
+    return next(w for w in K_BLOCKS if geometry.c % w == 0)
+
+
+def _check_block_k(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
+    if cfg.block_k in K_BLOCKS and geometry.c % cfg.block_k:
+        raise ValueError(f"block_k={cfg.block_k}: a K block must lie inside one filter tap's "
+                         f"C={geometry.c} channels (one im2col load reads at one tap "
+                         f"offset): a width of 64, 32 or 16 dividing C "
+                         f"({channel_block(geometry)} here)")
+
+
 def _epilogue_and_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
     """``cfg`` with the C stage width and the ring depth: as many stages as shared memory
-    holds, with the widest C stage (a whole number of 64-column atoms dividing block_n)
-    that costs no stage; a block_n that is no multiple of 64 (160) is staged 32 columns at
-    a time (64B swizzle, the one width :meth:`GemmConfig.check` allows it). Either one
-    given in ``options`` is kept (given stages, the widest C stage that fits beside
-    them)."""
+    holds (at most :data:`MAX_STAGES`), with the widest C stage (a whole number of 64-column
+    atoms dividing block_n) that costs no stage; a block_n that is no multiple of 64 (160)
+    is staged 32 columns at a time (64B swizzle, the one width :meth:`GemmConfig.check`
+    allows it). Either one given in ``options`` is kept (given stages, the widest C stage
+    that fits beside them)."""
     if cfg.block_n % 64:
         widths = [32]
     else:
@@ -89,7 +112,7 @@ def _epilogue_and_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
         if "stages" not in options:
             ring = MAX_SHARED - replace(shaped, stages=0).shared_bytes
             slot = shaped.a_tile_bytes + shaped.b_tile_bytes
-            shaped = replace(shaped, stages=max(2, ring // slot))
+            shaped = replace(shaped, stages=min(MAX_STAGES, max(2, ring // slot)))
         candidates.append(shaped)
     # Fits first, then the most stages, then the widest C stage (max keeps the first).
     return max(candidates,
@@ -100,9 +123,13 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
                   **options) -> GemmConfig:
     """The GEMM configuration of a conv2d layer: M = N*P*Q, N = K, K = R*S*C, B as N x K.
 
-    ``options`` are :class:`GemmConfig` fields (``block_n``, ``stages``, ``epilogue_n``,
-    ``schedule``, ``cluster``, ``ctas``, ...); each one given is kept, the rest chosen:
+    ``options`` are :class:`GemmConfig` fields (``block_n``, ``block_k``, ``stages``,
+    ``epilogue_n``, ``schedule``, ``cluster``, ``ctas``, ...); each one given is kept, the
+    rest chosen:
 
+    * **block_k**: the widest of 64, 32 and 16 that divides C (:func:`channel_block`), so
+      each K block, one im2col load, lies inside one filter tap (C = 96: 32, three K blocks
+      per tap; C = 48: 16). A given one must divide C too.
     * **block_n** (output channels per tile) and **cluster**, as the H100 sweep measured
       (benchmarks/RESULTS.md section 8): the widest of 256, 128 and 64 that divides K and
       still gives at least half as many tiles as CTAs (14x14x256: 128, 98 tiles, 1.43x the
@@ -119,7 +146,8 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     * **epilogue_n / stages**: as many ring stages as shared memory holds (227 KiB), with
       the widest C stage that costs no stage (128 x 256: C in 128-column halves, 4 stages,
       the GEMM's measured default; 128 x 128: 6; 128 x 64: 8; 128 x 192: 64-column C, 5;
-      128 x 160: 32-column 64B-swizzled C, 6).
+      128 x 160: 32-column 64B-swizzled C, 6), at most :data:`MAX_STAGES` (the small
+      slots of 32- and 16-wide K blocks).
     * **schedule**, **block_m**, **ctas**, **group_m**: the GEMM's defaults (cooperative
       128-row tiles, 132 CTAs: pass ``ctas=`` the GPU's SM count).
 
@@ -135,8 +163,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     unknown = sorted(set(options) - known)
     if unknown:
         raise ValueError(f"{', '.join(unknown)}: not a GemmConfig field")
+    options.setdefault("block_k", channel_block(geometry))
     base = GemmConfig(geometry.gemm_m, geometry.k, geometry.gemm_k, dtype=dtype,
                       b_layout="nk", **options)
+    _check_block_k(geometry, base)
     width, cluster = _measured_tiling(base, options)
     chosen = replace(base, block_n=width)
     if "cluster" not in options:
@@ -184,6 +214,7 @@ def check_config(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
         raise ValueError(f"split_k={cfg.split_k}: conv2d computes Y = conv(X, F); split-K "
                          f"adds into Y (Y +=) and is not offered for it")
     cfg.check()
+    _check_block_k(geometry, cfg)
 
 
 def conv2d_kernel(geometry: Conv2dGeometry, cfg: GemmConfig) -> tvm.tirx.PrimFunc:
@@ -292,6 +323,6 @@ def run(geometry: Conv2dGeometry, cfg: GemmConfig, seed: int = 0) -> Conv2dRun:
     return Conv2dRun(y.numpy().astype(np.float32), reference, bound, x, f)
 
 
-__all__ = ["DTYPES", "OUTPUT_EPS", "Conv2dRun", "check_config",
+__all__ = ["DTYPES", "OUTPUT_EPS", "Conv2dRun", "channel_block", "check_config",
            "check_geometry", "conv2d_config", "conv2d_error_bound", "conv2d_kernel",
            "conv2d_reference", "random_inputs", "run"]

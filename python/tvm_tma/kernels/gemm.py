@@ -18,8 +18,10 @@ Each CTA has three warpgroups (384 threads):
 
 * **Producer** (warpgroup 0): gives registers back (``setmaxnreg.dec`` to 40) and one
   thread issues, for every K step of every tile, the TMA loads of an A tile (BM x BK) and a
-  B tile (BN x BK, or BK x BN) into the next slot of a ring of ``stages`` 128B-swizzled
-  slots (:class:`tvm_tma.pipeline.TmaPipeline`: it waits for the slot's "empty" barrier,
+  B tile (BN x BK, or BK x BN) into the next slot of a ring of ``stages`` swizzled slots
+  (128B-swizzled, but for the K-major tiles of a 32- or 16-wide K block: 64- or 32-byte
+  rows, the 64B or 32B swizzle;
+  :class:`tvm_tma.pipeline.TmaPipeline`: it waits for the slot's "empty" barrier,
   announces the slot's bytes on its "full" barrier, then copies with
   ``Tx.copy_async(..., dispatch="tma", mbar=..., oob="zero")``). Edge tiles read past M, N
   or K; TMA fills those elements with zeros, which add nothing to the products.
@@ -70,8 +72,9 @@ parity are ``it % stages`` and ``it // stages % 2`` on both sides (see
 :mod:`tvm_tma.pipeline` for the protocol drawn out step by step); a ping-pong warpgroup
 skips the other's units without touching a barrier.
 
-The WGMMA operand descriptors follow the 128B-swizzled slot layout the TMA wrote; their
-fields are drawn out in :mod:`.wgmma`.
+The WGMMA operand descriptors follow the swizzled slot layout the TMA wrote (the swizzle of
+the slot's row width, :func:`.wgmma.swizzled_layout`); their fields are drawn out in
+:mod:`.wgmma`.
 """
 
 from __future__ import annotations

@@ -25,6 +25,9 @@ PRODUCER_REGISTERS = 40
 CONSUMER_REGISTERS = 232
 #: Largest dynamic shared memory a Hopper CTA may use.
 MAX_SHARED = 227 * 1024
+#: K block widths (16-bit elements): one 128-, 64- or 32-byte swizzle row of 4, 2 or 1 k16
+#: wgmma steps.
+K_BLOCKS = (64, 32, 16)
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,9 @@ class GemmConfig:
     #: Columns of C per tile: a multiple of 32 from 64 to 256 (wgmma N) with B as N x K, a
     #: multiple of 64 with B as K x N (its slot is 64-column swizzle atoms).
     block_n: int = 256
+    #: Columns of K per ring slot: 64, 32 or 16. K-major slots (A; B as N x K) have rows of
+    #: 128, 64 or 32 bytes with the 128B, 64B or 32B swizzle; the K x N B slot is block_k
+    #: rows of 64-column 128B atoms whatever block_k.
     block_k: int = 64
     stages: int = 4
     #: Row blocks per group of the tile order (L2 reuse); 1 is plain row-major order.
@@ -250,8 +256,10 @@ class GemmConfig:
             raise ValueError(f"block_n={self.block_n}: a multiple of 32 from 64 to 256 "
                              f"(wgmma N; C staged in 64-column 128B- or 32-column "
                              f"64B-swizzled pieces)")
-        if self.block_k != 64:
-            raise ValueError(f"block_k={self.block_k}: 64 (one 128-byte swizzle row)")
+        if self.block_k not in K_BLOCKS:
+            raise ValueError(f"block_k={self.block_k}: 64, 32 or 16 (a K-major slot row of "
+                             f"128, 64 or 32 bytes: one 128B, 64B or 32B swizzle span, "
+                             f"a whole number of k16 MMA steps)")
         if self.stages < 2:
             raise ValueError(f"stages={self.stages}: the ring needs at least 2 slots")
         if self.block_n % self.epilogue_cols or (self.epilogue_cols % 64

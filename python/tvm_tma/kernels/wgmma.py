@@ -8,14 +8,20 @@ group of MMAs runs while the next slot's wait completes, and the producer stays 
 ``stages`` slots ahead. :func:`make_mma_unit` builds that mainloop for one configuration,
 :func:`make_release` the slot release it ends each step with.
 
-The descriptors follow the slot layout the TMA wrote (:func:`swizzled_layout`, the 128B
-swizzle): K-major tiles (A; B as N x K) have 128-byte rows in 8-row, 1024-byte swizzle
-atoms (stride byte offset 1024); the N-major B tile (B as K x N) is 64-column atoms stacked
-along N, ``block_k`` rows of 128 bytes apart (leading byte offset), read with the transpose
-bit. Each k16 step moves the descriptor's start address by 32 bytes (K-major) or 16 rows of
-128 bytes (N-major). :func:`descriptor_fields` computes those numbers once, so a kernel
-whose slots hold the same tiles (conv2d's im2col A tile is an ordinary K-major tile once in
-shared memory) uses the same mainloop.
+The descriptors follow the slot layout the TMA wrote (:func:`swizzled_layout`: the swizzle
+whose span is the slot's row, :func:`swizzle_mode`). K-major tiles (A; B as N x K) have rows
+of ``block_k`` 16-bit elements: 128 bytes (``block_k`` 64, 128B swizzle), 64 bytes (32, 64B
+swizzle) or 32 bytes (16, 32B swizzle), in 8-row swizzle atoms of 8 x row bytes (stride
+byte offset 1024, 512 or 256 bytes); the N-major B tile (B as K x N, ``block_k`` 64 only) is
+64-column 128B atoms stacked along N, ``block_k`` rows of 128 bytes apart (leading byte
+offset), read with the transpose bit. Each k16 step moves the descriptor's start address by
+32 bytes inside the row (K-major: 4, 2 or 1 steps per row) or 16 rows of 128 bytes
+(N-major). The descriptor's layout field names the same swizzle
+(``T.cuda.wgmma.encode_matrix_descriptor`` takes it numbered as ``mma_shared_layout`` and
+the tensor map do: 3, 2, 1 for 128B, 64B, 32B, and writes the PTX encoding of bits 62-63:
+1, 2, 3). :func:`descriptor_fields` computes those numbers once, so a kernel whose slots
+hold the same tiles (conv2d's im2col A tile is an ordinary K-major tile once in shared
+memory) uses the same mainloop.
 
 Ring uses are counted, not tracked: the mainloop numbers them ``it = j * steps + k`` (the
 CTA's work unit ordinal ``j``, K step ``k``) exactly as the producer does, so slot and
@@ -27,6 +33,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import tvm
 from tvm.backend.cuda.tile_primitive.tma_utils import mma_shared_layout
 from tvm.script import tirx as T
 
@@ -34,20 +41,41 @@ from .gemm_config import GemmConfig
 
 #: K extent of one wgmma instruction for 16-bit inputs.
 MMA_K = 16
-#: The swizzle mode of the slots, as ``mma_shared_layout`` and the wgmma matrix descriptor
-#: both number it (3: 128-byte swizzle).
+#: Swizzle modes as ``mma_shared_layout``, the tensor map (``CUtensorMapSwizzle``) and
+#: ``T.cuda.wgmma.encode_matrix_descriptor`` number them (the last maps them to the PTX
+#: descriptor's bits 62-63: 128B -> 1, 64B -> 2, 32B -> 3).
 SWIZZLE_128B = 3
+SWIZZLE_64B = 2
+SWIZZLE_32B = 1
+#: Swizzle mode by the bytes of a slot's row (its inner extent): a row of whole 128-byte
+#: spans takes the 128B swizzle; a 64- or 32-byte row the swizzle of that span.
+SWIZZLE_BY_ROW_BYTES = {64: SWIZZLE_64B, 32: SWIZZLE_32B}
+
+
+def swizzle_mode(dtype: str, inner: int) -> int:
+    """The swizzle mode of a shared tile whose rows are ``inner`` elements of ``dtype``: 128B
+    for a whole number of 128-byte spans, else 64B or 32B for a row of exactly 64 or 32
+    bytes (the span is the row: a TMA box with a wider swizzle would need wider rows)."""
+    row_bytes = inner * tvm.DataType(dtype).bits // 8
+    if row_bytes % 128 == 0:
+        return SWIZZLE_128B
+    if row_bytes in SWIZZLE_BY_ROW_BYTES:
+        return SWIZZLE_BY_ROW_BYTES[row_bytes]
+    raise ValueError(f"a row of {inner} {dtype} elements ({row_bytes} bytes): a swizzled "
+                     f"slot row is 32, 64 or a multiple of 128 bytes")
 
 
 def swizzled_layout(dtype: str, shape: tuple[int, ...]):
-    """The 128B-swizzled shared layout of ``shape`` (outer dims stacked slots) that the TMA
-    writes and the wgmma descriptors of :func:`descriptor_fields` address."""
-    return mma_shared_layout(dtype, SWIZZLE_128B, shape)
+    """The swizzled shared layout of ``shape`` (outer dims stacked slots) that the TMA
+    writes and the wgmma descriptors of :func:`descriptor_fields` address: the swizzle of
+    its rows' width (:func:`swizzle_mode`; 128B for rows of whole 64-element atoms)."""
+    return mma_shared_layout(dtype, swizzle_mode(dtype, shape[-1]), shape)
 
 
 @dataclass(frozen=True)
 class DescriptorFields:
-    """wgmma matrix-descriptor fields and advances, in 16-byte units."""
+    """wgmma matrix-descriptor fields and advances, in 16-byte units, and the swizzle
+    modes of the two descriptors."""
 
     #: Leading and stride byte offsets of the A descriptor (K-major).
     a_lead: int
@@ -60,19 +88,29 @@ class DescriptorFields:
     b_step: int
     #: Start-address advance per 64-row A sub-tile.
     a_sub: int
+    #: Swizzle modes of the A and B slots (:func:`swizzle_mode`), as
+    #: ``encode_matrix_descriptor`` takes them.
+    a_swizzle: int = SWIZZLE_128B
+    b_swizzle: int = SWIZZLE_128B
 
 
 def descriptor_fields(cfg: GemmConfig) -> DescriptorFields:
-    """The descriptor fields of ``cfg``'s slots: K-major tiles have 1024-byte 8-row atoms;
-    the N-major B tile has 64-column atoms ``block_k`` rows of 128 bytes apart."""
+    """The descriptor fields of ``cfg``'s slots: K-major tiles have 8-row atoms of 8 x row
+    bytes (``block_k`` elements a row: 1024, 512 or 256 bytes an atom); the N-major B tile
+    (``block_k`` 64) has 64-column atoms ``block_k`` rows of 128 bytes apart."""
     kn = cfg.b_layout == "kn"
-    a_step = MMA_K * cfg.element_bytes // 16  # 32 bytes along a 128-byte row
+    row_bytes = cfg.block_k * cfg.element_bytes  # a K-major row: 128, 64 or 32 bytes
+    k_major = swizzle_mode(cfg.dtype, cfg.block_k)
+    a_step = MMA_K * cfg.element_bytes // 16  # 32 bytes along the row
     return DescriptorFields(
-        a_lead=1, a_stride=1024 // 16,
-        b_lead=cfg.block_k * 128 // 16 if kn else 1, b_stride=1024 // 16,
+        a_lead=1, a_stride=8 * row_bytes // 16,
+        b_lead=cfg.block_k * 128 // 16 if kn else 1,
+        b_stride=1024 // 16 if kn else 8 * row_bytes // 16,
         a_step=a_step,
         b_step=MMA_K * 128 // 16 if kn else a_step,  # N-major: 16 rows of 128 bytes
-        a_sub=64 * cfg.block_k * cfg.element_bytes // 16)
+        a_sub=64 * row_bytes // 16,
+        a_swizzle=k_major,
+        b_swizzle=swizzle_mode(cfg.dtype, cfg.block_n) if kn else k_major)
 
 
 def make_release(cfg: GemmConfig) -> Callable[..., None]:
@@ -118,6 +156,7 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
     fields = descriptor_fields(cfg)
     a_lead, a_stride, a_step, a_sub = fields.a_lead, fields.a_stride, fields.a_step, fields.a_sub
     b_lead, b_stride, b_step = fields.b_lead, fields.b_stride, fields.b_step
+    a_swizzle, b_swizzle = fields.a_swizzle, fields.b_swizzle
     release = make_release(cfg)
 
     # fmt: off
@@ -131,10 +170,10 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
             ring.consumer_wait(it)
             T.cuda.wgmma.encode_matrix_descriptor(
                 T.address_of(desc_a[0]), a_ring.ptr_to([s, row0, 0]), a_lead, a_stride,
-                SWIZZLE_128B)
+                a_swizzle)
             T.cuda.wgmma.encode_matrix_descriptor(
                 T.address_of(desc_b[0]), b_ring.ptr_to([s, 0, 0]), b_lead, b_stride,
-                SWIZZLE_128B)
+                b_swizzle)
             T.ptx.wgmma.fence.sync.aligned()
             for kk in T.unroll(bk // MMA_K):
                 for mi in T.unroll(m_sub):
