@@ -328,6 +328,7 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
 
     if cfg.stream_k:
         # Each worker's run, tile by tile (ring use = K step of the problem - run start).
+        assert cfg.stream_k_dp_tiles == 0, "these layers have fewer tiles than CTAs"
         steps, covered = cfg.k_steps, []
         for worker in range(cfg.workers):
             first, end = cfg.stream_k_start(worker), cfg.stream_k_start(worker + 1)

@@ -84,12 +84,15 @@ CASES = [
     # Stream-K: every CTA an equal run of K steps; tiles cut between runs are finished by
     # the CTA holding their K step 0. Many tiles per run (ctas=7), a tile shared by four
     # runs (ctas=20, K x N B, fp16), each tile cut into ~17 runs (M = 49, 8 tiles for 132
-    # CTAs: the ResNet 7x7x512 shape at one image), and the 1000x2000x3000 problem.
+    # CTAs: the ResNet 7x7x512 shape at one image), the 1000x2000x3000 problem, and one
+    # with whole tiles before the runs (81 tiles of 128 x 256 on 20 CTAs: 60 tiles
+    # in the plain order, the last 21 cut into runs).
     GemmConfig(520, 648, 1000, stream_k=True, ctas=7),
     GemmConfig(256, 264, 4096, block_n=128, stages=6, epilogue_n=0, b_layout="kn",
                dtype="float16", stream_k=True, ctas=20),
     GemmConfig(49, 512, 4608, block_n=64, stages=8, epilogue_n=0, stream_k=True),
     GemmConfig(1000, 2000, 3000, block_n=128, stages=6, epilogue_n=0, stream_k=True),
+    GemmConfig(1152, 2304, 520, stream_k=True, ctas=20),
     # Stream-K in 2x1 clusters (each CTA hands over its own row block; B multicast): an
     # odd number of row blocks (the last cluster's second CTA is past M), and 128 x 256.
     GemmConfig(300, 264, 2048, block_n=128, stages=6, epilogue_n=0, cluster=2,
@@ -123,8 +126,11 @@ def test_gemm_issues_the_expected_instructions(built):
     assert mma in src
     # block_k / 16 k16 MMAs per K step (4, 2 or 1) for each 64-row sub-tile a warpgroup
     # computes, the transpose bit set only for the K x N B.
+    # A stream-K kernel with whole tiles before its runs has two mainloops (and two sets
+    # of load and store call sites): the whole tiles' and the runs'.
     trans_b = 1 if cfg.b_layout == "kn" else 0
-    per_step = cfg.block_k // 16
+    loops = 2 if cfg.stream_k and cfg.stream_k_dp_rounds > 0 else 1
+    per_step = cfg.block_k // 16 * loops
     for sub in range(cfg.consumer_rows // 64):
         assert src.count(f"_1_1_0_{trans_b}(acc_ptr[{sub * cfg.block_n // 2}]") == per_step
     assert src.count(f"_1_1_0_{trans_b}(acc_ptr[") == per_step * cfg.consumer_rows // 64
@@ -150,11 +156,13 @@ def test_gemm_issues_the_expected_instructions(built):
     # go in one 3-D box or, where an N edge keeps the 64-column swizzle atoms from folding
     # into one dim, one box per atom.
     loads = len(re.findall(r"tvm_tma_load_\w+\(\(", src))
-    assert loads in ((2, 1 + cfg.block_n // 64) if cfg.b_layout == "kn" else (2,))
+    assert loads in ((2 * loops, (1 + cfg.block_n // 64) * loops) if cfg.b_layout == "kn"
+                     else (2 * loops,))
     store = "reduce" if cfg.split_k > 1 else "store"
     stores = len(re.findall(rf"tvm_tma_{store}_\w+\(\(", src))
     stages = cfg.block_n // cfg.epilogue_cols  # the epilogue loop over C stages is unrolled
-    assert stores in (stages, stages * max(1, cfg.epilogue_cols // 64))
+    per_site = (stages, stages * max(1, cfg.epilogue_cols // 64))
+    assert stores in ({a + b for a in per_site for b in per_site} if loops == 2 else per_site)
     # The C stage is whole 64-column atoms with the 128B swizzle, or (a tile no multiple of
     # 64 wide) 32 columns of 64-byte rows with the 64B swizzle: the store's tensor map
     # carries the stage's swizzle and its inner box is one swizzle span.
@@ -222,7 +230,9 @@ def _stream_k_runs(cfg: GemmConfig) -> list[tuple[int, int]]:
 
 @pytest.mark.parametrize("cfg", [c for c in CASES if c.stream_k] + [
     GemmConfig(1568, 512, 4608, block_n=128, stages=6, epilogue_n=0, stream_k=True),
-    GemmConfig(300, 64, 640, block_n=64, epilogue_n=0, stream_k=True, ctas=7)], ids=_name)
+    GemmConfig(300, 64, 640, block_n=64, epilogue_n=0, stream_k=True, ctas=7),
+    GemmConfig(8192, 8192, 8192, stream_k=True),
+    GemmConfig(3000, 5000, 2000, stream_k=True, cluster=2)], ids=_name)
 def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
     """The runs of :func:`stream_k_run` tile the problem's K steps; a run holds at most one
     tile it did not start (its first: it publishes at most once per launch), and the
@@ -230,10 +240,17 @@ def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
     ``stream_k_peers`` of them) are exactly the ones that computed a part of its tile."""
     cfg.check()
     runs = _stream_k_runs(cfg)
-    assert runs[0][0] == 0 and runs[-1][1] == cfg.iterations
+    tiles, steps = cfg.m_groups * cfg.n_blocks, cfg.k_steps
+    # Whole tiles first, round-robin over the workers, then the runs over the rest.
+    assert cfg.stream_k_dp_tiles % cfg.workers == 0
+    dp = sorted(b + j * cfg.workers for b in range(cfg.workers)
+                for j in range(cfg.stream_k_dp_rounds))
+    assert dp == list(range(cfg.stream_k_dp_tiles))
+    assert runs[0][0] == cfg.stream_k_dp_tiles * steps and runs[-1][1] == tiles * steps
+    assert (tiles - cfg.stream_k_dp_tiles) in range(cfg.workers, 2 * cfg.workers) or (
+        cfg.stream_k_dp_tiles == 0)
     assert all(end > first for first, end in runs)
     assert all(runs[b][1] == runs[b + 1][0] for b in range(cfg.workers - 1))
-    steps = cfg.k_steps
     for owner, (first, end) in enumerate(runs):
         for tile in range(first // steps, (end + steps - 1) // steps):
             begin = max(first - tile * steps, 0)
@@ -242,9 +259,10 @@ def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
                 continue
             tile_end = tile * steps + steps
             computed = {b for b, (f, e) in enumerate(runs) if f < tile_end and e > tile * steps}
-            gathered = {owner + 1 + p for p in range(cfg.stream_k_peers)
-                        if owner + 1 + p < cfg.workers
-                        and (owner + 1 + p) * cfg.iterations // cfg.workers < tile_end}
+            # The kernel gathers only when the run ends inside the tile.
+            gathered = set() if end >= tile_end else {
+                owner + 1 + p for p in range(cfg.stream_k_peers)
+                if owner + 1 + p < cfg.workers and cfg.stream_k_start(owner + 1 + p) < tile_end}
             assert gathered == computed - {owner}
 
 

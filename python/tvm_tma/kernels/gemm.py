@@ -248,6 +248,8 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
     store_unit = make_store_unit(cfg)
     publish, gather = make_fixup(cfg) if stream_k else (None, None)
     k_steps = cfg.k_steps
+    dp_rounds = cfg.stream_k_dp_rounds if stream_k else 0
+    dp_steps = dp_rounds * k_steps
 
     # fmt: off
     @T.inline
@@ -297,14 +299,22 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
             T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGISTERS)
             if tid == 0:
                 if stream_k:
-                    # The K steps of this CTA's run, tile by tile; ring use = step - first.
+                    # Whole tiles first (rounds 0 .. dp_rounds - 1, the plain order), then
+                    # the K steps of this worker's run, tile by tile: ring use
+                    # dp_rounds * k_steps + (step - first).
+                    if dp_rounds > 0:
+                        for j in T.serial(dp_rounds):
+                            mb, nb, part = T.meta_var(
+                                unit_coordinates(cfg, unit_of(cfg, worker, j), rank))
+                            load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank)
                     first, end = T.meta_var(stream_k_run(cfg, worker))
                     lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
                     for t in T.serial(lo, hi):
                         kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
                         mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, rank))
-                        load_steps(ring, a_ring, b_ring, A, B, t * k_steps + kb - first, kb,
-                                   ke - kb, mb, nb, rank)
+                        load_steps(ring, a_ring, b_ring, A, B,
+                                   dp_steps + t * k_steps + kb - first, kb, ke - kb, mb, nb,
+                                   rank)
                 else:
                     for j in T.serial(n_rounds):
                         unit = T.meta_var(unit_of(cfg, worker, j))
@@ -315,15 +325,25 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
             T.ptx.setmaxnreg.inc.sync.aligned.u32(CONSUMER_REGISTERS)
             consumer = T.meta_var(warpgroup - 1)
             if stream_k:
-                # Each tile of the run: its K steps here, then either publish them (a tile
-                # this run did not start) or gather the peers' and store the tile.
+                # Whole tiles first, then each tile of the run: its K steps here, then
+                # either publish them (a tile this run did not start) or gather the peers'
+                # and store the tile.
+                if dp_rounds > 0:
+                    for j in T.serial(dp_rounds):
+                        mb, nb, part = T.meta_var(
+                            unit_coordinates(cfg, unit_of(cfg, worker, j), rank))
+                        mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, consumer * 64,
+                                 lane)
+                        store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
+                                   tid == WARPGROUP)
                 first, end = T.meta_var(stream_k_run(cfg, worker))
                 lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
                 for t in T.serial(lo, hi):
                     kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
                     mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, rank))
                     mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b,
-                              t * k_steps + kb - first, ke - kb, consumer * 64, lane)
+                              dp_steps + t * k_steps + kb - first, ke - kb, consumer * 64,
+                              lane)
                     if kb > 0:
                         publish(partials, flags, acc, worker, rank, tid - WARPGROUP)
                     else:

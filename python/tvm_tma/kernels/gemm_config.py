@@ -144,15 +144,35 @@ class GemmConfig:
         return math.ceil(self.k_steps / self.split_k)
 
     @property
-    def iterations(self) -> int:
-        """K steps of the whole problem, counted per worker tile (a cluster's tiles move
-        together): what stream-K shares out among the workers."""
-        return self.m_groups * self.n_blocks * self.k_steps
+    def stream_k_dp_tiles(self) -> int:
+        """Worker tiles stream-K leaves to the plain data-parallel order: all but the last
+        full wave and the partial one (none when fewer tiles than workers; all when the
+        tiles fill whole waves). The workers take those first, tile by tile in the grouped
+        order, so the tiles running at one moment share A and B in L2 as without stream-K;
+        only the tail is cut into runs, one per worker, each at least a tile long."""
+        tiles, workers = self.m_groups * self.n_blocks, self.workers
+        if tiles % workers == 0:
+            return tiles
+        return max(0, tiles // workers - 1) * workers
 
-    def stream_k_start(self, worker: int) -> int:
-        """First K step (of :attr:`iterations`) of worker ``worker``'s stream-K run; it
-        computes steps ``stream_k_start(worker) .. stream_k_start(worker + 1) - 1``."""
-        return worker * self.iterations // self.workers
+    @property
+    def stream_k_dp_rounds(self) -> int:
+        """Data-parallel tiles each worker computes before its stream-K run."""
+        return self.stream_k_dp_tiles // self.workers
+
+    @property
+    def iterations(self) -> int:
+        """K steps of the stream-K tail (the worker tiles after
+        :attr:`stream_k_dp_tiles`): what stream-K shares out among the workers."""
+        return (self.m_groups * self.n_blocks - self.stream_k_dp_tiles) * self.k_steps
+
+    def stream_k_start(self, worker):
+        """First K step of worker ``worker``'s stream-K run, numbered over the whole
+        problem (step ``g`` is K step ``g % k_steps`` of worker tile ``g // k_steps``); it
+        computes steps ``stream_k_start(worker) .. stream_k_start(worker + 1) - 1``. Takes
+        an int or a TIR expression (the kernel's worker index)."""
+        return (self.stream_k_dp_tiles * self.k_steps
+                + worker * self.iterations // self.workers)
 
     @property
     def stream_k_peers(self) -> int:
@@ -300,7 +320,7 @@ class GemmConfig:
         if self.split_k != 1:
             raise ValueError(f"stream_k with split_k={self.split_k}: stream-K is its own K "
                              f"split (split_k=1)")
-        if self.iterations < self.workers:
+        if 0 < self.iterations < self.workers:
             raise ValueError(f"stream_k: {self.iterations} K steps for {self.workers} "
                              f"workers (ctas={self.ctas}, cluster={self.cluster}): every "
                              f"worker needs at least one (use fewer CTAs)")

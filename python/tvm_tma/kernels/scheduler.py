@@ -11,11 +11,13 @@ one moment share A row blocks and B column blocks in L2; the CTAs of a cluster t
 vertically adjacent row blocks of one column block (:func:`unit_coordinates`), the ones that
 need the same B tile, which they then load once and multicast.
 
-With ``stream_k`` there are no work units: the problem's K steps (every tile's, tile after
-tile in the same grouped order) are cut into one run per CTA (:func:`stream_k_run`), and a
-CTA walks the tiles its run touches (:func:`stream_k_tiles`), computing the K steps of each
-that are in its run (:func:`stream_k_segment`). A tile cut between runs is finished by the
-CTA whose run holds its K step 0 (:mod:`.stream_k`).
+With ``stream_k`` the workers first take whole tiles as above, all but the last full wave
+and the partial one (:attr:`~.gemm_config.GemmConfig.stream_k_dp_tiles`); the K steps of
+the remaining tiles (tile after tile in the same grouped order) are cut into one run per
+worker (:func:`stream_k_run`), and a worker walks the tiles its run touches
+(:func:`stream_k_tiles`), computing the K steps of each that are in its run
+(:func:`stream_k_segment`). A tile cut between runs is finished by the worker whose run
+holds its K step 0 (:mod:`.stream_k`).
 
 Producer and consumers call the same functions on the same unit numbers, which is what
 keeps their ring counters (``it = j * steps + k``) in step without any communication. The
@@ -72,10 +74,10 @@ def unit_coordinates(cfg: GemmConfig, unit, rank):
 def stream_k_run(cfg: GemmConfig, worker):
     """(first, end) K steps of worker ``worker``'s stream-K run, numbered over the whole
     problem (step ``g`` is K step ``g % k_steps`` of worker tile ``g // k_steps``): the
-    problem's :attr:`~.gemm_config.GemmConfig.iterations` cut into one run per worker,
-    runs differing by at most one step."""
-    total, workers = cfg.iterations, cfg.workers
-    return worker * total // workers, (worker + 1) * total // workers
+    stream-K tail's :attr:`~.gemm_config.GemmConfig.iterations` cut into one run per
+    worker, runs differing by at most one step. Before it the worker computes its
+    :attr:`~.gemm_config.GemmConfig.stream_k_dp_rounds` whole tiles in the plain order."""
+    return cfg.stream_k_start(worker), cfg.stream_k_start(worker + 1)
 
 
 def stream_k_tiles(cfg: GemmConfig, first, end):

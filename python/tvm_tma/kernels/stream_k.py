@@ -88,7 +88,7 @@ def make_fixup(cfg: GemmConfig) -> tuple[Callable[..., None], Callable[..., None
     """
     consumer_threads = WARPGROUP * cfg.consumers
     registers, peers = cfg.accumulators, cfg.stream_k_peers
-    workers, cluster, total = cfg.workers, cfg.cluster, cfg.iterations
+    workers, cluster = cfg.workers, cfg.cluster
 
     # fmt: off
     @T.inline
@@ -106,7 +106,7 @@ def make_fixup(cfg: GemmConfig) -> tuple[Callable[..., None], Callable[..., None
         for p in T.serial(peers):
             peer = T.meta_var(worker + 1 + p)
             slot = T.meta_var((worker + 1 + p) * cluster + rank)
-            if peer < workers and peer * total // workers < tile_end:
+            if peer < workers and cfg.stream_k_start(peer) < tile_end:
                 if thread == 0:
                     flag[0] = 0
                     while flag[0] == 0:
