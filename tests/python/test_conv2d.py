@@ -133,7 +133,9 @@ def test_default_layers_get_the_documented_tiling():
     got = {}
     for name, geometry, _ in BENCHMARK.PROBLEMS:
         cfg = conv2d_config(geometry)
-        assert cfg.schedule == "cooperative" and cfg.block_m == 128 and cfg.block_k == 64
+        assert cfg.block_m == 128 and cfg.block_k == 64
+        # Ping-pong only where 64-wide tiles are a fallback and at most one per CTA.
+        assert cfg.schedule == ("pingpong" if name == "resnet50-7x7x512" else "cooperative")
         got[name] = (cfg.block_n, cfg.epilogue_cols, cfg.stages, cfg.cluster, cfg.num_tiles)
     assert got == want
 
