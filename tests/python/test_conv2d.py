@@ -126,7 +126,7 @@ def test_default_layers_get_the_documented_tiling():
         # No whole-atom width >= 128 divides 320: two 160-wide tiles, C 32 columns at a
         # time (64B swizzle), no cluster.
         "unet-64x64x320": (160, 32, 6, 1, 512),
-        "unet-32x32x640": (128, 128, 6, 1, 320),  # 128 divides 640
+        "unet-32x32x640": (160, 32, 6, 1, 256),  # four 160-wide tiles: 1.18x 128-wide ones
         "vae-256x256x256": (256, 128, 4, 1, 512),  # the GEMM's default tiling
         "resnet50-56x56x128-stride2": (128, 128, 6, 1, 196),
     }

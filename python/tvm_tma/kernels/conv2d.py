@@ -130,19 +130,16 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     * **block_k**: the widest of 64, 32 and 16 that divides C (:func:`channel_block`), so
       each K block, one im2col load, lies inside one filter tap (C = 96: 32, three K blocks
       per tap; C = 48: 16). A given one must divide C too.
-    * **block_n** (output channels per tile) and **cluster**, as the H100 sweep measured
-      (benchmarks/RESULTS.md section 8): the widest of 256, 128 and 64 that divides K and
-      still gives at least half as many tiles as CTAs (14x14x256: 128, 98 tiles, 1.43x the
-      64-wide tiles' rate; 7x7x512: 64, since 128 leaves 52 tiles for 132 SMs and runs at
-      0.82x), with no cluster (a 2x1 cluster cost 14x14x256 24% and 7x7x512 20%). Where no
-      width of 128 or more among those divides K (K = 320), 64-wide tiles run at 60% of
-      peak; the widest multiple of 32 from 128 to 256 that divides K covers the channels
-      instead, without padding and without a cluster (K = 320: two 160-wide tiles per row
-      block). That is expected to beat the padded 192-wide tiles in 2x1 clusters the sweep
-      measured before (508 TFLOP/s, 0.81x cuDNN; 17% of their products on zero columns),
-      but is not measured yet: ``--sweep`` times it against them. Only where no such width
-      divides K do two 192-wide tiles cover the channels, in 2x1 clusters (1.13x the same
-      tiles without: 507 against 448 TFLOP/s).
+    * **block_n** (output channels per tile) and **cluster**, as the H100 sweeps measured
+      (benchmarks/RESULTS.md section 8): the widest tile that divides K exactly (a
+      multiple of 32 from 256 down to 128, then 64) and still gives at least half as many
+      tiles as CTAs, without a cluster. 14x14x256: 128 (98 tiles, 1.43x the 64-wide
+      tiles' rate); 7x7x512: 64, since 128 leaves 52 tiles for 132 SMs (0.82x); UNet
+      64x64x320: two 160-wide tiles per row block (1.4x the padded 192-wide tiles in
+      clusters it had before); UNet 32x32x640: four 160-wide tiles (727 TFLOP/s against
+      617 for 128-wide ones in the same sweep). A 2x1 cluster cost 14x14x256 24% and
+      7x7x512 20%. Where no such width divides K, two 192-wide tiles cover wide layers in
+      2x1 clusters (1.13x the same tiles without), narrow ones 64-wide tiles.
     * **epilogue_n / stages**: as many ring stages as shared memory holds (227 KiB), with
       the widest C stage that costs no stage (128 x 256: C in 128-column halves, 4 stages,
       the GEMM's measured default; 128 x 128: 6; 128 x 64: 8; 128 x 192: 64-column C, 5;
@@ -174,7 +171,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     if "cluster" not in options:
         chosen = replace(chosen, cluster=cluster if chosen.ctas % cluster == 0 else 1)
     if ("schedule" not in options and "block_n" not in options and width == 64
-            and chosen.num_tiles <= chosen.ctas and base.n > 64):
+            and chosen.num_tiles <= chosen.ctas and base.n > 64 and not chosen.stream_k):
         # A layer left on 64-wide tiles because wider ones are too few (7x7x512): each
         # CTA has at most one tile, and one warpgroup computing it whole ran 4-6% faster
         # than two sharing it (289.5 / 291.8 against 278.3 / 274.6 TFLOP/s, H100).
@@ -188,23 +185,22 @@ def _measured_tiling(base: GemmConfig, options: dict) -> tuple[int, int]:
     """(block_n, cluster) by the measured rule of :func:`conv2d_config`."""
     if "block_n" in options:
         return base.block_n, 1
+
     def holds(width: int) -> bool:
         return replace(base, block_n=width).accumulators <= 128
 
-    fits = [w for w in (256, 128, 64) if base.n % w == 0 and holds(w)]
-    if not [w for w in fits if w >= 128]:
-        # No whole-atom width of 128 or more divides K: the widest multiple of 32 that does
-        # (K = 320: 160; expected, to be measured by --sweep), else padded 192-wide tiles
-        # in 2x1 clusters (measured on K = 320 before 160-wide tiles existed).
-        exact = [w for w in range(256, 127, -32) if base.n % w == 0 and holds(w)]
-        if exact:
-            return exact[0], 1
-        if base.n > 192 and holds(192):
-            return 192, 2
-    for width in fits:
+    # Widths that divide K exactly: multiples of 32 from 256 down to 128, then 64.
+    exact = [w for w in (*range(256, 127, -32), 64) if base.n % w == 0 and holds(w)]
+    for width in exact:
         if 2 * replace(base, block_n=width).num_tiles >= base.ctas:
             return width, 1
-    return (fits[-1] if fits else 64), 1
+    if exact:
+        return exact[-1], 1
+    # No such width divides K: padded 192-wide tiles in 2x1 clusters where K is wide
+    # (measured on K = 320 before 160-wide tiles existed), else 64-wide ones.
+    if base.n > 192 and holds(192):
+        return 192, 2
+    return 64, 1
 
 
 def check_config(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
