@@ -128,13 +128,14 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
 
 
 def describe(cfg: GemmConfig) -> str:
-    return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n} C{cfg.epilogue_cols} "
+    return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n}x{cfg.block_k} C{cfg.epilogue_cols} "
             f"stages={cfg.stages} cluster={cfg.cluster} ctas={cfg.ctas}"
             f"{' stream-K' if cfg.stream_k else ''}")
 
 
 def kernel_label(name: str, cfg: GemmConfig) -> str:
-    return (f"{name}-{cfg.dtype}-{cfg.schedule}-{cfg.block_m}x{cfg.block_n}-e{cfg.epilogue_cols}"
+    return (f"{name}-{cfg.dtype}-{cfg.schedule}-{cfg.block_m}x{cfg.block_n}x{cfg.block_k}"
+            f"-e{cfg.epilogue_cols}"
             f"-s{cfg.stages}-x{cfg.cluster}-c{cfg.ctas}{'-sk' if cfg.stream_k else ''}")
 
 
@@ -227,7 +228,7 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
                 "layer": name, "geometry": g.describe(), "dtype": dtype,
                 "gemm": f"{g.gemm_m}x{g.k}x{g.gemm_k}",
                 "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
-                "epilogue_n": cfg.epilogue_cols, "stages": cfg.stages,
+                "block_k": cfg.block_k, "epilogue_n": cfg.epilogue_cols, "stages": cfg.stages,
                 "cluster": cfg.cluster, "ctas": cfg.ctas, "tiles": cfg.num_tiles,
                 "stream_k": cfg.stream_k,
                 "correct": ok, "worst_error_over_bound": round(worst, 4),
@@ -301,7 +302,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{'cuDNN':>7} {'x cuDNN':>7} {'issue':>6}")
     for row in rows:
         tiling = (f"{'sk' if row['stream_k'] else row['schedule'][:4]} "
-                  f"{row['block_m']}x{row['block_n']} "
+                  f"{row['block_m']}x{row['block_n']}x{row['block_k']} "
                   f"C{row['epilogue_n']} st{row['stages']} x{row['cluster']} "
                   f"({row['tiles']} tiles)")
         print(f"{row['layer']:27} {tiling:44} {row['correct']!s:5} "
