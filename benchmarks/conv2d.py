@@ -100,30 +100,27 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
         return [base]
     found = [base]
     widest = -(-geometry.k // 64) * 64
-    for block_n, schedule, cluster in SWEEP:
-        if block_n > widest:  # a tile column block of padding only
-            continue
-        chosen = {**options, "block_n": block_n, "schedule": schedule, "cluster": cluster}
+
+    def add(block_n: int, **chosen) -> None:
+        """The tiling of ``chosen`` if it fits and is new (no column block of padding
+        only)."""
+        if block_n > widest:
+            return
         try:
-            cfg = conv2d_config(geometry, dtype, ctas=ctas, **chosen)
+            cfg = conv2d_config(geometry, dtype, ctas=ctas,
+                                **{**options, "block_n": block_n, **chosen})
         except ValueError:
-            continue
+            return
         if cfg not in found:
             found.append(cfg)
+
+    for block_n, schedule, cluster in SWEEP:
+        add(block_n, schedule=schedule, cluster=cluster)
     if base.stages > 2:
         found.append(replace(base, stages=base.stages - 1))
     for block_n, cluster in [(w, c) for w in (64, 128, 256) for c in (1, 2)]:
         # Stream-K: every worker an equal run of the K steps, whatever the tile count.
-        if block_n > widest:
-            continue
-        chosen = {**options, "block_n": block_n, "schedule": "cooperative",
-                  "cluster": cluster, "stream_k": True}
-        try:
-            cfg = conv2d_config(geometry, dtype, ctas=ctas, **chosen)
-        except ValueError:
-            continue
-        if cfg not in found:
-            found.append(cfg)
+        add(block_n, schedule="cooperative", cluster=cluster, stream_k=True)
     return found
 
 

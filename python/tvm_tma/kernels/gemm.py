@@ -187,35 +187,30 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
     partials_shape, flags_shape = workspace_shapes(cfg)
 
     # fmt: off
+    @T.inline
+    def matched(A_ptr, B_ptr, C_ptr, partials, flags):
+        # The A argument is named X when the loads read a view of it.
+        if a_operand is None:
+            A = T.match_buffer(A_ptr, a_shape, dtype, layout=a_layout)
+            a_arg = T.meta_var(A)
+        else:
+            X = T.match_buffer(A_ptr, a_shape, dtype, layout=a_layout)
+            a_arg = T.meta_var(X)
+        B = T.match_buffer(B_ptr, b_shape, dtype, layout=TileLayout(S[b_shape]))
+        C = T.match_buffer(C_ptr, (m, n), dtype, layout=TileLayout(S[m, n]))
+        body(a_arg, B, C, partials, flags)
+
     if cfg.stream_k:
         @T.prim_func
         def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, P_ptr: T.handle,
                  F_ptr: T.handle):
-            # The A argument is named X when the loads read a view of it.
-            if a_operand is None:
-                A = T.match_buffer(A_ptr, a_shape, dtype, layout=a_layout)
-                a_arg = T.meta_var(A)
-            else:
-                X = T.match_buffer(A_ptr, a_shape, dtype, layout=a_layout)
-                a_arg = T.meta_var(X)
-            B = T.match_buffer(B_ptr, b_shape, dtype, layout=TileLayout(S[b_shape]))
-            C = T.match_buffer(C_ptr, (m, n), dtype, layout=TileLayout(S[m, n]))
             partials = T.match_buffer(P_ptr, partials_shape, "float32")
             flags = T.match_buffer(F_ptr, flags_shape, "int32")
-            body(a_arg, B, C, partials, flags)
+            matched(A_ptr, B_ptr, C_ptr, partials, flags)
     else:
         @T.prim_func
         def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
-            # The A argument is named X when the loads read a view of it.
-            if a_operand is None:
-                A = T.match_buffer(A_ptr, a_shape, dtype, layout=a_layout)
-                a_arg = T.meta_var(A)
-            else:
-                X = T.match_buffer(A_ptr, a_shape, dtype, layout=a_layout)
-                a_arg = T.meta_var(X)
-            B = T.match_buffer(B_ptr, b_shape, dtype, layout=TileLayout(S[b_shape]))
-            C = T.match_buffer(C_ptr, (m, n), dtype, layout=TileLayout(S[m, n]))
-            body(a_arg, B, C, None, None)
+            matched(A_ptr, B_ptr, C_ptr, None, None)
     # fmt: on
     return gemm
 
