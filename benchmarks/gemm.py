@@ -189,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--problem", action="append", default=[],
                         help="MxNxK (repeatable); default: the six of the issue")
     parser.add_argument("--schedule", choices=("cooperative", "pingpong"))
+    parser.add_argument("--block-m", type=int, choices=(64, 128))
+    parser.add_argument("--block-n", type=int)
+    parser.add_argument("--stages", type=int)
+    parser.add_argument("--epilogue-n", type=int)
     parser.add_argument("--cluster", type=int, choices=(1, 2))
     parser.add_argument("--split-k", type=int)
     parser.add_argument("--stream-k", action="store_true", default=None,
@@ -197,6 +201,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--json", type=Path)
     args = parser.parse_args(argv)
     options = {name: value for name, value in (("schedule", args.schedule),
+                                                ("block_m", args.block_m),
+                                                ("block_n", args.block_n),
+                                                ("stages", args.stages),
+                                                ("epilogue_n", args.epilogue_n),
                                                 ("cluster", args.cluster),
                                                 ("split_k", args.split_k),
                                                 ("stream_k", args.stream_k),
