@@ -145,15 +145,19 @@ class GemmConfig:
 
     @property
     def stream_k_dp_tiles(self) -> int:
-        """Worker tiles stream-K leaves to the plain data-parallel order: all but the last
-        full wave and the partial one (none when fewer tiles than workers; all when the
-        tiles fill whole waves). The workers take those first, tile by tile in the grouped
-        order, so the tiles running at one moment share A and B in L2 as without stream-K;
-        only the tail is cut into runs, one per worker, each at least a tile long."""
+        """Worker tiles stream-K leaves to the plain data-parallel order: every full wave
+        (none when there are fewer tiles than workers). The workers take those first, tile
+        by tile in the grouped order, so the tiles running at one moment share A and B in
+        L2 as without stream-K; only the partial last wave is cut into runs, one per
+        worker. (Cutting the last full wave too, as a first version did, spread the tiles
+        in flight over twice as many blocks: 4096^3 lost 20%, its L2 hit rate falling from
+        73% to 58%.) Where the partial wave has fewer K steps than there are workers, the
+        last full wave joins it, so every run has at least one."""
         tiles, workers = self.m_groups * self.n_blocks, self.workers
-        if tiles % workers == 0:
-            return tiles
-        return max(0, tiles // workers - 1) * workers
+        whole = tiles // workers * workers
+        if whole >= workers and 0 < (tiles - whole) * self.k_steps < workers:
+            whole -= workers
+        return whole
 
     @property
     def stream_k_dp_rounds(self) -> int:

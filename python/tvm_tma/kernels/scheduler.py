@@ -11,10 +11,10 @@ one moment share A row blocks and B column blocks in L2; the CTAs of a cluster t
 vertically adjacent row blocks of one column block (:func:`unit_coordinates`), the ones that
 need the same B tile, which they then load once and multicast.
 
-With ``stream_k`` the workers first take whole tiles as above, all but the last full wave
-and the partial one (:attr:`~.gemm_config.GemmConfig.stream_k_dp_tiles`); the K steps of
-the remaining tiles (tile after tile in the same grouped order) are cut into one run per
-worker (:func:`stream_k_run`), and a worker walks the tiles its run touches
+With ``stream_k`` the workers first take whole tiles as above, every full wave
+(:attr:`~.gemm_config.GemmConfig.stream_k_dp_tiles`); the K steps of the remaining tiles
+(tile after tile in the same grouped order) are cut into one run per worker
+(:func:`stream_k_run`), and a worker walks the tiles its run touches
 (:func:`stream_k_tiles`), computing the K steps of each that are in its run
 (:func:`stream_k_segment`). A tile cut between runs is finished by the worker whose run
 holds its K step 0 (:mod:`.stream_k`).
