@@ -320,6 +320,14 @@ def test_default_tiling_keeps_every_sm_busy():
     assert GemmConfig.for_problem(128, 2048, 512).cluster == 1
     assert GemmConfig.for_problem(1000, 2000, 3000, ctas=131).cluster == 1
     assert GemmConfig.for_problem(1000, 2000, 3000, cluster=1).cluster == 1
+    # A last wave at most half full is shared out by stream-K (2048 x 7168: 3 waves and
+    # 52 tiles); a fuller one (4096^3: 116 of 132; 8192 x 1024: 124) or an explicit
+    # choice stays as it is.
+    assert GemmConfig.for_problem(2048, 7168, 4096).stream_k
+    assert not GemmConfig.for_problem(4096, 4096, 4096).stream_k
+    assert not GemmConfig.for_problem(8192, 1024, 8192).stream_k
+    assert not GemmConfig.for_problem(2048, 7168, 4096, stream_k=False).stream_k
+    assert not GemmConfig.for_problem(2048, 7168, 4096, schedule="pingpong").stream_k
 
 
 def test_benchmark_compile_only_assembles_every_variant(capsys):
