@@ -225,6 +225,21 @@ def test_stream_k_publishes_with_release_and_gathers_with_acquire(built):
     assert reset < gather_barrier < first_read
 
 
+def test_stream_k_refuses_a_grid_larger_than_the_gpu():
+    """Owners spin on flags later CTAs set: a grid that cannot be resident at once could
+    hang, so the workspace helper (what every launch goes through) refuses it by name."""
+    from tvm_tma.kernels.stream_k import check_resident
+
+    cfg = GemmConfig(1000, 2000, 3000, block_n=128, stages=6, epilogue_n=0, stream_k=True)
+    check_resident(cfg, 132)
+    check_resident(cfg, None)
+    check_resident(GemmConfig(256, 256, 256), 7)  # not stream-K: nothing to check
+    with pytest.raises(ValueError, match=re.escape(
+            "stream_k with ctas=132 on a GPU of 114 SMs: stream-K needs every CTA "
+            "resident at once")):
+        check_resident(cfg, 114)
+
+
 def _stream_k_runs(cfg: GemmConfig) -> list[tuple[int, int]]:
     return [(cfg.stream_k_start(b), cfg.stream_k_start(b + 1)) for b in range(cfg.workers)]
 

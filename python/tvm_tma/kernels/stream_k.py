@@ -54,14 +54,26 @@ def workspace(cfg: GemmConfig, device) -> list:
     """The two extra kernel arguments of a stream-K launch on ``device``: the partial-tile
     slots (contents never read before written) and the flags (zeros; every launch leaves
     them zero). Empty for any other configuration. Keep them for later launches of the
-    same configuration: reusing them is what a benchmark should time."""
+    same configuration: reusing them is what a benchmark should time. Refuses a grid
+    larger than ``device``'s SM count (:func:`check_resident`)."""
     import tvm
 
     if not cfg.stream_k:
         return []
+    check_resident(cfg, device.multi_processor_count)
     slots, flags = workspace_shapes(cfg)
     return [tvm.runtime.tensor(np.zeros(slots, dtype=np.float32), device),
             tvm.runtime.tensor(np.zeros(flags, dtype=np.int32), device)]
+
+
+def check_resident(cfg: GemmConfig, sm_count: int | None) -> None:
+    """Refuse a stream-K grid larger than the GPU: its owners spin on flags that later CTAs
+    set, so every CTA must be resident at once (one per SM: the ring fills shared memory).
+    ``sm_count`` None (no device to ask) checks nothing."""
+    if cfg.stream_k and sm_count is not None and cfg.ctas > sm_count:
+        raise ValueError(f"stream_k with ctas={cfg.ctas} on a GPU of {sm_count} SMs: "
+                         f"stream-K needs every CTA resident at once (ctas at most the SM "
+                         f"count)")
 
 
 def check_workspace_left_clean(cfg: GemmConfig, arguments: list) -> None:
