@@ -12,6 +12,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 import tvm_ffi
+from runtime_buffers import MAP, MAP_STORAGE, cuda_tensor
 
 from tvm_tma import _runtime
 
@@ -245,8 +246,6 @@ def test_wrong_argument_type_is_a_type_error():
 
 # encode_tiled: the rules run before the driver is touched, so these need no GPU.
 
-_MAP_STORAGE = (ctypes.c_uint8 * 256)()
-MAP = ctypes.c_void_p((ctypes.addressof(_MAP_STORAGE) + 127) // 128 * 128)
 
 
 def test_encode_rejects_misaligned_address_before_the_driver():
@@ -312,12 +311,6 @@ def test_errors_surface_through_generated_host_code():
 # With a driver (GPU machines): footprint checks and real encodes.
 
 
-def _cuda_tensor(nbytes: int):
-    """A device allocation of exactly nbytes (TVM allocates with cudaMalloc, no caching pool, so
-    the driver's allocation range is the tensor itself)."""
-    tvm = pytest.importorskip("tvm")
-    return tvm.runtime.empty((nbytes,), "uint8", device=tvm.cuda(0))
-
 
 def _in_fresh_thread(fn):
     """Run fn on a new thread, which has no current CUDA context, and return what it raised."""
@@ -337,16 +330,16 @@ def _in_fresh_thread(fn):
 
 @needs_driver
 def test_encode_seed_map_on_device():
-    buf = _cuda_tensor(64 * 8 * 4 * 2)
+    buf = cuda_tensor(64 * 8 * 4 * 2)
     before = encode_count()
     encode_tiled(MAP, *SEED.args(address=ctypes.c_void_p(buf.data_ptr())))
     assert encode_count() == before + 1
-    assert any(bytes(_MAP_STORAGE)), "the encoded map was not copied out"
+    assert any(bytes(MAP_STORAGE)), "the encoded map was not copied out"
 
 
 @needs_driver
 def test_encode_rejects_footprint_outside_the_allocation():
-    buf = _cuda_tensor(64 * 8 * 4 * 2)
+    buf = cuda_tensor(64 * 8 * 4 * 2)
     too_big = replace(SEED, dims=(64, 8, 8))
     before = encode_count()
     with pytest.raises(ValueError, match="rule 'global-footprint'") as info:
@@ -357,7 +350,7 @@ def test_encode_rejects_footprint_outside_the_allocation():
 
 @needs_driver
 def test_encode_rejects_host_memory():
-    _cuda_tensor(16)  # make sure a CUDA context exists on this thread
+    cuda_tensor(16)  # make sure a CUDA context exists on this thread
     host = (ctypes.c_uint8 * 8192)()
     address = (ctypes.addressof(host) + 15) // 16 * 16
     with pytest.raises(ValueError, match="rule 'global-address'") as info:
@@ -368,7 +361,7 @@ def test_encode_rejects_host_memory():
 @needs_driver
 def test_footprint_is_checked_on_a_thread_without_context():
     """Generated host code may run on a thread where no CUDA context is current yet."""
-    buf = _cuda_tensor(64 * 8 * 4 * 2)
+    buf = cuda_tensor(64 * 8 * 4 * 2)
     too_big = replace(SEED, dims=(64, 8, 8))
     err = _in_fresh_thread(
         lambda: encode_tiled(MAP, *too_big.args(address=ctypes.c_void_p(buf.data_ptr())))
@@ -407,7 +400,7 @@ def _encoded(tiled: Tiled, address: int) -> bytes:
 
 @needs_driver
 def test_repeated_encode_is_served_from_the_cache():
-    buf = _cuda_tensor(64 * 8 * 4 * 2 + 4096)
+    buf = cuda_tensor(64 * 8 * 4 * 2 + 4096)
     before = encode_count()
     first = _encoded(SEED, buf.data_ptr())
     ctypes.memset(MAP, 0, 128)
@@ -420,7 +413,7 @@ def test_repeated_encode_is_served_from_the_cache():
 @needs_driver
 @pytest.mark.parametrize("change", ["address", "dims", "strides", "box", "swizzle"])
 def test_any_changed_argument_encodes_again(change):
-    buf = _cuda_tensor(64 * 8 * 4 * 2 * 4)
+    buf = cuda_tensor(64 * 8 * 4 * 2 * 4)
     base = buf.data_ptr()
     first = _encoded(SEED, base)
     changed, address = {
@@ -439,7 +432,7 @@ def test_any_changed_argument_encodes_again(change):
 
 @needs_driver
 def test_disabled_cache_encodes_every_time():
-    buf = _cuda_tensor(64 * 8 * 4 * 2)
+    buf = cuda_tensor(64 * 8 * 4 * 2)
     cache_enable(False)
     before = encode_count()
     for _ in range(3):
@@ -451,7 +444,7 @@ def test_disabled_cache_encodes_every_time():
 @needs_driver
 def test_a_cache_hit_still_checks_the_allocation():
     """A cached map of freed memory must not be replayed: the footprint check runs on hits."""
-    buf = _cuda_tensor(64 * 8 * 4 * 2)
+    buf = cuda_tensor(64 * 8 * 4 * 2)
     address = buf.data_ptr()
     _encoded(SEED, address)
     del buf  # TVM frees device memory with cudaFree: the address leaves every allocation

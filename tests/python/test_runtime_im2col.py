@@ -25,6 +25,7 @@ from dataclasses import dataclass, replace
 
 import pytest
 import tvm_ffi
+from runtime_buffers import MAP, cuda_tensor
 
 from tvm_tma import _runtime
 
@@ -492,8 +493,6 @@ def test_static_validator_refuses_non_integers():
 
 # ---- encode_im2col without a driver: the rules run first ------------------------------------
 
-_MAP_STORAGE = (ctypes.c_uint8 * 256)()
-MAP = ctypes.c_void_p((ctypes.addressof(_MAP_STORAGE) + 127) // 128 * 128)
 
 
 def test_encode_rejects_misaligned_address_before_the_driver():
@@ -936,11 +935,6 @@ def test_driver_without_the_im2col_entry_point(fake_driver_without_im2col, tmp_p
 
 # ---- the real driver (GPU machines) ---------------------------------------------------------
 
-def _cuda_tensor(nbytes: int):
-    """A device allocation of exactly nbytes (TVM allocates with cudaMalloc, no caching pool)."""
-    tvm = pytest.importorskip("tvm")
-    return tvm.runtime.empty((nbytes,), "uint8", device=tvm.cuda(0))
-
 
 def _encoded(case: Im2col, address: int) -> bytes:
     ctypes.memset(MAP, 0, 128)
@@ -952,7 +946,7 @@ def _encoded(case: Im2col, address: int) -> bytes:
 def test_encode_nhwc_map_on_device():
     """A real im2col map over an NHWC float16 tensor: 128 bytes come back, and a second
     (uncached) encode of the same arguments gives the same 128 bytes."""
-    buf = _cuda_tensor(NHWC.nbytes)
+    buf = cuda_tensor(NHWC.nbytes)
     cache_enable(False)
     before = encode_count()
     first = _encoded(NHWC, buf.data_ptr())
@@ -964,7 +958,7 @@ def test_encode_nhwc_map_on_device():
 
 @needs_driver
 def test_repeated_encode_on_device_is_served_from_the_cache():
-    buf = _cuda_tensor(NHWC.nbytes)
+    buf = cuda_tensor(NHWC.nbytes)
     before = encode_count()
     first = _encoded(NHWC, buf.data_ptr())
     again = _encoded(NHWC, buf.data_ptr())
@@ -981,13 +975,13 @@ def test_repeated_encode_on_device_is_served_from_the_cache():
 @pytest.mark.parametrize("rank", [3, 4, 5])
 def test_encode_each_rank_on_device(rank, swizzle):
     case = replace(BY_RANK[rank], swizzle=swizzle, channels=CHANNELS_FOR_SWIZZLE[swizzle])
-    buf = _cuda_tensor(case.nbytes)
+    buf = cuda_tensor(case.nbytes)
     assert any(_encoded(case, buf.data_ptr()))
 
 
 @needs_driver
 def test_encode_rejects_footprint_outside_the_allocation_on_device():
-    buf = _cuda_tensor(NHWC.nbytes)
+    buf = cuda_tensor(NHWC.nbytes)
     too_big = replace(NHWC, dims=(64, 8, 8, 3))
     before = encode_count()
     with pytest.raises(ValueError, match="rule 'global-footprint'") as info:
@@ -1036,7 +1030,7 @@ def test_the_driver_agrees_with_the_rules():
     """Every good map encodes on the real driver and every refused one (that can be put to
     the driver) is refused by it too: the rules are neither looser nor stricter than
     cuTensorMapEncodeIm2col. A failure lists each disagreement."""
-    buf = _cuda_tensor(1 << 20)  # also makes a context current on this thread
+    buf = cuda_tensor(1 << 20)  # also makes a context current on this thread
     base = buf.data_ptr()
     libcuda = ctypes.CDLL("libcuda.so.1")
     disagreements = []
