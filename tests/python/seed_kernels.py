@@ -37,9 +37,27 @@ def multicast_kernel(rows: int, cols: int, ctas: int, clusters: int = 2, swizzle
     ``split``: every CTA issues its share with ``multicast=rank`` (box splitting). Otherwise
     CTA 0 alone loads the whole tile for all of them with the static mask of the cluster.
     """
+    return multicast_issuers_kernel("split" if split else "one", ctas, swizzle, rows, cols,
+                                    clusters, dtype)
+
+
+def multicast_issuers_kernel(mode: str, ctas: int = 2, swizzle: int = 0, rows: int = 64,
+                             cols: int = 64, clusters: int = 2, dtype: str = "float16"):
+    """Cluster ``c`` (of ``ctas`` CTAs) loads rows ``[c*rows, (c+1)*rows)`` of A into every
+    CTA's tile, each CTA's mbarrier armed for the whole tile; CTA ``r`` writes its tile to
+    ``Out[c, r]``. Who issues what:
+
+    * ``"one"``: CTA 0 alone, the whole tile with the mask of the cluster;
+    * ``"slices"``: every CTA its own ``rows / ctas`` rows (from global and into its own rows
+      of the tile), with the mask of the cluster;
+    * ``"split"``: ``multicast=rank`` (the dispatch deals the boxes out);
+    * ``"duplicate"``: every CTA the whole tile with the mask (refused).
+    """
     layout = tile_layout(dtype, rows, cols, swizzle)
     tile_bytes = rows * cols * element_bytes(dtype)
     everyone = (1 << ctas) - 1
+    part = rows // ctas
+    split, slices, duplicate = mode == "split", mode == "slices", mode == "duplicate"
 
     # fmt: off
     @T.prim_func
@@ -63,12 +81,21 @@ def multicast_kernel(rows: int, cols: int, ctas: int, clusters: int = 2, swizzle
         if tid == 0:
             # Each CTA receives the whole tile, whoever issues which part of it.
             T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(tile_bytes))
+            first = T.meta_var(cluster * rows)
+            mine = T.meta_var(rank * part)
             if split:
-                Tx.copy_async(tile[:, :], A[cluster * rows:cluster * rows + rows, :],
-                              dispatch="tma", mbar=mbar.ptr_to([0]), multicast=rank)
+                Tx.copy_async(tile[:, :], A[first:first + rows, :], dispatch="tma",
+                              mbar=mbar.ptr_to([0]), multicast=rank)
+            elif slices:
+                Tx.copy_async(tile[mine:mine + part, :],
+                              A[first + mine:first + mine + part, :], dispatch="tma",
+                              mbar=mbar.ptr_to([0]), multicast=everyone)
+            elif duplicate:
+                Tx.copy_async(tile[:, :], A[first:first + rows, :], dispatch="tma",
+                              mbar=mbar.ptr_to([0]), multicast=everyone)
             elif rank == 0:
-                Tx.copy_async(tile[:, :], A[cluster * rows:cluster * rows + rows, :],
-                              dispatch="tma", mbar=mbar.ptr_to([0]), multicast=everyone)
+                Tx.copy_async(tile[:, :], A[first:first + rows, :], dispatch="tma",
+                              mbar=mbar.ptr_to([0]), multicast=everyone)
         T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
         for i in T.serial(tid, rows * cols, step=THREADS):
             Out[cluster, rank, i // cols, i % cols] = tile[i // cols, i % cols]

@@ -18,10 +18,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tvm
-from seed_kernels import THREADS, element_bytes, tile_layout
-from tvm.script import tirx as T
-from tvm.script.tirx import tile as Tx
-from tvm.tirx.layout import S, TileLayout
+from seed_kernels import multicast_issuers_kernel
 
 import tvm_tma
 from tvm_tma.explainer.report import format_kernel
@@ -34,66 +31,8 @@ MODES = ("one", "slices", "split")  # the legitimate neighbours of "duplicate"
 
 def issuers_kernel(mode: str, ctas: int = 2, swizzle: int = 0, rows: int = 64,
                    cols: int = 64, clusters: int = CLUSTERS, dtype: str = "float16"):
-    """Cluster ``c`` (of ``ctas`` CTAs) loads rows ``[c*rows, (c+1)*rows)`` of A into every
-    CTA's tile, each CTA's mbarrier armed for the whole tile; CTA ``r`` writes its tile to
-    ``Out[c, r]``. Who issues what:
-
-    * ``"one"``: CTA 0 alone, the whole tile with the mask of the cluster;
-    * ``"slices"``: every CTA its own ``rows / ctas`` rows (from global and into its own rows
-      of the tile), with the mask of the cluster;
-    * ``"split"``: ``multicast=rank`` (the dispatch deals the boxes out);
-    * ``"duplicate"``: every CTA the whole tile with the mask (refused).
-    """
-    layout = tile_layout(dtype, rows, cols, swizzle)
-    tile_bytes = rows * cols * element_bytes(dtype)
-    everyone = (1 << ctas) - 1
-    part = rows // ctas
-    split, slices, duplicate = mode == "split", mode == "slices", mode == "duplicate"
-
-    # fmt: off
-    @T.prim_func
-    def issuers(A_ptr: T.handle, Out_ptr: T.handle):
-        A = T.match_buffer(A_ptr, (clusters * rows, cols), dtype,
-                           layout=TileLayout(S[clusters * rows, cols]))
-        Out = T.match_buffer(Out_ptr, (clusters, ctas, rows, cols), dtype,
-                             layout=TileLayout(S[clusters, ctas, rows, cols]))
-        T.device_entry()
-        cluster = T.cluster_id([clusters])
-        rank = T.cta_id_in_cluster([ctas])
-        tid = T.thread_id([THREADS])
-        dyn = T.alloc_buffer((tile_bytes + 64,), "uint8", scope="shared.dyn")
-        tile = T.decl_buffer((rows, cols), dtype, dyn.data, layout=layout)
-        mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=tile_bytes // 8)
-        if tid == 0:
-            T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
-        # Every CTA's mbarrier is initialised before any CTA multicasts into it.
-        T.ptx.fence.mbarrier_init.release.cluster()
-        T.cuda.cluster_sync()
-        if tid == 0:
-            # Each CTA receives the whole tile, whoever issues which part of it.
-            T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(tile_bytes))
-            first = T.meta_var(cluster * rows)
-            mine = T.meta_var(rank * part)
-            if split:
-                Tx.copy_async(tile[:, :], A[first:first + rows, :], dispatch="tma",
-                              mbar=mbar.ptr_to([0]), multicast=rank)
-            elif slices:
-                Tx.copy_async(tile[mine:mine + part, :],
-                              A[first + mine:first + mine + part, :], dispatch="tma",
-                              mbar=mbar.ptr_to([0]), multicast=everyone)
-            elif duplicate:
-                Tx.copy_async(tile[:, :], A[first:first + rows, :], dispatch="tma",
-                              mbar=mbar.ptr_to([0]), multicast=everyone)
-            elif rank == 0:
-                Tx.copy_async(tile[:, :], A[first:first + rows, :], dispatch="tma",
-                              mbar=mbar.ptr_to([0]), multicast=everyone)
-        T.cuda.mbarrier_wait(mbar.ptr_to([0]), 0)
-        for i in T.serial(tid, rows * cols, step=THREADS):
-            Out[cluster, rank, i // cols, i % cols] = tile[i // cols, i % cols]
-        # No CTA exits while a peer may still write into its shared memory.
-        T.cuda.cluster_sync()
-    # fmt: on
-    return issuers
+    """:func:`seed_kernels.multicast_issuers_kernel` on this module's clusters."""
+    return multicast_issuers_kernel(mode, ctas, swizzle, rows, cols, clusters, dtype)
 
 
 def _load_calls(source: str) -> list[str]:
