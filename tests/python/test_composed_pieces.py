@@ -17,11 +17,10 @@ and compare every element bit-exactly, outputs poisoned first.
 
 from __future__ import annotations
 
-import dataclasses
-
 import numpy as np
 import pytest
 import tvm
+from plan_fields import plan_fields
 from tvm.backend.cuda.tile_primitive.tma_utils import mma_shared_layout
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
@@ -64,17 +63,6 @@ def _case(name: str, tiles, direction: str, start, extent, shared_layout: str = 
                     shape, shared_layout=shared_layout, stages=stages, global_tiles=tiles)
 
 
-def _fields(value):
-    """Every field of a plan (dataclasses recursively), expressions as their text: two plans
-    are the same plan exactly when these are equal."""
-    if dataclasses.is_dataclass(value):
-        return {f.name: _fields(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, tuple):
-        return tuple(_fields(item) for item in value)
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    return str(value)
-
 
 def _spec(dims, strides, box, swizzle) -> dict:
     """The expected TensorMapSpec fields of a float16 map (no promotion, no fill)."""
@@ -105,18 +93,18 @@ COPIES = {
 }
 
 
-def _plan_fields(tiles, direction: str, name: str) -> dict:
+def _planplan_fields(tiles, direction: str, name: str) -> dict:
     start, extent, shared, stages, _ = COPIES[name]
     (copy_plan, _), *_ = plans_of(_case(name, tiles, direction, start, extent, shared, stages))
-    return _fields(copy_plan)
+    return plan_fields(copy_plan)
 
 
 @pytest.mark.parametrize("direction", ["g2s", "s2g"])
 @pytest.mark.parametrize("name", sorted(COPIES))
 @pytest.mark.parametrize("spelling", sorted(COMPOSED))
 def test_composed_pieces_plan_as_the_plain_dimension(spelling, name, direction):
-    plain = _plan_fields(None, direction, name)
-    composed = _plan_fields(COMPOSED[spelling], direction, name)
+    plain = _planplan_fields(None, direction, name)
+    composed = _planplan_fields(COMPOSED[spelling], direction, name)
     assert composed == plain
     expected = COPIES[name][4]
     assert {key: composed[key] for key in expected} == expected
@@ -134,7 +122,7 @@ def test_the_regions_cut_a_piece_and_plan(name):
     assert 96 in rows and start % 96 != 0
     for tiles in COMPOSED.values():
         for direction in ("g2s", "s2g"):
-            fields = _plan_fields(tiles, direction, name)  # raised PlanError [layout] before
+            fields = _planplan_fields(tiles, direction, name)  # raised PlanError [layout] before
             assert fields["tensor_map"] == COPIES[name][4]["tensor_map"]
 
 
@@ -177,10 +165,10 @@ def test_composing_pieces_inside_a_tiled_dimension_fold(direction):
     start, extent = (4, 0), (128, 64)
     folded = plans_of(_case("blocks", BLOCKS, direction, start, extent, "swizzle:3"))
     plain = plans_of(_case("blocks", BLOCKS_FOLDED, direction, start, extent, "swizzle:3"))
-    assert _fields(folded[0][0]) == _fields(plain[0][0])
-    assert _fields(folded[0][0])["tensor_map"] == _spec((64, 192, 2), (128, 25600),
+    assert plan_fields(folded[0][0]) == plan_fields(plain[0][0])
+    assert plan_fields(folded[0][0])["tensor_map"] == _spec((64, 192, 2), (128, 25600),
                                                          (64, 128, 1), 3)
-    assert _fields(folded[0][0])["coordinates"] == (0, 4, 0)
+    assert plan_fields(folded[0][0])["coordinates"] == (0, 4, 0)
     with pytest.raises(PlanError) as error:
         plans_of(_case("cut-block", BLOCKS, direction, (150, 0), (64, 64), "swizzle:3"))
     assert error.value.rule == "layout"
@@ -207,7 +195,7 @@ def test_composed_shared_blocks_plan_as_the_plain_tile(rows, direction):
             case = CopyCase("shared-blocks", "float16", direction, (ROWS, COLS), (4, 0),
                             (64, 64), (128, 64), shared_layout=layout, shared_start=s_start,
                             shared_extent=(64, 64), global_tiles=TWO)
-            plans.append(_fields(plans_of(case)[0][0]))
+            plans.append(plan_fields(plans_of(case)[0][0]))
         assert plans[0] == plans[1]
         assert plans[0]["tensor_map"] == _spec((256, 96), (512,), (256, 16), 0)
         assert plans[0]["smem_offset"] == s_start[0] * 64
@@ -263,7 +251,7 @@ def test_composed_kernel_plans_as_plain_and_assembles(spelling, swizzled):
     composed = tvm_tma.explain(roundtrip_kernel(COMPOSED[spelling], swizzled)).copies
     plain = tvm_tma.explain(roundtrip_kernel(None, swizzled)).copies
     assert len(composed) == 2 and all(copy.planned for copy in composed)
-    assert [_fields(c.plan) for c in composed] == [_fields(c.plan) for c in plain]
+    assert [plan_fields(c.plan) for c in composed] == [plan_fields(c.plan) for c in plain]
     built = compile_kernel(roundtrip_kernel(COMPOSED[spelling], swizzled))
     assert built.tma_call_sites == 2 and built.tensormap_params == 2
     assert built.host_source.count("load ptr, ptr @.tvm_func.tvm_tma.encode_tiled") == 2

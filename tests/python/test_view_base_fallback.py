@@ -31,6 +31,7 @@ import dataclasses
 import numpy as np
 import pytest
 import tvm
+from plan_fields import plan_fields
 
 import tvm_tma
 from tvm_tma.planner import PlanError, plan
@@ -98,16 +99,6 @@ CASES = {
 NAMES = sorted(CASES)
 
 
-def _fields(value):
-    """Every field of a plan (dataclasses recursively), expressions as their text."""
-    if dataclasses.is_dataclass(value):
-        return {f.name: _fields(getattr(value, f.name)) for f in dataclasses.fields(value)}
-    if isinstance(value, tuple):
-        return tuple(_fields(item) for item in value)
-    if value is None or isinstance(value, (bool, int, str)):
-        return value
-    return str(value)
-
 
 def _folded_refusal(case: CopyCase) -> PlanError:
     """The refusal of the folded placement alone (the planner before the fallback)."""
@@ -129,14 +120,14 @@ def test_fuzz_case_1756_plans_again():
         (1088,), PIECES, 252)
     assert check_case(case).status == "accepted"
     (copy_plan, _), = plans_of(case)
-    assert _fields(copy_plan) == _fields(plans_of(_view_1d("s2g"))[0][0])
+    assert plan_fields(copy_plan) == plan_fields(plans_of(_view_1d("s2g"))[0][0])
 
 
 @pytest.mark.parametrize("name", NAMES)
 def test_view_plans_with_the_map_base_at_its_offset(name):
     case, spec, coordinates, smem_offset, base = CASES[name]
     (copy_plan, _), = plans_of(case)
-    fields = _fields(copy_plan)
+    fields = plan_fields(copy_plan)
     assert fields["tensor_map"] == spec
     assert (fields["coordinates"], fields["smem_offset"], fields["base_offset"]) == (
         coordinates, smem_offset, base)
@@ -175,7 +166,7 @@ def test_kernel_lowers_the_same_plan_and_assembles(name):
     case = CASES[name][0]
     copies = tvm_tma.explain(build_kernel(case)).copies
     assert len(copies) == 1 and copies[0].planned
-    assert _fields(copies[0].plan) == _fields(plans_of(case)[0][0])
+    assert plan_fields(copies[0].plan) == plan_fields(plans_of(case)[0][0])
     built = compile_case(case)
     assert built.tma_call_sites == 1 and built.tensormap_params == 1
     assert len(assemble(built.cuda_source)) > 0
@@ -185,7 +176,7 @@ def test_the_folded_placement_stays_preferred():
     """Where folding plans, the map keeps the data pointer as its base: the view at element
     256 copying 768..1024 starts at 1024, on the cut (as before the fallback)."""
     (copy_plan, _), = plans_of(_view_1d("g2s", offset=256, smem_elem_offset=0))
-    fields = _fields(copy_plan)
+    fields = plan_fields(copy_plan)
     assert fields["tensor_map"] == _spec("float32", (16, 42, 2), (128, 64), (16, 8, 2))
     assert (fields["coordinates"], fields["base_offset"]) == ((0, 32, 0), 0)
     wide = _view_2d("g2s")
@@ -249,7 +240,7 @@ def test_a_symbolic_offset_falls_back_to_its_base(scale, aligned):
     copy_plan = plan(dst, region, facts=[v >= 0])
     assert str(copy_plan.base_offset) == (f"v * {scale} + 252" if scale != 1 else "v + 252")
     assert copy_plan.coordinates == (0, 24, 0) and copy_plan.host_checks == ()
-    assert _fields(copy_plan.tensor_map) == SPEC_1D
+    assert plan_fields(copy_plan.tensor_map) == SPEC_1D
     prover = Prover(facts=[v >= 0])
     assert prover.prove(tvm.tirx.floormod(copy_plan.base_offset * 4, 16) == 0) == aligned
 
