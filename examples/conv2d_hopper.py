@@ -7,12 +7,13 @@ and, on a Hopper GPU, checks every output element against a numpy fp32 convoluti
 The kernel is the package's warp-specialized WGMMA GEMM (``tvm_tma.kernels.gemm``) with A
 declared as the im2col view of the NHWC activation (``tvm_tma.conv.Conv2dGeometry``): the
 producer's ``Tx.copy_async(a_tile, A[m0:m0 + 128, k0:k0 + 64], dispatch="tma")`` reads
-128 output pixels' worth of one filter tap's 64 channels (32 or 16 where C needs it), which the planner turns into one
+128 output pixels' worth of one filter tap's 64 channels (32 or 16 where C needs it, two
+8-channel pieces where C is 8 mod 16), which the planner turns into one
 ``cp.async.bulk.tensor.4d...im2col`` load (the padding halo arrives as zeros). B is the
 KRSC filter as (K, R*S*C), C the NPQK output as (N*P*Q, K).
 :mod:`tvm_tma.kernels.conv2d` picks the tiling (``conv2d_config``), refuses what it does
-not handle yet (C not a multiple of 16, K not a multiple of 8, other dtypes) and
-holds the reference and the error bound.
+not handle (C or K not a multiple of 8, other dtypes) and holds the reference and the
+error bound.
 """
 
 from __future__ import annotations

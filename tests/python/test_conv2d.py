@@ -91,6 +91,19 @@ SMALL = [
                                                         padding=(2, 1)), {"dtype": "float16"}),
     ("c96-bk32-stride2-cluster-4x12x12x96-k128", _layer(4, 12, 12, 96, 128, stride=2),
      {"cluster": 2, "ctas": 4}),
+    # C 8 mod 16: 16-wide K blocks copied in two 8-column pieces (each inside one tap) into
+    # unswizzled slots. C = 24 with a 3x3 filter (K = 216: the last K block is one piece,
+    # the MMA reads zeros for the other), C = 8 in fp16 with 32 output channels (a ragged
+    # 64-wide tile), C = 40 with a 2x2 stride-2 filter (K = 160: no half block, pieces
+    # straddling taps), C = 24 in 2x1 clusters and with stream-K (runs ending mid-tile).
+    ("c24-pieces-2x9x7x24-k64", _layer(2, 9, 7, 24, 64), {}),
+    ("c8-pieces-fp16-3x8x8x8-k32", _layer(3, 8, 8, 8, 32), {"dtype": "float16"}),
+    ("c40-pieces-2x2-stride2-2x9x9x40-k48", _layer(2, 9, 9, 40, 48, 2, 2, stride=2, pad=0),
+     {}),
+    ("c24-pieces-cluster-4x12x12x24-k64", _layer(4, 12, 12, 24, 64),
+     {"cluster": 2, "ctas": 4}),
+    ("c24-pieces-streamk-2x7x7x24-k128", _layer(2, 7, 7, 24, 128),
+     {"block_n": 128, "stream_k": True, "ctas": 5}),
     # Stream-K: the 7x7x512 layer at batch 2 (M = 98, 4 tiles of 72 K steps on 132 CTAs:
     # each tile cut into ~33 runs), and in 2x1 clusters at batch 3 (M = 147: the last
     # cluster's second CTA past M) with 128-wide tiles on 20 CTAs.
@@ -158,9 +171,13 @@ def test_options_are_kept_and_the_rest_fits_them():
 
 def test_the_k_block_is_the_widest_of_64_32_16_dividing_c():
     """Each K block is one im2col load at one filter tap: block_k divides C."""
-    got = {c: conv2d_config(_layer(2, 8, 8, c, 64)).block_k
-           for c in (16, 32, 48, 64, 80, 96, 128, 160, 320)}
-    assert got == {16: 16, 32: 32, 48: 16, 64: 64, 80: 16, 96: 32, 128: 64, 160: 32, 320: 64}
+    got = {c: (conv2d_config(_layer(2, 8, 8, c, 64)).block_k,
+               conv2d_config(_layer(2, 8, 8, c, 64)).a_copy_k)
+           for c in (8, 16, 24, 32, 40, 48, 64, 80, 96, 128, 160, 320)}
+    # C 8 mod 16: 16-wide K blocks in 8-column pieces (a_copy_k 8), each inside one tap.
+    assert got == {8: (16, 8), 16: (16, 0), 24: (16, 8), 32: (32, 0), 40: (16, 8),
+                   48: (16, 0), 64: (64, 0), 80: (16, 0), 96: (32, 0), 128: (64, 0),
+                   160: (32, 0), 320: (64, 0)}
     # Narrow K blocks have small slots: the ring fills shared memory up to MAX_STAGES, with
     # the widest C stage (the whole tile here).
     narrow = conv2d_config(_layer(2, 8, 8, 16, 256), block_n=256)
@@ -170,13 +187,15 @@ def test_the_k_block_is_the_widest_of_64_32_16_dividing_c():
     assert conv2d_config(_layer(2, 8, 8, 64, 64), block_k=32).block_k == 32
 
 
-@pytest.mark.parametrize("geometry, options", [
-    (_layer(2, 8, 8, 96, 64), {"block_k": 64}),
-    (_layer(2, 8, 8, 48, 64), {"block_k": 32}),
-], ids=["c96-bk64", "c48-bk32"])
-def test_conv2d_refuses_a_k_block_that_straddles_taps(geometry, options):
-    message = (f"block_k={options['block_k']}: a K block must lie inside one filter tap's "
-               f"C={geometry.c} channels")
+@pytest.mark.parametrize("geometry, options, copied", [
+    (_layer(2, 8, 8, 96, 64), {"block_k": 64, "a_copy_k": 0}, 64),
+    (_layer(2, 8, 8, 48, 64), {"block_k": 32, "a_copy_k": 0}, 32),
+    # C = 24 copied in whole 16-column K blocks: the block at K 16 straddles taps 0 and 1.
+    (_layer(2, 8, 8, 24, 64), {"block_k": 16, "a_copy_k": 0}, 16),
+], ids=["c96-bk64", "c48-bk32", "c24-whole-bk16"])
+def test_conv2d_refuses_a_k_block_that_straddles_taps(geometry, options, copied):
+    message = (f"block_k={options['block_k']}, a_copy_k=0: each A copy ({copied} columns) "
+               f"must lie inside one filter tap's C={geometry.c} channels")
     with pytest.raises(ValueError, match=re.escape(message)):
         conv2d_config(geometry, **options)
     with pytest.raises(ValueError, match=re.escape(message)):
@@ -185,15 +204,15 @@ def test_conv2d_refuses_a_k_block_that_straddles_taps(geometry, options):
 
 
 @pytest.mark.parametrize("geometry, dtype, message", [
-    (_layer(2, 8, 8, 24, 64), "bfloat16",
-     "C=24: the input channels must be a multiple of 16: a K block of the GEMM (block_k 64, "
-     "32 or 16 columns) must lie inside one filter tap (r, s), since one im2col load reads "
-     "at one tap offset, and one wgmma k16 step reads 16 channels"),
-    (_layer(2, 8, 8, 8, 64), "bfloat16", "C=8: the input channels must be a multiple of 16"),
+    (_layer(2, 8, 8, 12, 64), "bfloat16",
+     "C=12: the input channels must be a multiple of 8: each A copy (a K block of 64, 32 or "
+     "16 columns, or an 8-column piece of one) must lie inside one filter tap (r, s), since "
+     "one im2col load reads at one tap offset, and its rows must be 16 bytes at least"),
+    (_layer(2, 8, 8, 4, 64), "bfloat16", "C=4: the input channels must be a multiple of 8"),
     (_layer(2, 8, 8, 64, 60), "bfloat16", "K=60: the output channels must be a multiple of 8"),
     (_layer(2, 8, 8, 64, 64), "float32", "dtype='float32': conv2d takes 'bfloat16' or "
                                          "'float16'"),
-], ids=["c24", "c8", "k60", "float32"])
+], ids=["c12", "c4", "k60", "float32"])
 def test_conv2d_refuses_what_it_does_not_handle(geometry, dtype, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         conv2d_config(geometry, dtype)
@@ -245,9 +264,10 @@ def test_conv2d_copies_plan_as_one_im2col_load_and_tiled_loads_and_stores(built)
     assert spec.element_strides == (1, v, u, 1)
     # block_k channels of one tap per pixel, swizzled as the slot's rows: 128, 64 or 32
     # bytes (3, 2, 1: the 128B, 64B, 32B swizzle); the filter tile the same.
+    # C 8 mod 16: 8 channels per copy, unswizzled (the slot is wgmma core matrices).
     swizzle = {64: 3, 32: 2, 16: 1}[cfg.block_k]
     assert (spec.pixels_per_column, spec.channels_per_pixel, spec.swizzle) == (
-        cfg.block_m, cfg.block_k, swizzle)
+        (cfg.block_m, 8, 0) if cfg.a_copy_k else (cfg.block_m, cfg.block_k, swizzle))
     assert b_load.plan.tensor_map.swizzle == swizzle
     assert b_load.plan.tensor_map.box_dims[0] == cfg.block_k
     assert a_load.plan.num_issues == 1
@@ -297,7 +317,7 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
     from tvm.sym import Analyzer
 
     from tvm_tma.kernels.scheduler import rounds, stream_k_tile_coordinates, unit_coordinates
-    from tvm_tma.kernels.wgmma import swizzled_layout
+    from tvm_tma.kernels.wgmma import a_slot_layout
     from tvm_tma.testing.im2col_model import conv_gemm_view, execute_im2col
     from tvm_tma.testing.layout_eval import layout_offsets
 
@@ -308,25 +328,31 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
     for expr in (*plan.coordinates, *plan.im2col_offsets, plan.smem_offset):
         if not isinstance(expr, int):
             names.update({str(v): v for v in tvm.tirx.analysis.undefined_vars(expr)})
-    assert set(names) <= {"worker", "rank", "t" if cfg.stream_k else "j", "ks"}, names
+    # p: the piece of a K block copied in 8-column pieces.
+    assert set(names) <= {"worker", "rank", "t" if cfg.stream_k else "j", "ks", "p"}, names
     x = np.random.default_rng(5).integers(1, 1 << 16, size=g.argument_shape, dtype=np.uint16)
     matrix = np.zeros((cfg.m_blocks * cfg.cluster * cfg.block_m + cfg.block_m, g.gemm_k),
                       np.uint16)
     matrix[:g.gemm_m] = conv_gemm_view(x, (g.r, g.s), g.stride, g.padding, g.dilation)
-    slots = layout_offsets(swizzled_layout(cfg.dtype, (cfg.stages, cfg.block_m, cfg.block_k)),
-                           (cfg.stages, cfg.block_m, cfg.block_k))
+    slots = layout_offsets(a_slot_layout(cfg), (cfg.stages, cfg.block_m, cfg.block_k))
     a_start = cfg.a_ring_start // cfg.element_bytes
     analyzer = Analyzer()
     loaded = []
 
     def check_slot(values: dict, it: int, mb: int, k_step: int) -> None:
-        env = {var: values[name] for name, var in names.items()}
-        arena = np.full(cfg.shared_bytes, 0xA5, np.uint8)
-        execute_im2col(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
-        got = arena.view(np.uint16)[a_start + slots[it % cfg.stages]]
-        bk = cfg.block_k
-        want = matrix[mb * cfg.block_m:(mb + 1) * cfg.block_m, k_step * bk:k_step * bk + bk]
-        assert np.array_equal(got, want), values
+        # Each copy of the slot (one, or one per 8-column piece that starts before K).
+        width = cfg.a_copy_k or cfg.block_k
+        for p in range(cfg.a_pieces):
+            k0 = k_step * cfg.block_k + p * width
+            if k0 >= g.gemm_k:
+                continue
+            env = {var: {**values, "p": p}[name] for name, var in names.items()}
+            arena = np.full(cfg.shared_bytes, 0xA5, np.uint8)
+            execute_im2col(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
+            piece = slots[it % cfg.stages][:, p * width:(p + 1) * width]
+            got = arena.view(np.uint16)[a_start + piece]
+            want = matrix[mb * cfg.block_m:(mb + 1) * cfg.block_m, k0:k0 + width]
+            assert np.array_equal(got, want), {**values, "p": p}
 
     if cfg.stream_k:
         # Each worker's run, tile by tile (ring use = K step of the problem - run start).

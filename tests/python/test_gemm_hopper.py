@@ -81,6 +81,12 @@ CASES = [
                schedule="pingpong", b_layout="kn", ctas=3),
     GemmConfig(384, 768, 520, block_k=16, stages=8, b_layout="kn", cluster=2, ctas=4,
                dtype="float16"),
+    # A in two 8-column pieces per 16-wide K block (unswizzled core-matrix slots, what a
+    # conv2d with C 8 mod 16 takes): K = 200 ends on a half block, whose MMA reads zeros
+    # for the missing piece; ping-pong 128-row tiles (two 64-row sub-tiles) in clusters.
+    GemmConfig(264, 256, 200, block_k=16, a_copy_k=8, stages=8),
+    GemmConfig(520, 128, 136, block_k=16, a_copy_k=8, block_n=128, stages=8,
+               schedule="pingpong", cluster=2, ctas=4, dtype="float16"),
     # Stream-K: every CTA an equal run of K steps; tiles cut between runs are finished by
     # the CTA holding their K step 0. Many tiles per run (ctas=7), a tile shared by four
     # runs (ctas=20, K x N B, fp16), each tile cut into ~17 runs (M = 49, 8 tiles for 132
@@ -105,7 +111,8 @@ CASES = [
 def _name(cfg: GemmConfig) -> str:
     return (f"{cfg.m}x{cfg.n}x{cfg.k}-{cfg.dtype}-{cfg.b_layout}-bm{cfg.block_m}"
             f"-bn{cfg.block_n}-s{cfg.stages}-e{cfg.epilogue_cols}-c{cfg.ctas}"
-            f"-{cfg.schedule}-x{cfg.cluster}-k{cfg.split_k}{'-sk' if cfg.stream_k else ''}")
+            f"-{cfg.schedule}-x{cfg.cluster}-k{cfg.split_k}{'-sk' if cfg.stream_k else ''}"
+            f"{f'-pieces{cfg.a_copy_k}' if cfg.a_copy_k else ''}")
 
 
 @pytest.fixture(scope="module", params=CASES, ids=_name)
@@ -142,13 +149,27 @@ def test_gemm_issues_the_expected_instructions(built):
     row_bytes = cfg.block_k * cfg.element_bytes
     swizzle = {128: 3, 64: 2, 32: 1}[row_bytes]
     descriptors = re.findall(r"ptx_wgmma_encode_matrix_descriptor\(\(&\(desc_(\w)_ptr\[0\]\)\)"
-                             r", .*, (\d+), (\d+), (\d+)\);", src)
-    k_major = (1, 8 * row_bytes // 16, swizzle)
-    b_fields = (cfg.block_k * 128 // 16, 1024 // 16, 3) if cfg.b_layout == "kn" else k_major
-    assert {(name, *map(int, fields)) for name, *fields in descriptors} == {
-        ("a", *k_major), ("b", *b_fields)}
+                             r", .*, (\w+), (\d+), (\d+)\);", src)
+    k_major = ("1", str(8 * row_bytes // 16), str(swizzle))
+    b_fields = ((str(cfg.block_k * 128 // 16), "64", "3") if cfg.b_layout == "kn"
+                else k_major)
+    a_fields = k_major
+    if cfg.a_copy_k:
+        # Unswizzled (0) core matrices of 8 rows x 16 bytes, 128 bytes apart along M
+        # (stride 8), the next 8-column piece block_m x 16 bytes on (leading offset);
+        # where K ends on a half block, that step's leading offset reaches the zeroed
+        # piece after the ring instead: its distance from the slot.
+        a_fields = (re.search(r"condval_\d+", src).group() if cfg.a_zero_bytes
+                    else str(cfg.block_m), "8", "0")
+    assert set(descriptors) == {("a", *a_fields), ("b", *b_fields)}
+    if cfg.a_zero_bytes:
+        zero_lead = (cfg.a_zero_start - cfg.a_ring_start) // 16
+        # (the ring slot: the use number modulo the stages, masked for a power of 2)
+        slot = rf"[\w()*+ ]+ (% {cfg.stages}|& {cfg.stages - 1})"
+        assert re.search(rf"condval_\d+ = \({zero_lead} - \(\({slot}\) \* "
+                         rf"{cfg.a_tile_bytes // 16}\)\);", src)
     a_copy, b_copy = tvm_tma.explain(gemm_kernel(cfg)).copies[:2]
-    assert a_copy.plan.tensor_map.swizzle == swizzle
+    assert a_copy.plan.tensor_map.swizzle == (0 if cfg.a_copy_k else swizzle)
     assert b_copy.plan.tensor_map.swizzle == (3 if cfg.b_layout == "kn" else swizzle)
     assert "setmaxnreg.dec.sync.aligned.u32 40;" in src
     assert "setmaxnreg.inc.sync.aligned.u32 232;" in src
@@ -156,9 +177,11 @@ def test_gemm_issues_the_expected_instructions(built):
     # One TMA load call site for A, one for B; N-wide tiles (the K x N B slot, the C tile)
     # go in one 3-D box or, where an N edge keeps the 64-column swizzle atoms from folding
     # into one dim, one box per atom.
+    # A copied in 8-column pieces: one call site per piece (the piece loop is unrolled).
     loads = len(re.findall(r"tvm_tma_load_\w+\(\(", src))
-    assert loads in ((2 * loops, (1 + cfg.block_n // 64) * loops) if cfg.b_layout == "kn"
-                     else (2 * loops,))
+    a_sites = cfg.a_pieces
+    assert loads in (((a_sites + 1) * loops, (a_sites + cfg.block_n // 64) * loops)
+                     if cfg.b_layout == "kn" else ((a_sites + 1) * loops,))
     store = "reduce" if cfg.split_k > 1 else "store"
     stores = len(re.findall(rf"tvm_tma_{store}_\w+\(\(", src))
     stages = cfg.block_n // cfg.epilogue_cols  # the epilogue loop over C stages is unrolled
@@ -189,7 +212,17 @@ def test_gemm_issues_the_expected_instructions(built):
     assert ("bar.arrive %0, %1;" in src) == (cfg.schedule == "pingpong" and rounds > 1)
     # The full barriers expect both tiles' bytes; the empty ones one arrival per consumer
     # warpgroup that reads a slot, in every CTA of the cluster.
-    assert f"(uint){cfg.a_tile_bytes + cfg.b_tile_bytes})" in src
+    # A half last K block (8-column pieces, K 8 mod 16) expects one piece less; its zeroed
+    # piece is written once and fenced for the async proxy before any MMA reads it.
+    tile_bytes = cfg.a_tile_bytes + cfg.b_tile_bytes
+    if cfg.a_zero_bytes:
+        half = tile_bytes - cfg.a_tile_bytes // cfg.a_pieces
+        assert f"condval = {tile_bytes};" in src and f"condval = {half};" in src
+        assert re.search(rf"\(\(uint\*\)dyn_ptr\)\[\(.*\) \+ {cfg.a_zero_start // 4}\)\] = "
+                         r"\(uint\)0;", src)
+        assert "fence.proxy.async.shared::cta;" in src
+    else:
+        assert f"(uint){tile_bytes})" in src
     init = (r"mbarrier_init_init_shared_b64\(tvm_builtin_cuda_cvta_generic_to_shared"
             r"\(\(&\(\(\(uint64_t\*\)dyn_ptr\)\[(\d+)\]\)\)\), \(uint\)(\d+)\);")
     inits = dict(re.findall(init, src))
@@ -301,6 +334,10 @@ def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
                        "bytes"),
     (dict(block_k=128), "block_k=128: 64, 32 or 16"),
     (dict(block_k=16, stages=19), "19 stages of 128x256x16 tiles need"),
+    (dict(a_copy_k=8), "a_copy_k=8 with block_k=64: 0 (one A copy per K block) or 8 with "
+                       "block_k 16 (two 8-column pieces of one k16 wgmma step, in an "
+                       "unswizzled slot)"),
+    (dict(block_k=16, a_copy_k=4), "a_copy_k=4 with block_k=16"),
     (dict(b_layout="mn"), "b_layout='mn'"),
     (dict(dtype="float32"), "dtype='float32'"),
     (dict(schedule="pingpong"), "pingpong: a consumer warpgroup computes 128x256 outputs, "

@@ -17,12 +17,16 @@ memory as the same swizzled K-major tile as a GEMM's of that ``block_k``.
 
 What it handles today (:func:`check_geometry` refuses the rest, naming the value):
 
-* **C a multiple of 16.** One im2col load reads one filter tap (one tap offset per
-  instruction), so a K block must lie inside one tap's C channels: ``block_k`` (64, 32 or
-  16 columns: one 128-, 64- or 32-byte swizzle row of 16-bit elements) must divide C, and
-  :func:`conv2d_config` takes the widest that does (C = 96: 32, three K blocks per tap;
-  C = 48: 16). One wgmma k16 step reads 16 channels of one tap, so C must be a multiple
-  of 16.
+* **C a multiple of 8.** One im2col load reads one filter tap (one tap offset per
+  instruction), so each A copy must lie inside one tap's C channels. Where C is a
+  multiple of 16, a K block is one copy: ``block_k`` (64, 32 or 16 columns: one 128-, 64-
+  or 32-byte swizzle row of 16-bit elements) must divide C, and :func:`conv2d_config`
+  takes the widest that does (C = 96: 32, three K blocks per tap; C = 48: 16). Where C
+  is 8 mod 16 (8, 24, 40, ...), a 16-column K block (one wgmma k16 step) can straddle two
+  taps, so it is loaded as two 8-column copies, one per 16-byte piece, into an
+  unswizzled slot of wgmma core matrices (``GemmConfig.a_copy_k = 8``); K = R*S*C is then
+  8 mod 16 for an odd R*S, and the last K block's MMA reads its missing piece from a
+  zeroed region of shared memory, never from a copy past the last tap.
 * **bfloat16 or float16** in and out, fp32 accumulation (the GEMM's types).
 * K (output channels) a multiple of 8 (16-byte rows of the filter and the output); any
   M = N * P * Q (the last row block loads zeros past it and stores nothing there).
@@ -50,9 +54,11 @@ from .stream_k import check_workspace_left_clean, workspace
 #: Input/output element types the kernel takes (the GEMM's: 16-bit, one 128-, 64- or
 #: 32-byte swizzle row per 64-, 32- or 16-column K block).
 DTYPES = ("bfloat16", "float16")
-#: Channels C must be a multiple of: the narrowest K block (``block_k`` 16, one wgmma k16
-#: step), which must lie inside one filter tap's C channels.
-CHANNEL_BLOCK = 16
+#: Channels C must be a multiple of: the narrowest A copy (8 columns, one 16-byte piece of
+#: a 16-column K block), which must lie inside one filter tap's C channels.
+CHANNEL_BLOCK = 8
+#: Columns of the pieces a K block is copied in where C is 8 mod 16 (``a_copy_k``).
+PIECE = 8
 #: Stages conv2d_config fills shared memory with, at most: narrow K blocks have small slots
 #: (128 x 256 x 16: 12 KiB), and more stages past this only narrow the C stage.
 MAX_STAGES = 12
@@ -70,10 +76,10 @@ def check_geometry(geometry: Conv2dGeometry, dtype: str = "bfloat16") -> None:
     g = geometry
     if g.c % CHANNEL_BLOCK:
         raise ValueError(f"C={g.c}: the input channels must be a multiple of "
-                         f"{CHANNEL_BLOCK}: a K block of the GEMM (block_k 64, 32 or 16 "
-                         f"columns) must lie inside one filter tap (r, s), since one im2col "
-                         f"load reads at one tap offset, and one wgmma k16 step reads "
-                         f"{CHANNEL_BLOCK} channels")
+                         f"{CHANNEL_BLOCK}: each A copy (a K block of 64, 32 or 16 columns, "
+                         f"or an 8-column piece of one) must lie inside one filter tap "
+                         f"(r, s), since one im2col load reads at one tap offset, and its "
+                         f"rows must be 16 bytes at least")
     if g.k % 8:
         raise ValueError(f"K={g.k}: the output channels must be a multiple of 8 (16-byte rows "
                          f"of the NPQK output and of the KRSC filter for TMA)")
@@ -81,16 +87,26 @@ def check_geometry(geometry: Conv2dGeometry, dtype: str = "bfloat16") -> None:
 
 def channel_block(geometry: Conv2dGeometry) -> int:
     """The K block of a layer: the widest of 64, 32 and 16 channels that divides C (one
-    im2col load per K block reads one filter tap)."""
-    return next(w for w in K_BLOCKS if geometry.c % w == 0)
+    im2col load per K block reads one filter tap), or 16 in two 8-column pieces where C
+    is 8 mod 16 (:func:`a_copy_k`)."""
+    return next((w for w in K_BLOCKS if geometry.c % w == 0), K_BLOCKS[-1])
+
+
+def a_copy_k(geometry: Conv2dGeometry) -> int:
+    """``GemmConfig.a_copy_k`` of a layer: 0 (one copy per K block) where a K block fits
+    in a tap, :data:`PIECE` where C is 8 mod 16."""
+    return 0 if geometry.c % K_BLOCKS[-1] == 0 else PIECE
 
 
 def _check_block_k(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
-    if cfg.block_k in K_BLOCKS and geometry.c % cfg.block_k:
-        raise ValueError(f"block_k={cfg.block_k}: a K block must lie inside one filter tap's "
+    copied = cfg.a_copy_k or cfg.block_k
+    if cfg.block_k in K_BLOCKS and geometry.c % copied:
+        raise ValueError(f"block_k={cfg.block_k}, a_copy_k={cfg.a_copy_k}: each A copy "
+                         f"({copied} columns) must lie inside one filter tap's "
                          f"C={geometry.c} channels (one im2col load reads at one tap "
-                         f"offset): a width of 64, 32 or 16 dividing C "
-                         f"({channel_block(geometry)} here)")
+                         f"offset): a K block of 64, 32 or 16 dividing C, or 16 in "
+                         f"8-column pieces (block_k={channel_block(geometry)}, "
+                         f"a_copy_k={a_copy_k(geometry)} here)")
 
 
 def _epilogue_and_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
@@ -129,7 +145,8 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
 
     * **block_k**: the widest of 64, 32 and 16 that divides C (:func:`channel_block`), so
       each K block, one im2col load, lies inside one filter tap (C = 96: 32, three K blocks
-      per tap; C = 48: 16). A given one must divide C too.
+      per tap; C = 48: 16). A given one must divide C too. Where C is 8 mod 16: 16, with
+      **a_copy_k** 8 (two 8-column copies per K block, :func:`a_copy_k`).
     * **block_n** (output channels per tile) and **cluster**, as the H100 sweeps measured
       (benchmarks/RESULTS.md section 8): the widest tile that divides K exactly (a
       multiple of 32 from 256 down to 128, then 64) and still gives at least half as many
@@ -163,6 +180,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     if unknown:
         raise ValueError(f"{', '.join(unknown)}: not a GemmConfig field")
     options.setdefault("block_k", channel_block(geometry))
+    options.setdefault("a_copy_k", a_copy_k(geometry))
     base = GemmConfig(geometry.gemm_m, geometry.k, geometry.gemm_k, dtype=dtype,
                       b_layout="nk", **options)
     _check_block_k(geometry, base)
@@ -327,6 +345,6 @@ def run(geometry: Conv2dGeometry, cfg: GemmConfig, seed: int = 0) -> Conv2dRun:
     return Conv2dRun(y.numpy().astype(np.float32), reference, bound, x, f)
 
 
-__all__ = ["DTYPES", "OUTPUT_EPS", "Conv2dRun", "channel_block", "check_config",
+__all__ = ["DTYPES", "OUTPUT_EPS", "Conv2dRun", "a_copy_k", "channel_block", "check_config",
            "check_geometry", "conv2d_config", "conv2d_error_bound", "conv2d_kernel",
            "conv2d_reference", "random_inputs", "run"]

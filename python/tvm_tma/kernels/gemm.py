@@ -101,7 +101,7 @@ from .scheduler import (
     unit_of,
 )
 from .stream_k import make_fixup, workspace_shapes
-from .wgmma import make_mma_steps, make_mma_unit, swizzled_layout
+from .wgmma import a_slot_layout, make_mma_steps, make_mma_unit, swizzled_layout
 
 
 def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
@@ -119,6 +119,11 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
     cluster = cfg.cluster
     kn = cfg.b_layout == "kn"
     tile_bytes = cfg.a_tile_bytes + cfg.b_tile_bytes
+    pieces, piece = cfg.a_pieces, cfg.a_copy_k
+    # K 8 mod 16 in pieces: the last K block loads only its first piece (the MMA reads
+    # zeros for the second), so its slot expects that much less.
+    half_last_block = cfg.a_zero_bytes > 0
+    last_step, half_piece_bytes = cfg.k_steps - 1, cfg.a_tile_bytes // max(pieces, 1)
 
     # fmt: off
     @T.inline
@@ -128,9 +133,24 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
             s = T.meta_var(ring.slot(it))
             k0 = T.meta_var((k_step0 + ks) * bk)
             ring.producer_acquire(it)
-            ring.producer_commit(it, tile_bytes)
-            Tx.copy_async(a_ring[s, :, :], A[mb * bm:mb * bm + bm, k0:k0 + bk],
-                          dispatch="tma", mbar=ring.full_barrier(it), oob="zero")
+            if half_last_block:
+                ring.producer_commit(it, T.if_then_else(k_step0 + ks == last_step,
+                                                        tile_bytes - half_piece_bytes,
+                                                        tile_bytes))
+            else:
+                ring.producer_commit(it, tile_bytes)
+            if pieces == 1:
+                Tx.copy_async(a_ring[s, :, :], A[mb * bm:mb * bm + bm, k0:k0 + bk],
+                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero")
+            else:
+                # One copy per 8-column piece (each inside one filter tap of a conv2d);
+                # no piece starts at or past K.
+                for p in T.unroll(pieces):
+                    if k0 + p * piece < cfg.k:
+                        Tx.copy_async(a_ring[s, :, p * piece:p * piece + piece],
+                                      A[mb * bm:mb * bm + bm,
+                                        k0 + p * piece:k0 + p * piece + piece],
+                                      dispatch="tma", mbar=ring.full_barrier(it), oob="zero")
             if cluster > 1:
                 # The cluster's CTAs share the B tile: each loads 1/cluster of it into all.
                 if kn:
@@ -230,7 +250,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
     en, c_stages = cfg.epilogue_cols, cfg.c_stages
     a_offset, b_offset = cfg.a_ring_start // elem, cfg.b_ring_start // elem
     c_offset = cfg.c_stage_start // elem
-    a_layout = swizzled_layout(dtype, (stages, bm, bk))
+    a_layout = a_slot_layout(cfg)
     b_layout = swizzled_layout(dtype, (stages, *b_slot))
     c_layout = c_stage_layout(cfg)
     # The A view, read only when a_operand is given (the ifs on a_operand and stream_k in
@@ -243,6 +263,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
     store_unit = make_store_unit(cfg)
     publish, gather = make_fixup(cfg) if stream_k else (None, None)
     k_steps = cfg.k_steps
+    zero_words = cfg.a_zero_bytes // 4
     dp_rounds = cfg.stream_k_dp_rounds if stream_k else 0
     dp_steps = dp_rounds * k_steps
 
@@ -283,6 +304,16 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
 
         if tid == 0:
             ring.init()
+        if zero_words > 0:
+            # The zeroed piece a half last K block's MMA reads (K 8 mod 16, 8-column A
+            # pieces): written once, made visible to the async proxy (wgmma) before the
+            # barrier below that every consumer passes.
+            a_zero = T.decl_buffer((zero_words,), "uint32", dyn.data,
+                                   elem_offset=cfg.a_zero_start // 4)
+            for i in T.serial((zero_words + cfg.threads - 1) // cfg.threads):
+                if i * cfg.threads + tid < zero_words:
+                    a_zero[i * cfg.threads + tid] = T.uint32(0)
+            T.ptx.fence.proxy.async_.shared__cta()
         if cluster > 1:
             # Every barrier of the cluster exists before any CTA multicasts into a peer.
             T.ptx.fence.mbarrier_init.release.cluster()
@@ -327,8 +358,8 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                     for j in T.serial(dp_rounds):
                         mb, nb, part = T.meta_var(
                             unit_coordinates(cfg, unit_of(cfg, worker, j), rank))
-                        mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, consumer * 64,
-                                 lane)
+                        mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part,
+                                 consumer * 64, lane)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
                                    tid == WARPGROUP)
                 first, end = T.meta_var(stream_k_run(cfg, worker))
@@ -337,8 +368,8 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                     kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
                     mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, rank))
                     mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b,
-                              dp_steps + t * k_steps + kb - first, ke - kb, consumer * 64,
-                              lane)
+                              dp_steps + t * k_steps + kb - first, kb, ke - kb,
+                              consumer * 64, lane)
                     if kb > 0:
                         publish(partials, flags, acc, worker, rank, tid - WARPGROUP)
                     else:
@@ -357,7 +388,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                         mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, rank))
                         if j > 0:
                             T.ptx.bar.sync(T.Cast("uint32", 3 + consumer), 2 * WARPGROUP)
-                        mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, 0, lane)
+                        mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part, 0, lane)
                         if unit + workers < units:
                             T.ptx.bar.arrive(T.Cast("uint32", 4 - consumer), 2 * WARPGROUP)
                         store_unit(C, c_tile, acc, consumer, 0, mb, nb, lane, 1 + consumer,
@@ -367,8 +398,8 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                     unit = T.meta_var(unit_of(cfg, worker, j))
                     if unit < units:
                         mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, rank))
-                        mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, consumer * 64,
-                                 lane)
+                        mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part,
+                                 consumer * 64, lane)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
                                    tid == WARPGROUP)
             if lane == 0:

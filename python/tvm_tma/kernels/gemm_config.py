@@ -74,6 +74,15 @@ class GemmConfig:
     #: the others' fp32 partial tiles from a workspace (:mod:`.stream_k`) before the
     #: epilogue.
     stream_k: bool = False
+    #: Columns of K one A copy covers: 0, the whole K block (one copy per slot into a
+    #: swizzled slot); or 8, the 16-column K block in two 8-column pieces, each its own copy
+    #: into an unswizzled K-major slot (wgmma core matrices of 8 rows x 16 bytes, the two
+    #: pieces ``block_m x 16`` bytes apart). A conv2d whose C is 8 mod 16 needs it: a copy
+    #: of its im2col view reads one filter tap, and a 16-column K block there can straddle
+    #: two taps, while every 8-column piece lies inside one. Where K is 8 mod 16 the last
+    #: K block has one piece: its MMA reads the second from a zeroed region of shared
+    #: memory (:attr:`a_zero_bytes`), not from a copy past K.
+    a_copy_k: int = 0
 
     @classmethod
     def for_problem(cls, m: int, n: int, k: int, **options) -> GemmConfig:
@@ -232,9 +241,29 @@ class GemmConfig:
         return BARRIER_BYTES
 
     @property
-    def b_ring_start(self) -> int:
-        """Byte offset of the B ring: after the A ring's ``stages`` slots."""
+    def a_pieces(self) -> int:
+        """A copies per ring slot: 1, or 2 with ``a_copy_k`` 8 (one per 8-column piece)."""
+        return self.block_k // self.a_copy_k if self.a_copy_k else 1
+
+    @property
+    def a_zero_bytes(self) -> int:
+        """Bytes of the zeroed piece the MMA of a last, half K block reads in place of its
+        missing second piece (``a_copy_k`` 8 with K 8 mod 16: ``block_m`` rows of 16
+        bytes, right after the A ring); 0 otherwise."""
+        if self.a_copy_k and self.k % self.block_k:
+            return self.block_m * self.a_copy_k * self.element_bytes
+        return 0
+
+    @property
+    def a_zero_start(self) -> int:
+        """Byte offset of the zeroed piece: after the A ring's ``stages`` slots."""
         return self.a_ring_start + self.stages * self.a_tile_bytes
+
+    @property
+    def b_ring_start(self) -> int:
+        """Byte offset of the B ring: after the A ring's ``stages`` slots (and the zeroed
+        piece, where there is one)."""
+        return self.a_zero_start + self.a_zero_bytes
 
     @property
     def c_stage_start(self) -> int:
@@ -295,6 +324,10 @@ class GemmConfig:
             raise ValueError(f"block_k={self.block_k}: 64, 32 or 16 (a K-major slot row of "
                              f"128, 64 or 32 bytes: one 128B, 64B or 32B swizzle span, "
                              f"a whole number of k16 MMA steps)")
+        if self.a_copy_k not in (0, 8) or (self.a_copy_k and self.block_k != 16):
+            raise ValueError(f"a_copy_k={self.a_copy_k} with block_k={self.block_k}: 0 (one "
+                             f"A copy per K block) or 8 with block_k 16 (two 8-column pieces "
+                             f"of one k16 wgmma step, in an unswizzled slot)")
         if self.stages < 2:
             raise ValueError(f"stages={self.stages}: the ring needs at least 2 slots")
         if self.block_n % self.epilogue_cols or (self.epilogue_cols % 64

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 import tvm
 from tvm.backend.cuda.tile_primitive.tma_utils import mma_shared_layout
 from tvm.script import tirx as T
+from tvm.tirx.layout import S, TileLayout
 
 from .gemm_config import GemmConfig
 
@@ -72,6 +73,24 @@ def swizzled_layout(dtype: str, shape: tuple[int, ...]):
     return mma_shared_layout(dtype, swizzle_mode(dtype, shape[-1]), shape)
 
 
+#: Swizzle mode "none" (``encode_matrix_descriptor`` and the tensor map number it 0): the
+#: unswizzled K-major A slot of 8-column pieces (``GemmConfig.a_copy_k``).
+SWIZZLE_NONE = 0
+
+
+def a_slot_layout(cfg: GemmConfig):
+    """The shared layout of the A ring, (stages, block_m, block_k): swizzled K-major rows
+    (:func:`swizzled_layout`), or with ``cfg.a_copy_k`` 8 the unswizzled K-major layout of
+    wgmma core matrices: each 8-column piece of a slot is ``block_m`` rows of 16 contiguous
+    bytes (a core matrix every 8 rows, 128 bytes apart), the slot's two pieces one after
+    the other. Each piece is then one contiguous box for its own TMA copy."""
+    stages, bm, bk = cfg.stages, cfg.block_m, cfg.block_k
+    if not cfg.a_copy_k:
+        return swizzled_layout(cfg.dtype, (stages, bm, bk))
+    piece = cfg.a_copy_k
+    return TileLayout(S[(stages, bm, bk // piece, piece) : (bm * bk, piece, bm * piece, 1)])
+
+
 @dataclass(frozen=True)
 class DescriptorFields:
     """wgmma matrix-descriptor fields and advances, in 16-byte units, and the swizzle
@@ -97,19 +116,27 @@ class DescriptorFields:
 def descriptor_fields(cfg: GemmConfig) -> DescriptorFields:
     """The descriptor fields of ``cfg``'s slots: K-major tiles have 8-row atoms of 8 x row
     bytes (``block_k`` elements a row: 1024, 512 or 256 bytes an atom); the N-major B tile
-    (``block_k`` 64) has 64-column atoms ``block_k`` rows of 128 bytes apart."""
+    (``block_k`` 64) has 64-column atoms ``block_k`` rows of 128 bytes apart. The
+    unswizzled A slot of 8-column pieces (:func:`a_slot_layout`) has core matrices 128
+    bytes apart along M (stride byte offset) and ``block_m x 16`` bytes apart along K
+    (leading byte offset: the next piece)."""
     kn = cfg.b_layout == "kn"
     row_bytes = cfg.block_k * cfg.element_bytes  # a K-major row: 128, 64 or 32 bytes
     k_major = swizzle_mode(cfg.dtype, cfg.block_k)
     a_step = MMA_K * cfg.element_bytes // 16  # 32 bytes along the row
+    if cfg.a_copy_k:
+        piece_row = cfg.a_copy_k * cfg.element_bytes  # 16 bytes
+        a_fields = {"a_lead": cfg.block_m * piece_row // 16, "a_stride": 8 * piece_row // 16,
+                    "a_sub": 64 * piece_row // 16, "a_swizzle": SWIZZLE_NONE}
+    else:
+        a_fields = {"a_lead": 1, "a_stride": 8 * row_bytes // 16,
+                    "a_sub": 64 * row_bytes // 16, "a_swizzle": k_major}
     return DescriptorFields(
-        a_lead=1, a_stride=8 * row_bytes // 16,
+        **a_fields,
         b_lead=cfg.block_k * 128 // 16 if kn else 1,
         b_stride=1024 // 16 if kn else 8 * row_bytes // 16,
         a_step=a_step,
         b_step=MMA_K * 128 // 16 if kn else a_step,  # N-major: 16 rows of 128 bytes
-        a_sub=64 * row_bytes // 16,
-        a_swizzle=k_major,
         b_swizzle=swizzle_mode(cfg.dtype, cfg.block_n) if kn else k_major)
 
 
@@ -136,9 +163,10 @@ def make_release(cfg: GemmConfig) -> Callable[..., None]:
 
 
 def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
-    """``mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, count, row0, lane)``: one
-    consumer warpgroup's mainloop over ``count`` consecutive ring uses ``it0 ..
-    it0 + count - 1`` (``count`` at least 1, a constant or an expression).
+    """``mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, k_step0, count, row0,
+    lane)``: one consumer warpgroup's mainloop over ``count`` consecutive ring uses ``it0 ..
+    it0 + count - 1`` (``count`` at least 1, a constant or an expression), holding K steps
+    ``k_step0 ..`` of one tile.
 
     It computes rows ``row0 .. row0 + consumer_rows - 1`` of each slot's A tile times its B
     tile into ``acc`` (``cfg.accumulators`` fp32 registers per thread, in the wgmma fragment
@@ -146,7 +174,8 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
     ``count`` K steps' products. ``desc_a`` / ``desc_b`` are one-element uint64 local
     buffers for the descriptors. A work unit is ``steps_per_unit`` uses
     (:func:`make_mma_unit`); a stream-K segment is whatever part of a tile's K steps the
-    CTA's run holds.
+    CTA's run holds. The K step matters only to a last K block of one 8-column piece
+    (``cfg.a_zero_bytes``): its descriptor's second piece is the zeroed region.
     """
     bn, bk = cfg.block_n, cfg.block_k
     m_sub = cfg.consumer_rows // 64
@@ -158,19 +187,33 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
     b_lead, b_stride, b_step = fields.b_lead, fields.b_stride, fields.b_step
     a_swizzle, b_swizzle = fields.a_swizzle, fields.b_swizzle
     release = make_release(cfg)
+    # A half K block at the end of K reads its missing piece from the zeroed region: the
+    # leading byte offset from slot s's first piece to it.
+    half_last_block = cfg.a_zero_bytes > 0
+    last_step = cfg.k_steps - 1
+    zero_lead = (cfg.a_zero_start - cfg.a_ring_start) // 16
+    slot_units = cfg.a_tile_bytes // 16
 
     # fmt: off
     @T.inline
-    def mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, count, row0, lane):
+    def mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, k_step0, count, row0,
+                  lane):
         # Wait for each slot, run its MMAs, and release the previous slot once the group
         # that read it has retired.
         for ks in T.serial(count):
             it = T.meta_var(it0 + ks)
             s = T.meta_var(ring.slot(it))
             ring.consumer_wait(it)
-            T.cuda.wgmma.encode_matrix_descriptor(
-                T.address_of(desc_a[0]), a_ring.ptr_to([s, row0, 0]), a_lead, a_stride,
-                a_swizzle)
+            if half_last_block:
+                T.cuda.wgmma.encode_matrix_descriptor(
+                    T.address_of(desc_a[0]), a_ring.ptr_to([s, row0, 0]),
+                    T.if_then_else(k_step0 + ks == last_step, zero_lead - s * slot_units,
+                                   a_lead),
+                    a_stride, a_swizzle)
+            else:
+                T.cuda.wgmma.encode_matrix_descriptor(
+                    T.address_of(desc_a[0]), a_ring.ptr_to([s, row0, 0]), a_lead, a_stride,
+                    a_swizzle)
             T.cuda.wgmma.encode_matrix_descriptor(
                 T.address_of(desc_b[0]), b_ring.ptr_to([s, 0, 0]), b_lead, b_stride,
                 b_swizzle)
@@ -193,15 +236,16 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
 
 
 def make_mma_unit(cfg: GemmConfig) -> Callable[..., None]:
-    """``mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, row0, lane)``: the mainloop
-    (:func:`make_mma_steps`) over work unit ordinal ``j``: ring uses ``j * steps ..
-    j * steps + steps - 1`` with ``steps = cfg.steps_per_unit``, the numbering the
-    producer uses too."""
+    """``mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part, row0, lane)``: the
+    mainloop (:func:`make_mma_steps`) over work unit ordinal ``j`` (K part ``part``): ring
+    uses ``j * steps .. j * steps + steps - 1`` with ``steps = cfg.steps_per_unit``, the
+    numbering the producer uses too, holding K steps ``part * steps ..``."""
     steps = cfg.steps_per_unit
     mma_steps = make_mma_steps(cfg)
 
     @T.inline
-    def mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, row0, lane):
-        mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, j * steps, steps, row0, lane)
+    def mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part, row0, lane):
+        mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, j * steps, part * steps, steps,
+                  row0, lane)
 
     return mma_unit
