@@ -288,6 +288,18 @@ def test_benchmark_compile_only_assembles_fp8_kernels(capsys):
     assert "FP8 B is N x K" in capsys.readouterr().err
 
 
+def test_example_builds_an_fp8_kernel(capsys):
+    """``examples/gemm_hopper.py --dtype float8_e5m2``: built and assembled (and on a Hopper
+    GPU, run and checked)."""
+    spec = importlib.util.spec_from_file_location("gemm_example_fp8", REPO / "examples" /
+                                                  "gemm_hopper.py")
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    assert example.main(["--dtype", E5]) == 0
+    out = capsys.readouterr().out
+    assert "k=3008, dtype='float8_e5m2'" in out and "bytes of sm_90a cubin" in out
+
+
 # ---------------------------------------------------------------------------------------
 # Reference and bound (no GPU)
 
