@@ -1,4 +1,5 @@
-"""The warp-specialized WGMMA GEMM of tvm_tma.kernels.gemm against ``torch.matmul``.
+"""The warp-specialized WGMMA GEMM of tvm_tma.kernels.gemm against ``torch.matmul`` (bf16,
+fp16) or ``torch._scaled_mm`` (FP8).
 
 Every problem is first checked against torch (fp32 reference, relative error bound below),
 then both are timed in the same run: ``--launches`` back-to-back launches between two CUDA
@@ -15,21 +16,37 @@ reference by its own rounding (2^-8 relative for bf16, 2^-11 for fp16) plus the 
 between two fp32 summation orders, at most about K * 2^-24 of the sum of |products|. The
 check is
 ``|C - ref| <= 2 * eps_out * |ref| + 2 * K * 2^-24 * (|A| @ |B|) + 1e-6`` for every element.
+
+FP8 (``--dtype float8_e4m3fn`` or ``float8_e5m2``, B as N x K; ``--b-dtype`` for a mix):
+A and B are a standard normal rounded to the FP8 types, the per-tensor scales random in
+[0.5, 2), C bf16 ``scale_a * scale_b * (A @ B^T)``. The bound
+(``tvm_tma.kernels.reference.fp8_error_bound``) adds to the bf16 terms the scales'
+roundings and the tensor core's accumulation term
+(``tvm_tma.kernels.fp8_reference.accumulation_terms``: Hopper's FP8 wgmma keeps 13
+fraction bits per k32 instruction, not fp32's 23). The baseline is
+``torch._scaled_mm(A, B.t(), scale_a, scale_b, out_dtype=torch.bfloat16)`` as called by
+default (``use_fast_accum=False``: cuBLAS adds the tensor core's partial sums in fp32 on the
+CUDA cores) and with ``use_fast_accum=True`` (accumulating in the tensor core, as this
+kernel does), both timed in the same run. torch refuses e5m2 x e5m2: there the baseline is
+e5m2 x e4m3 (B converted), and the row says so (``torch_pairing``). ``torch._scaled_mm``
+also needs N and K multiples of 16; a problem it refuses gets no baseline (``torch_note``).
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
 import tvm
 
 import tvm_tma  # noqa: F401  (registers dispatch="tma")
+from tvm_tma.kernels.fp8_reference import accumulation_terms
 from tvm_tma.kernels.gemm import gemm_kernel
-from tvm_tma.kernels.gemm_config import GemmConfig
-from tvm_tma.kernels.reference import OUTPUT_EPS, error_bound
+from tvm_tma.kernels.gemm_config import DTYPES_16, FP8_DTYPES, GemmConfig
+from tvm_tma.kernels.reference import error_bound, fp8_error_bound
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.timing import back_to_back, per_launch_median
@@ -39,6 +56,9 @@ from tvm_tma.testing.timing import back_to_back, per_launch_median
 #: (M, N, K) of the issue: square, LLM projections, and a ragged one.
 PROBLEMS = [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 14336, 4096),
             (4096, 4096, 14336), (8192, 1024, 8192), (1000, 2000, 3000)]
+#: The same for FP8, whose K must be a multiple of 16 (torch._scaled_mm's N too): the
+#: ragged problem's K is 3008 (23.5 K blocks of 128).
+FP8_PROBLEMS = [*PROBLEMS[:-1], (1000, 2000, 3008)]
 
 
 #: The sweep's tilings: (schedule, block_m, block_n, stages, epilogue_n). Cooperative
@@ -51,7 +71,8 @@ SWEEP_TILINGS = [("cooperative", 128, 256, 4, 128), ("cooperative", 128, 256, 3,
 def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                 ctas: int, **options) -> list[GemmConfig]:
     """The default configuration, or (``sweep``) the grid around it: tiling and schedule,
-    cluster 1 or 2 (B multicast), and split-K 2 where the tiles alone leave SMs idle."""
+    cluster 1 or 2 (B multicast), and split-K 2 where the tiles alone leave SMs idle. FP8
+    tiles have the same bytes as 16-bit ones (K blocks of 128), so the grid is the same."""
     base = GemmConfig.for_problem(m, n, k, dtype=dtype, b_layout=b_layout, ctas=ctas,
                                   **options)
     if not sweep:
@@ -82,44 +103,139 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
     return found
 
 
-def check(torch, c, a, b_kn, reference, magnitude, cfg: GemmConfig) -> tuple[bool, float]:
-    """Every element inside ``error_bound``; returns (ok, worst error / bound). A split-K
-    launch adds its K parts into a C of zeros."""
-    if cfg.split_k == 1:
-        bound = error_bound(reference, magnitude, cfg.k, cfg.dtype)
+class Operands:
+    """One problem's kernel inputs and what its output must be, on the GPU. (A plain
+    class: the tests load this script without registering it as a module, which a
+    dataclass's annotations need.)"""
+
+    def __init__(self, a, b, extra: list, out_dtype, reference, magnitude,
+                 part_magnitude: Callable[[int], object], accumulation=None) -> None:
+        self.a, self.b = a, b
+        #: Kernel arguments after C (the FP8 scales), as TVM tensors.
+        self.extra = extra
+        #: C's torch dtype.
+        self.out_dtype = out_dtype
+        #: fp32 reference and ``|A| @ |B|`` (FP8: times the scales' product).
+        self.reference, self.magnitude = reference, magnitude
+        #: ``width -> sum_p |A_p @ B_p|`` over K parts ``width`` wide (split-K's bound).
+        self.part_magnitude = part_magnitude
+        #: FP8: the tensor core's accumulation term, scaled (None for 16-bit inputs).
+        self.accumulation = accumulation
+        #: Baselines timed beside the kernel: name -> launch.
+        self.baselines: dict[str, Callable[[], object]] = {}
+        #: What the baselines are where that differs from the problem, or why none ran.
+        self.notes: dict[str, str] = {}
+
+
+def to_tvm(torch, tensor):
+    """A TVM tensor sharing ``tensor``'s memory. FP8 goes through a uint8 view (DLPack
+    export of float8 is not in every torch) re-typed on the TVM side."""
+    fp8 = {torch.float8_e4m3fn: "float8_e4m3fn", torch.float8_e5m2: "float8_e5m2"}
+    if tensor.dtype in fp8:
+        raw = tvm.runtime.from_dlpack(tensor.view(torch.uint8))
+        return raw._create_view(tuple(tensor.shape), fp8[tensor.dtype])
+    return tvm.runtime.from_dlpack(tensor)
+
+
+def sixteen_bit_operands(torch, m: int, n: int, k: int, dtype: str, b_layout: str,
+                         gen) -> Operands:
+    """Standard normal A and B and ``torch.matmul`` as the baseline."""
+    torch_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    a = torch.randn(m, k, device="cuda", dtype=torch_dtype, generator=gen)
+    b = torch.randn(*((n, k) if b_layout == "nk" else (k, n)), device="cuda",
+                    dtype=torch_dtype, generator=gen)
+    b_kn = b.t() if b_layout == "nk" else b
+
+    def parts(width: int):
+        return sum((a[:, k0:k0 + width].float() @ b_kn[k0:k0 + width].float()).abs()
+                   for k0 in range(0, k, width))
+
+    operands = Operands(a, b, [], torch_dtype, a.float() @ b_kn.float(),
+                        a.float().abs() @ b_kn.float().abs(), parts)
+    operands.baselines["torch"] = lambda: torch.matmul(a, b_kn)
+    return operands
+
+
+def fp8_operands(torch, m: int, n: int, k: int, a_dtype: str, b_dtype: str,
+                 gen) -> Operands:
+    """A and B a standard normal rounded to the FP8 types, scales in [0.5, 2), and
+    ``torch._scaled_mm`` as the baseline, by default and with ``use_fast_accum``."""
+    a_type, b_type = getattr(torch, a_dtype), getattr(torch, b_dtype)
+    a = torch.randn(m, k, device="cuda", generator=gen).to(a_type)
+    b = torch.randn(n, k, device="cuda", generator=gen).to(b_type)
+    scales = 0.5 + 1.5 * torch.rand(2, device="cuda", generator=gen)
+    scale_a, scale_b = scales[0:1].clone(), scales[1:2].clone()
+    scale = scale_a * scale_b  # fp32, as the kernel forms it
+    a32, b_kn32 = a.float(), b.float().t()
+    _, accumulation = accumulation_terms(a32, b_kn32)
+
+    def parts(width: int):
+        return scale * sum((a32[:, k0:k0 + width] @ b_kn32[k0:k0 + width]).abs()
+                           for k0 in range(0, k, width))
+
+    operands = Operands(a, b, [tvm.runtime.from_dlpack(t) for t in (scale_a, scale_b)],
+                        torch.bfloat16, (a32 @ b_kn32) * scale,
+                        (a32.abs() @ b_kn32.abs()) * scale, parts, scale * accumulation)
+    # torch takes 0-d scales everywhere (views of the kernel's one-element ones).
+    sa, sb = scale_a.reshape(()), scale_b.reshape(())
+
+    def scaled_mm(b_torch, fast: bool):
+        return torch._scaled_mm(a, b_torch.t(), scale_a=sa, scale_b=sb,
+                                out_dtype=torch.bfloat16, use_fast_accum=fast)
+
+    b_torch = b
+    try:
+        scaled_mm(b, False)
+    except RuntimeError as error:
+        if a_dtype != "float8_e5m2" or b_dtype != "float8_e5m2":
+            operands.notes["torch_note"] = f"torch._scaled_mm refused: {error}"
+            return operands
+        # cuBLASLt has no e5m2 x e5m2: time the nearest pairing torch takes.
+        b_torch = b.float().to(torch.float8_e4m3fn)
+        operands.notes["torch_pairing"] = (
+            f"float8_e5m2 x float8_e4m3fn (torch._scaled_mm refused e5m2 x e5m2: "
+            f"{str(error).splitlines()[0]})")
+    operands.baselines = {"torch": lambda: scaled_mm(b_torch, False),
+                          "torch_fast_accum": lambda: scaled_mm(b_torch, True)}
+    return operands
+
+
+def check(torch, c, operands: Operands, cfg: GemmConfig) -> tuple[bool, float]:
+    """Every element inside ``error_bound`` (FP8: ``fp8_error_bound``); returns (ok, worst
+    error / bound). A split-K launch adds its K parts into a C of zeros."""
+    reference, magnitude = operands.reference, operands.magnitude
+    split = {}
+    if cfg.split_k > 1:
+        split = dict(split_k=cfg.split_k,
+                     parts=operands.part_magnitude(cfg.steps_per_unit * cfg.block_k),
+                     initial=torch.zeros_like(reference))
+    if cfg.fp8:
+        bound = fp8_error_bound(reference, magnitude, cfg.k, operands.accumulation, **split)
     else:
-        width = cfg.steps_per_unit * cfg.block_k
-        parts = sum((a[:, k0:k0 + width].float() @ b_kn[k0:k0 + width].float()).abs()
-                    for k0 in range(0, cfg.k, width))
-        bound = error_bound(reference, magnitude, cfg.k, cfg.dtype, cfg.split_k, parts,
-                            torch.zeros_like(reference))
+        bound = error_bound(reference, magnitude, cfg.k, cfg.dtype, **split)
     ratio = ((c.float() - reference).abs() / bound).max().item()
     return bool(torch.isfinite(c.float()).all().item()) and ratio <= 1.0, ratio
 
 
 def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
-            dump: Path | None, **options) -> list[dict]:
+            dump: Path | None, b_dtype: str | None = None, **options) -> list[dict]:
     import torch
 
     device = tvm.cuda(0)
     ctas = options.pop("ctas", None) or torch.cuda.get_device_properties(0).multi_processor_count
-    torch_dtype = {"bfloat16": torch.bfloat16, "float16": torch.float16}[dtype]
+    if dtype in FP8_DTYPES:
+        options["b_dtype"] = b_dtype
     launches, repetitions, runs = timing["launches"], timing["repetitions"], timing["runs"]
     rows = []
     for m, n, k in problems:
         gen = torch.Generator(device="cuda").manual_seed(m + n + k)
-        a = torch.randn(m, k, device="cuda", dtype=torch_dtype, generator=gen)
-        b = torch.randn(*((n, k) if b_layout == "nk" else (k, n)), device="cuda",
-                        dtype=torch_dtype, generator=gen)
-        b_kn = b.t() if b_layout == "nk" else b
-        reference = a.float() @ b_kn.float()
-        magnitude = a.float().abs() @ b_kn.float().abs()
-
-        def matmul(a=a, b_kn=b_kn):
-            return torch.matmul(a, b_kn)
-
-        torch_ms = back_to_back(torch, matmul, launches, repetitions, 5)
-        torch_median = per_launch_median(torch, matmul, runs, 5)
+        if dtype in FP8_DTYPES:
+            operands = fp8_operands(torch, m, n, k, dtype, b_dtype or dtype, gen)
+        else:
+            operands = sixteen_bit_operands(torch, m, n, k, dtype, b_layout, gen)
+        baseline_ms = {name: (back_to_back(torch, launch, launches, repetitions, 5),
+                              per_launch_median(torch, launch, runs, 5))
+                       for name, launch in operands.baselines.items()}
         flops = 2 * m * n * k
         for cfg in configs_for(m, n, k, dtype, b_layout, sweep, ctas, **options):
             built = compile_kernel(gemm_kernel(cfg))
@@ -130,11 +246,12 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
             # Split-K adds into C: it starts at zero, and every timed launch zeroes it
             # first (the memset is part of the time). Otherwise C starts as NaN poison.
             fill = 0.0 if cfg.split_k > 1 else float("nan")
-            c = torch.full((m, n), fill, device="cuda", dtype=torch_dtype)
-            args = [tvm.runtime.from_dlpack(t) for t in (a, b, c)] + workspace(cfg, device)
+            c = torch.full((m, n), fill, device="cuda", dtype=operands.out_dtype)
+            args = ([to_tvm(torch, t) for t in (operands.a, operands.b, c)]
+                    + operands.extra + workspace(cfg, device))
             executable(*args)
             device.sync()
-            ok, worst = check(torch, c, a, b_kn, reference, magnitude, cfg)
+            ok, worst = check(torch, c, operands, cfg)
 
             def launch(args=args, c=c, split=cfg.split_k > 1):
                 if split:
@@ -146,9 +263,9 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
             # C again after the timed launches (stream-K reuses its workspace), and the
             # workspace's flags left clean.
             device.sync()
-            ok_after, worst_after = check(torch, c, a, b_kn, reference, magnitude, cfg)
-            check_workspace_left_clean(cfg, args[3:])
-            rows.append({
+            ok_after, worst_after = check(torch, c, operands, cfg)
+            check_workspace_left_clean(cfg, args[3 + len(operands.extra):])
+            row = {
                 "problem": f"{m}x{n}x{k}", "dtype": dtype, "b": b_layout,
                 "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
                 "stages": cfg.stages, "group_m": cfg.group_m,
@@ -159,18 +276,53 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
                 "ms": round(ms, 5), "median_ms": round(median, 5),
                 "tflops": round(flops / ms / 1e9, 1),
                 "median_tflops": round(flops / median / 1e9, 1),
-                "torch_ms": round(torch_ms, 5), "torch_median_ms": round(torch_median, 5),
-                "torch_tflops": round(flops / torch_ms / 1e9, 1),
-                "percent_of_torch": round(100 * torch_ms / ms, 1),
-            })
+            }
+            if cfg.fp8:
+                row["b_dtype"] = cfg.input_dtypes[1]
+            for name, (base_ms, base_median) in baseline_ms.items():
+                row.update({f"{name}_ms": round(base_ms, 5),
+                            f"{name}_median_ms": round(base_median, 5),
+                            f"{name}_tflops": round(flops / base_ms / 1e9, 1),
+                            f"percent_of_{name}": round(100 * base_ms / ms, 1)})
+            row.update(operands.notes)
+            rows.append(row)
             print(json.dumps(rows[-1]), flush=True)
     return rows
 
 
 def kernel_label(m: int, n: int, k: int, cfg: GemmConfig) -> str:
-    return (f"{m}x{n}x{k}-{cfg.dtype}-{cfg.b_layout}-{cfg.schedule}-{cfg.block_m}x"
+    types = cfg.dtype if cfg.b_dtype in (None, cfg.dtype) else f"{cfg.dtype}x{cfg.b_dtype}"
+    return (f"{m}x{n}x{k}-{types}-{cfg.b_layout}-{cfg.schedule}-{cfg.block_m}x"
             f"{cfg.block_n}-s{cfg.stages}-x{cfg.cluster}-k{cfg.split_k}"
             f"{'-sk' if cfg.stream_k else ''}")
+
+
+def compile_only(problems, dtypes: list[tuple[str, str | None]], sweep: bool,
+                 dump: Path | None, **options) -> int:
+    """Build and assemble (sm_90a) every kernel a run of ``dtypes`` ((A, B) pairs, B None
+    for A's type) would time, both B layouts for 16-bit inputs (FP8: B as N x K); returns
+    how many."""
+    count = 0
+    for m, n, k in problems:
+        for dtype, b_dtype in dtypes:
+            fp8 = dtype in FP8_DTYPES
+            for b_layout in ("nk",) if fp8 else ("nk", "kn"):
+                extra = {"b_dtype": b_dtype} if fp8 else {}
+                for cfg in configs_for(m, n, k, dtype, b_layout, sweep,
+                                       **{"ctas": 132, **options, **extra}):
+                    source = compile_kernel(gemm_kernel(cfg)).cuda_source
+                    if dump is not None:
+                        dump.mkdir(parents=True, exist_ok=True)
+                        (dump / f"{kernel_label(m, n, k, cfg)}.cu").write_text(source)
+                    cubin = assemble(source)
+                    count += 1
+                    types = "x".join(dict.fromkeys(cfg.input_dtypes))
+                    print(f"{m}x{n}x{k} {types} {b_layout} {cfg.schedule} "
+                          f"{cfg.block_m}x{cfg.block_n} stages={cfg.stages} "
+                          f"cluster={cfg.cluster} split_k={cfg.split_k} "
+                          f"stream_k={cfg.stream_k}: "
+                          f"{len(cubin)} bytes of sm_90a cubin")
+    return count
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,7 +336,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--repetitions", type=int, default=7,
                         help="runs of --launches; the best is reported")
     parser.add_argument("--dump-cuda", type=Path, metavar="DIR")
-    parser.add_argument("--dtype", default="bfloat16", choices=sorted(OUTPUT_EPS))
+    parser.add_argument("--dtype", choices=(*DTYPES_16, *FP8_DTYPES),
+                        help="input type (A's, and B's unless --b-dtype); default bfloat16 "
+                             "(--compile-only: both 16-bit types)")
+    parser.add_argument("--b-dtype", choices=FP8_DTYPES,
+                        help="B's FP8 type where it differs from A's (an e4m3/e5m2 mix)")
     parser.add_argument("--b-layout", default="nk", choices=("nk", "kn"))
     parser.add_argument("--problem", action="append", default=[],
                         help="MxNxK (repeatable); default: the six of the issue")
@@ -210,44 +366,49 @@ def main(argv: list[str] | None = None) -> int:
                                                 ("stream_k", args.stream_k),
                                                 ("ctas", args.ctas))
                if value is not None}
+    fp8 = args.dtype in FP8_DTYPES
+    if args.b_dtype is not None and not fp8:
+        parser.error(f"--b-dtype {args.b_dtype}: only with an FP8 --dtype")
+    if fp8 and args.b_layout != "nk":
+        parser.error(f"--b-layout {args.b_layout} with --dtype {args.dtype}: FP8 B is N x K "
+                     f"('nk')")
     problems = ([tuple(int(x) for x in p.split("x")) for p in args.problem]
-                or PROBLEMS)
+                or (FP8_PROBLEMS if fp8 else PROBLEMS))
     if args.compile_only:
-        count = 0
-        for m, n, k in problems:
-            for dtype in sorted(OUTPUT_EPS):
-                for b_layout in ("nk", "kn"):
-                    for cfg in configs_for(m, n, k, dtype, b_layout, args.sweep,
-                                           **{"ctas": 132, **options}):
-                        source = compile_kernel(gemm_kernel(cfg)).cuda_source
-                        if args.dump_cuda is not None:
-                            args.dump_cuda.mkdir(parents=True, exist_ok=True)
-                            (args.dump_cuda / f"{kernel_label(m, n, k, cfg)}.cu").write_text(
-                                source)
-                        cubin = assemble(source)
-                        count += 1
-                        print(f"{m}x{n}x{k} {dtype} {b_layout} {cfg.schedule} "
-                              f"{cfg.block_m}x{cfg.block_n} stages={cfg.stages} "
-                              f"cluster={cfg.cluster} split_k={cfg.split_k} "
-                              f"stream_k={cfg.stream_k}: "
-                              f"{len(cubin)} bytes of sm_90a cubin")
+        dtypes = ([(args.dtype, args.b_dtype)] if args.dtype is not None
+                  else [(dtype, None) for dtype in DTYPES_16])
+        count = compile_only(problems, dtypes, args.sweep, args.dump_cuda, **options)
         print(f"{count} kernels assembled")
         return 0
     timing = {"launches": args.launches, "repetitions": args.repetitions, "runs": args.runs}
-    rows = measure(problems, args.dtype, args.b_layout, args.sweep, timing, args.dump_cuda,
-                   **options)
+    rows = measure(problems, args.dtype or "bfloat16", args.b_layout, args.sweep, timing,
+                   args.dump_cuda, args.b_dtype, **options)
+    print_table(rows)
+    if args.json:
+        args.json.write_text(json.dumps(rows, indent=1))
+    return 0 if all(row["correct"] for row in rows) else 1
+
+
+def print_table(rows: list[dict]) -> None:
+    """The rows as a table: our TFLOP/s (best back-to-back, per-launch median) and each
+    baseline's, with our percentage of it; then the notes on the baselines."""
+    names = list(dict.fromkeys(key[:-len("_tflops")] for row in rows for key in row
+                               if key.endswith("_tflops") and key != "median_tflops"))
     print(f"{'problem':16} {'B':3} {'schedule':11} {'tile':>7} {'st':>3} {'x':>2} "
-          f"{'split':>5} {'ok':5} {'TFLOP/s':>8} {'median':>8} {'torch':>8} {'% torch':>8}")
+          f"{'split':>5} {'ok':5} {'TFLOP/s':>8} {'median':>8}"
+          + "".join(f" {name:>16} {'% ' + name:>18}" for name in names))
     for row in rows:
         tile = f"{row['block_m']}x{row['block_n']}"
         split = "sk" if row["stream_k"] else str(row["split_k"])
         print(f"{row['problem']:16} {row['b']:3} {row['schedule']:11} {tile:>7} "
               f"{row['stages']:3} {row['cluster']:2} {split:>5} "
-              f"{row['correct']!s:5} {row['tflops']:8.1f} {row['median_tflops']:8.1f} "
-              f"{row['torch_tflops']:8.1f} {row['percent_of_torch']:8.1f}")
-    if args.json:
-        args.json.write_text(json.dumps(rows, indent=1))
-    return 0 if all(row["correct"] for row in rows) else 1
+              f"{row['correct']!s:5} {row['tflops']:8.1f} {row['median_tflops']:8.1f}"
+              + "".join(f" {row.get(name + '_tflops', float('nan')):16.1f}"
+                        f" {row.get('percent_of_' + name, float('nan')):18.1f}"
+                        for name in names))
+    for note in sorted({f"{key}: {row[key]}" for row in rows
+                        for key in ("torch_pairing", "torch_note") if key in row}):
+        print(note)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,12 @@ store/barrier rounds but leaves room for another ring slot.
 With split-K the store is a TMA reduce-add (``reduce="add"``): each K part adds its
 product into C, so the kernel computes ``C += A @ B``.
 
+With FP8 inputs C is bf16 and the accumulators are multiplied by the product of the two
+per-tensor scales (``scale``: a one-element fp32 local the kernel fills once from its
+``scale_a`` and ``scale_b`` arguments) as they are rounded, ``torch._scaled_mm``'s
+``scale_a * scale_b * (A @ B)``: everything before the epilogue (the MMAs, stream-K's
+partial tiles) stays unscaled, so the scales are applied once per element.
+
 Each stage waits until the previous store has read the C stage (``cp.async.bulk
 wait_group.read 0`` by the storing thread, then a named barrier over the threads that
 share the stage), and the stage is fenced into the async proxy before the store reads it.
@@ -54,9 +60,9 @@ def c_stage_layout(cfg: GemmConfig):
     """
     shape = (cfg.c_stages, cfg.block_m, cfg.epilogue_cols)
     if cfg.epilogue_cols % 64 == 0:
-        return swizzled_layout(cfg.dtype, shape)
+        return swizzled_layout(cfg.out_dtype, shape)
     assert cfg.epilogue_cols == SWIZZLE_64B_COLUMNS, cfg.epilogue_cols  # GemmConfig.check
-    return mma_shared_layout(cfg.dtype, SWIZZLE_64B, shape)
+    return mma_shared_layout(cfg.out_dtype, SWIZZLE_64B, shape)
 
 
 def epilogue_threads(cfg: GemmConfig) -> int:
@@ -66,14 +72,17 @@ def epilogue_threads(cfg: GemmConfig) -> int:
 
 
 def make_store_unit(cfg: GemmConfig) -> Callable[..., None]:
-    """``store_unit(C, c_tile, acc, cs, row0, mb, nb, lane, barrier, storer)``: write one
-    consumer warpgroup's accumulators (rows ``row0 ..`` of tile (``mb``, ``nb``)) to C
-    through C stage ``cs`` of ``c_tile``.
+    """``store_unit(C, c_tile, acc, cs, row0, mb, nb, lane, barrier, storer, scale)``:
+    write one consumer warpgroup's accumulators (rows ``row0 ..`` of tile (``mb``, ``nb``))
+    to C through C stage ``cs`` of ``c_tile``.
 
     ``barrier`` is the named barrier of the threads sharing the stage, ``storer`` the
     condition that selects the one thread that issues the stores (and waits for them).
+    ``scale`` is the one-element fp32 local holding ``scale_a * scale_b`` (FP8; None, and
+    not read, for 16-bit inputs).
     """
-    m, n, dtype = cfg.m, cfg.n, cfg.dtype
+    m, n, dtype = cfg.m, cfg.n, cfg.out_dtype
+    scaled = cfg.fp8
     bm, bn, en = cfg.block_m, cfg.block_n, cfg.epilogue_cols
     m_sub = cfg.consumer_rows // 64
     split_k = cfg.split_k
@@ -82,7 +91,7 @@ def make_store_unit(cfg: GemmConfig) -> Callable[..., None]:
 
     # fmt: off
     @T.inline
-    def store_unit(C, c_tile, acc, cs, row0, mb, nb, lane, barrier, storer):
+    def store_unit(C, c_tile, acc, cs, row0, mb, nb, lane, barrier, storer, scale):
         # en columns at a time: round the accumulators into the C stage, then one thread
         # stores it with TMA; the previous store must have read the stage first.
         warp = T.meta_var(lane // 32)
@@ -97,9 +106,15 @@ def make_store_unit(cfg: GemmConfig) -> Callable[..., None]:
                     # holds registers h*en/2 .. (h+1)*en/2 - 1 of each 64-row sub-tile
                     # (en a multiple of 32, so h*en/2 is a multiple of 4: register
                     # h*en/2 + i holds i's row and column h*en + i's column).
-                    c_tile[cs, row0 + mi * 64 + warp * 16 + lane % 32 // 4 + i // 2 % 2 * 8,
-                           i // 4 * 8 + lane % 4 * 2 + i % 2] = T.Cast(
-                               dtype, acc[mi * (bn // 2) + h * (en // 2) + i])
+                    row = T.meta_var(row0 + mi * 64 + warp * 16 + lane % 32 // 4
+                                     + i // 2 % 2 * 8)
+                    col = T.meta_var(i // 4 * 8 + lane % 4 * 2 + i % 2)
+                    if scaled:
+                        c_tile[cs, row, col] = T.Cast(
+                            dtype, acc[mi * (bn // 2) + h * (en // 2) + i] * scale[0])
+                    else:
+                        c_tile[cs, row, col] = T.Cast(
+                            dtype, acc[mi * (bn // 2) + h * (en // 2) + i])
             T.ptx.fence.proxy.async_.shared__cta()
             T.ptx.bar.sync(T.Cast("uint32", barrier), threads)
             n0 = T.meta_var(nb * bn + h * en)

@@ -1,9 +1,17 @@
 """A TMA-fed, warp-specialized WGMMA GEMM for Hopper, written in TVMScript.
 
 ``C = A @ B^T`` (B given as N x K, cuBLAS's "TN") or ``C = A @ B`` (B given as K x N), with
-A row-major M x K, bf16 or fp16 inputs, fp32 accumulation and C in the input type.
+A row-major M x K, bf16 or fp16 inputs, fp32 accumulation and C in the input type; or FP8
+inputs (e4m3 or e5m2 A and B, B as N x K), fp32 accumulation and bf16
+``C = scale_a * scale_b * (A @ B^T)`` with per-tensor fp32 scales, as ``torch._scaled_mm``.
 :func:`gemm_kernel` returns the PrimFunc of a :class:`.gemm_config.GemmConfig`;
 ``examples/gemm_hopper.py`` builds, assembles and (on a Hopper GPU) checks one.
+
+FP8 is the same kernel: the 8-bit slots are the 16-bit ones with twice the K block in the
+same 128-byte rows (the same TMA boxes in bytes, the same 128B swizzle, the same descriptor
+fields), the mainloop issues ``block_k / 32`` k32 MMAs per K step instead of ``block_k / 16``
+k16 ones, and the epilogue multiplies by ``scale_a * scale_b`` (read once per thread at
+the start) as it rounds to bf16.
 
 How the kernel works
 --------------------
@@ -188,7 +196,10 @@ def make_load_unit(cfg: GemmConfig) -> Callable[..., None]:
 def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.PrimFunc:
     """The persistent warp-specialized GEMM of ``cfg`` as a TVMScript PrimFunc
     ``gemm(A, B, C)``, or with ``cfg.stream_k`` ``gemm(A, B, C, partials, flags)`` (the
-    workspace of :mod:`.stream_k`, from :func:`.stream_k.workspace`).
+    workspace of :mod:`.stream_k`, from :func:`.stream_k.workspace`). FP8 kernels take the
+    two per-tensor scales after C, each a one-element fp32 tensor (shape (1,)):
+    ``gemm(A, B, C, scale_a, scale_b)`` or ``gemm(A, B, C, scale_a, scale_b, partials,
+    flags)``.
 
     ``a_operand`` None: A is the row-major (M, K) kernel argument. Otherwise the first
     argument is ``a_operand``'s tensor (``argument_shape``, ``argument_layout``) and the A
@@ -197,7 +208,8 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
     depends on which (see :mod:`.operands`).
     """
     cfg.check()
-    m, n, k, dtype = cfg.m, cfg.n, cfg.k, cfg.dtype
+    m, n, k = cfg.m, cfg.n, cfg.k
+    (a_dtype, b_dtype), c_dtype = cfg.input_dtypes, cfg.out_dtype
     b_shape = (k, n) if cfg.b_layout == "kn" else (n, k)
     if a_operand is None:
         a_shape, a_layout = (m, k), TileLayout(S[m, k])
@@ -208,50 +220,68 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
 
     # fmt: off
     @T.inline
-    def matched(A_ptr, B_ptr, C_ptr, partials, flags):
+    def matched(A_ptr, B_ptr, C_ptr, scales, partials, flags):
         # The A argument is named X when the loads read a view of it.
         if a_operand is None:
-            A = T.match_buffer(A_ptr, a_shape, dtype, layout=a_layout)
+            A = T.match_buffer(A_ptr, a_shape, a_dtype, layout=a_layout)
             a_arg = T.meta_var(A)
         else:
-            X = T.match_buffer(A_ptr, a_shape, dtype, layout=a_layout)
+            X = T.match_buffer(A_ptr, a_shape, a_dtype, layout=a_layout)
             a_arg = T.meta_var(X)
-        B = T.match_buffer(B_ptr, b_shape, dtype, layout=TileLayout(S[b_shape]))
-        C = T.match_buffer(C_ptr, (m, n), dtype, layout=TileLayout(S[m, n]))
-        body(a_arg, B, C, partials, flags)
+        B = T.match_buffer(B_ptr, b_shape, b_dtype, layout=TileLayout(S[b_shape]))
+        C = T.match_buffer(C_ptr, (m, n), c_dtype, layout=TileLayout(S[m, n]))
+        body(a_arg, B, C, scales, partials, flags)
 
-    if cfg.stream_k:
+    if cfg.fp8 and cfg.stream_k:
+        @T.prim_func
+        def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, SA_ptr: T.handle,
+                 SB_ptr: T.handle, P_ptr: T.handle, F_ptr: T.handle):
+            scale_a = T.match_buffer(SA_ptr, (1,), "float32")
+            scale_b = T.match_buffer(SB_ptr, (1,), "float32")
+            partials = T.match_buffer(P_ptr, partials_shape, "float32")
+            flags = T.match_buffer(F_ptr, flags_shape, "int32")
+            matched(A_ptr, B_ptr, C_ptr, (scale_a, scale_b), partials, flags)
+    elif cfg.fp8:
+        @T.prim_func
+        def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, SA_ptr: T.handle,
+                 SB_ptr: T.handle):
+            scale_a = T.match_buffer(SA_ptr, (1,), "float32")
+            scale_b = T.match_buffer(SB_ptr, (1,), "float32")
+            matched(A_ptr, B_ptr, C_ptr, (scale_a, scale_b), None, None)
+    elif cfg.stream_k:
         @T.prim_func
         def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, P_ptr: T.handle,
                  F_ptr: T.handle):
             partials = T.match_buffer(P_ptr, partials_shape, "float32")
             flags = T.match_buffer(F_ptr, flags_shape, "int32")
-            matched(A_ptr, B_ptr, C_ptr, partials, flags)
+            matched(A_ptr, B_ptr, C_ptr, None, partials, flags)
     else:
         @T.prim_func
         def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
-            matched(A_ptr, B_ptr, C_ptr, None, None)
+            matched(A_ptr, B_ptr, C_ptr, None, None, None)
     # fmt: on
     return gemm
 
 
 def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..., None]:
-    """``body(A_arg, B, C, partials, flags)``: the whole kernel after its arguments are
-    matched (every match_buffer precedes the A view's decl_buffer here: a declaration
-    opens a frame, after which no argument can be matched). ``partials`` and ``flags``
-    are None but with stream-K."""
-    m, k, dtype = cfg.m, cfg.k, cfg.dtype
+    """``body(A_arg, B, C, scales, partials, flags)``: the whole kernel after its arguments
+    are matched (every match_buffer precedes the A view's decl_buffer here: a declaration
+    opens a frame, after which no argument can be matched). ``scales`` is the
+    ``(scale_a, scale_b)`` pair of one-element fp32 buffers with FP8 inputs, else None;
+    ``partials`` and ``flags`` are None but with stream-K."""
+    m, k = cfg.m, cfg.k
+    (a_dtype, b_dtype), c_dtype = cfg.input_dtypes, cfg.out_dtype
     bm, bn, bk, stages = cfg.block_m, cfg.block_n, cfg.block_k, cfg.stages
     ctas, cluster, workers, units = cfg.ctas, cfg.cluster, cfg.workers, cfg.work_units
     n_rounds = rounds(cfg)
-    pingpong, stream_k = cfg.schedule == "pingpong", cfg.stream_k
-    elem = cfg.element_bytes
+    pingpong, stream_k, fp8 = cfg.schedule == "pingpong", cfg.stream_k, cfg.fp8
+    elem, out_elem = cfg.element_bytes, cfg.out_bytes
     b_slot = (bk, bn) if cfg.b_layout == "kn" else (bn, bk)
     en, c_stages = cfg.epilogue_cols, cfg.c_stages
     a_offset, b_offset = cfg.a_ring_start // elem, cfg.b_ring_start // elem
-    c_offset = cfg.c_stage_start // elem
+    c_offset = cfg.c_stage_start // out_elem
     a_layout = a_slot_layout(cfg)
-    b_layout = swizzled_layout(dtype, (stages, *b_slot))
+    b_layout = swizzled_layout(b_dtype, (stages, *b_slot))
     c_layout = c_stage_layout(cfg)
     # The A view, read only when a_operand is given (the ifs on a_operand and stream_k in
     # the body are decided while it is parsed).
@@ -269,11 +299,11 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
 
     # fmt: off
     @T.inline
-    def body(A_arg, B, C, partials, flags):
+    def body(A_arg, B, C, scales, partials, flags):
         if a_operand is None:
             A = T.meta_var(A_arg)
         else:
-            A = T.decl_buffer((m, k), dtype, A_arg.data, elem_offset=view_offset,
+            A = T.decl_buffer((m, k), a_dtype, A_arg.data, elem_offset=view_offset,
                               layout=view_layout)
         T.device_entry()
         if cluster > 1:
@@ -286,17 +316,21 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
         dyn = T.alloc_buffer((cfg.shared_bytes,), "uint8", scope="shared.dyn")
         full = T.decl_buffer((stages,), "uint64", dyn.data, elem_offset=0)
         empty = T.decl_buffer((stages,), "uint64", dyn.data, elem_offset=stages)
-        a_ring = T.decl_buffer((stages, bm, bk), dtype, dyn.data, elem_offset=a_offset,
+        a_ring = T.decl_buffer((stages, bm, bk), a_dtype, dyn.data, elem_offset=a_offset,
                                layout=a_layout)
-        b_ring = T.decl_buffer((stages, *b_slot), dtype, dyn.data, elem_offset=b_offset,
+        b_ring = T.decl_buffer((stages, *b_slot), b_dtype, dyn.data, elem_offset=b_offset,
                                layout=b_layout)
-        c_tile = T.decl_buffer((c_stages, bm, en), dtype, dyn.data, elem_offset=c_offset,
+        c_tile = T.decl_buffer((c_stages, bm, en), c_dtype, dyn.data, elem_offset=c_offset,
                                layout=c_layout)
         acc = T.alloc_local((cfg.accumulators,), "float32")
         desc_a = T.alloc_local((1,), "uint64")
         desc_b = T.alloc_local((1,), "uint64")
         if stream_k:
             flag = T.alloc_local((1,), "int32")
+        if fp8:
+            scale = T.alloc_local((1,), "float32")
+        else:
+            scale = T.meta_var(None)
         ring = TmaPipeline(full, empty, stages, consumers=cfg.ring_consumers,
                            cluster=cluster)
         warpgroup = T.meta_var(tid // WARPGROUP)
@@ -350,6 +384,11 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
         else:
             T.ptx.setmaxnreg.inc.sync.aligned.u32(CONSUMER_REGISTERS)
             consumer = T.meta_var(warpgroup - 1)
+            if fp8:
+                # The per-tensor scales, once per thread for the whole launch: the epilogue
+                # multiplies every accumulator by their product as it rounds it to bf16.
+                scale_a, scale_b = T.meta_var(scales)
+                scale[0] = scale_a[0] * scale_b[0]
             if stream_k:
                 # Whole tiles first, then each tile of the run: its K steps here, then
                 # either publish them (a tile this run did not start) or gather the peers'
@@ -361,7 +400,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                         mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part,
                                  consumer * 64, lane)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
-                                   tid == WARPGROUP)
+                                   tid == WARPGROUP, scale)
                 first, end = T.meta_var(stream_k_run(cfg, worker))
                 lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
                 for t in T.serial(lo, hi):
@@ -377,7 +416,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                             gather(partials, flags, acc, flag, worker, rank,
                                    t * k_steps + k_steps, tid - WARPGROUP)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
-                                   tid == WARPGROUP)
+                                   tid == WARPGROUP, scale)
             elif pingpong:
                 # Each warpgroup takes every other unit of this CTA, whole; the mainloops
                 # take turns (named barrier 3 + c: "warpgroup c may start its mainloop"),
@@ -392,7 +431,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                         if unit + workers < units:
                             T.ptx.bar.arrive(T.Cast("uint32", 4 - consumer), 2 * WARPGROUP)
                         store_unit(C, c_tile, acc, consumer, 0, mb, nb, lane, 1 + consumer,
-                                   lane == 0)
+                                   lane == 0, scale)
             else:
                 for j in T.serial(n_rounds):
                     unit = T.meta_var(unit_of(cfg, worker, j))
@@ -401,7 +440,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                         mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part,
                                  consumer * 64, lane)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
-                                   tid == WARPGROUP)
+                                   tid == WARPGROUP, scale)
             if lane == 0:
                 T.ptx.cp.async_.bulk.wait_group.read(0)
         if cluster > 1:

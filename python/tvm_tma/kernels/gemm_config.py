@@ -6,6 +6,12 @@ need from it, and so a kernel that is a GEMM in disguise (conv2d as implicit GEM
 * Q output pixels, K = R * S * C) reuses it with its own extents. :meth:`GemmConfig.check`
 refuses, naming the value, every configuration the kernel does not handle, before any
 TVMScript is built; :meth:`GemmConfig.for_problem` picks the measured default tiling.
+
+Inputs are 16-bit (bf16 or fp16, C in the same type) or FP8 (e4m3 or e5m2 A and B, each its
+own type, C in bf16 scaled by per-tensor fp32 scales): :attr:`GemmConfig.input_dtypes` and
+:attr:`GemmConfig.out_dtype` say which, and every byte size derives from them. An FP8 tile
+is the 16-bit tile with twice the K block in the same bytes (a 128-byte row of 128
+elements), so the FP8 defaults share the 16-bit ones' shared-memory budget.
 """
 
 from __future__ import annotations
@@ -28,6 +34,14 @@ MAX_SHARED = 227 * 1024
 #: K block widths (16-bit elements): one 128-, 64- or 32-byte swizzle row of 4, 2 or 1 k16
 #: wgmma steps.
 K_BLOCKS = (64, 32, 16)
+#: 16-bit input types: C is written in the input type.
+DTYPES_16 = ("bfloat16", "float16")
+#: FP8 input types (A and B may differ: wgmma takes every e4m3/e5m2 pairing); C is bf16.
+FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
+#: The output type of an FP8 GEMM.
+FP8_OUT_DTYPE = "bfloat16"
+#: The one K block of FP8 inputs: a 128-byte row (128B swizzle) of four k32 wgmma steps.
+FP8_BLOCK_K = 128
 
 
 @dataclass(frozen=True)
@@ -37,6 +51,9 @@ class GemmConfig:
     m: int
     n: int
     k: int
+    #: Element type of A, and of B unless ``b_dtype`` says otherwise: "bfloat16" or
+    #: "float16" (C in the same type), or FP8 "float8_e4m3fn" / "float8_e5m2" (C in bf16,
+    #: ``C = scale_a * scale_b * (A @ B^T)``).
     dtype: str = "bfloat16"
     #: "nk": B is given as N x K (C = A @ B^T, cuBLAS "TN"); "kn": B is K x N (C = A @ B).
     b_layout: str = "nk"
@@ -44,10 +61,11 @@ class GemmConfig:
     #: Columns of C per tile: a multiple of 32 from 64 to 256 (wgmma N) with B as N x K, a
     #: multiple of 64 with B as K x N (its slot is 64-column swizzle atoms).
     block_n: int = 256
-    #: Columns of K per ring slot: 64, 32 or 16. K-major slots (A; B as N x K) have rows of
-    #: 128, 64 or 32 bytes with the 128B, 64B or 32B swizzle; the K x N B slot is block_k
-    #: rows of 64-column 128B atoms whatever block_k.
-    block_k: int = 64
+    #: Columns of K per ring slot: 64, 32 or 16 (16-bit inputs), 128 (FP8). K-major slots
+    #: (A; B as N x K) have rows of 128, 64 or 32 bytes with the 128B, 64B or 32B swizzle;
+    #: the K x N B slot is block_k rows of 64-column 128B atoms whatever block_k. None (the
+    #: default) is one 128-byte row: 64 16-bit or 128 FP8 elements.
+    block_k: int | None = None
     stages: int = 4
     #: Row blocks per group of the tile order (L2 reuse); 1 is plain row-major order.
     group_m: int = 8
@@ -83,6 +101,16 @@ class GemmConfig:
     #: K block has one piece: its MMA reads the second from a zeroed region of shared
     #: memory (:attr:`a_zero_bytes`), not from a copy past K.
     a_copy_k: int = 0
+    #: B's element type where it differs from A's (None: ``dtype``). Only FP8 mixes differ:
+    #: e4m3 A with e5m2 B or the other way round (``torch._scaled_mm`` takes those two and
+    #: e4m3 x e4m3, not e5m2 x e5m2; the kernel takes all four).
+    b_dtype: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.block_k is None:
+            # One 128-byte swizzle row of the input type (set on the frozen instance once).
+            object.__setattr__(self, "block_k",
+                               FP8_BLOCK_K if self.dtype in FP8_DTYPES else K_BLOCKS[0])
 
     @classmethod
     def for_problem(cls, m: int, n: int, k: int, **options) -> GemmConfig:
@@ -102,6 +130,12 @@ class GemmConfig:
         against 88.9% of cuBLAS). A fuller last wave gains nothing and pays the fix-up
         (4096^3, 0.88 of a wave: 699 against 779; 8192 x 1024 x 8192, 0.94: 696 against
         795), so it stays data-parallel.
+
+        FP8 inputs take the same tiles with a K block of 128: the slots have the 16-bit
+        slots' bytes (128-byte rows), so the same stage counts are the most that fit beside
+        the bf16 C stage (4 of 48 KiB beside 32 KiB of C; 6 of 32 KiB beside 32 KiB), and
+        the same wave rules pick stream-K and the narrow tiles. (Not yet measured for FP8:
+        ``benchmarks/gemm.py --dtype float8_e4m3fn --sweep`` times the alternatives.)
         """
         wide = cls(m, n, k, **options)
         if wide.num_tiles >= wide.ctas:
@@ -216,8 +250,29 @@ class GemmConfig:
         return WARPGROUP * (1 + self.consumers)
 
     @property
+    def fp8(self) -> bool:
+        """FP8 inputs: k32 wgmma, bf16 C, per-tensor scales (kernel arguments)."""
+        return self.dtype in FP8_DTYPES
+
+    @property
+    def input_dtypes(self) -> tuple[str, str]:
+        """(A's, B's) element types."""
+        return self.dtype, self.b_dtype or self.dtype
+
+    @property
+    def out_dtype(self) -> str:
+        """C's element type: the input type, or bf16 for FP8 inputs."""
+        return FP8_OUT_DTYPE if self.fp8 else self.dtype
+
+    @property
     def element_bytes(self) -> int:
+        """Bytes of an A or B element (both have the same width: :meth:`check`)."""
         return tvm.DataType(self.dtype).bits // 8
+
+    @property
+    def out_bytes(self) -> int:
+        """Bytes of a C element."""
+        return tvm.DataType(self.out_dtype).bits // 8
 
     @property
     def a_tile_bytes(self) -> int:
@@ -233,7 +288,7 @@ class GemmConfig:
 
     @property
     def c_tile_bytes(self) -> int:
-        return self.block_m * self.epilogue_cols * self.element_bytes
+        return self.block_m * self.epilogue_cols * self.out_bytes
 
     @property
     def a_ring_start(self) -> int:
@@ -296,10 +351,16 @@ class GemmConfig:
 
     def check(self) -> None:
         """Refuse configurations the kernel does not handle, naming the offending value."""
-        if self.dtype not in ("bfloat16", "float16"):
-            raise ValueError(f"dtype={self.dtype!r}: 'bfloat16' or 'float16'")
+        if self.dtype not in DTYPES_16 + FP8_DTYPES:
+            raise ValueError(f"dtype={self.dtype!r}: 'bfloat16' or 'float16', or FP8 "
+                             f"'float8_e4m3fn' or 'float8_e5m2'")
         if self.b_layout not in ("nk", "kn"):
             raise ValueError(f"b_layout={self.b_layout!r}: 'nk' (N x K) or 'kn' (K x N)")
+        if self.fp8:
+            self._check_fp8()
+        elif self.b_dtype not in (None, self.dtype):
+            raise ValueError(f"b_dtype={self.b_dtype!r} with dtype={self.dtype!r}: 16-bit "
+                             f"A and B have one type (b_dtype is for FP8 mixes)")
         if self.m < 1:
             raise ValueError(f"m={self.m}: at least one row")
         # N and K are the lengths of rows TMA moves (A and B are K long, C is N long): their
@@ -320,7 +381,7 @@ class GemmConfig:
             raise ValueError(f"block_n={self.block_n}: a multiple of 32 from 64 to 256 "
                              f"(wgmma N; C staged in 64-column 128B- or 32-column "
                              f"64B-swizzled pieces)")
-        if self.block_k not in K_BLOCKS:
+        if not self.fp8 and self.block_k not in K_BLOCKS:
             raise ValueError(f"block_k={self.block_k}: 64, 32 or 16 (a K-major slot row of "
                              f"128, 64 or 32 bytes: one 128B, 64B or 32B swizzle span, "
                              f"a whole number of k16 MMA steps)")
@@ -358,6 +419,23 @@ class GemmConfig:
             raise ValueError(f"{self.stages} stages of {self.block_m}x{self.block_n}x"
                              f"{self.block_k} tiles need {self.shared_bytes} bytes of shared "
                              f"memory (> {MAX_SHARED})")
+
+    def _check_fp8(self) -> None:
+        """FP8 wgmma reads both operands K-major from shared memory (its PTX form has no
+        transpose immediates), in k32 steps of 32 bytes along 128-byte 128B-swizzled rows;
+        A's and B's rows are K bytes long, which TMA needs in multiples of 16."""
+        if self.b_dtype is not None and self.b_dtype not in FP8_DTYPES:
+            raise ValueError(f"b_dtype={self.b_dtype!r} with dtype={self.dtype!r}: FP8 A "
+                             f"takes an FP8 B, 'float8_e4m3fn' or 'float8_e5m2'")
+        if self.b_layout != "nk":
+            raise ValueError(f"b_layout={self.b_layout!r} with FP8 inputs: wgmma reads 8-bit "
+                             f"operands K-major only (B as N x K, 'nk')")
+        if self.k < 16 or self.k % 16:
+            raise ValueError(f"k={self.k}: FP8 K must be a positive multiple of 16 (rows of "
+                             f"K one-byte elements are 16-byte multiples for TMA)")
+        if self.block_k != FP8_BLOCK_K:
+            raise ValueError(f"block_k={self.block_k}: FP8 takes {FP8_BLOCK_K} (one "
+                             f"128-byte row of the 128B swizzle, four k32 MMA steps)")
 
     def _check_stream_k(self) -> None:
         """Stream-K runs the cooperative schedule over whole K (it is its own K split), and

@@ -1,11 +1,12 @@
 """The consumer side of the GEMM: WGMMA on shared-memory descriptors of the ring's slots.
 
 A consumer warpgroup keeps its accumulator tile in registers and, per K step, waits for a
-ring slot, issues ``block_k / 16`` ``wgmma.mma_async m64nNk16`` per 64-row sub-tile on
-descriptors of the slot, commits them as a group and waits until at most this group is in
-flight: the previous step's group is then done reading its slot, which it releases. So one
-group of MMAs runs while the next slot's wait completes, and the producer stays up to
-``stages`` slots ahead. :func:`make_mma_unit` builds that mainloop for one configuration,
+ring slot, issues ``block_k / 16`` ``wgmma.mma_async m64nNk16`` (16-bit inputs; FP8:
+``block_k / 32`` ``m64nNk32``) per 64-row sub-tile on descriptors of the slot, commits
+them as a group and waits until at most this group is in flight: the previous step's group
+is then done reading its slot, which it releases. So one group of MMAs runs while the next
+slot's wait completes, and the producer stays up to ``stages`` slots ahead.
+:func:`make_mma_unit` builds that mainloop for one configuration,
 :func:`make_release` the slot release it ends each step with.
 
 The descriptors follow the slot layout the TMA wrote (:func:`swizzled_layout`: the swizzle
@@ -16,7 +17,11 @@ byte offset 1024, 512 or 256 bytes); the N-major B tile (B as K x N, ``block_k``
 64-column 128B atoms stacked along N, ``block_k`` rows of 128 bytes apart (leading byte
 offset), read with the transpose bit. Each k16 step moves the descriptor's start address by
 32 bytes inside the row (K-major: 4, 2 or 1 steps per row) or 16 rows of 128 bytes
-(N-major). The descriptor's layout field names the same swizzle
+(N-major). FP8 tiles are K-major only (the 8-bit wgmma has no transpose) with rows of
+``block_k`` 128 one-byte elements: the 128-byte row and 1024-byte atom of the 16-bit
+``block_k`` 64 tile, so the same fields, and each k32 step is the same 32 bytes along it
+(:func:`mma_k`: a step is 32 bytes of K whatever the element width). The descriptor's
+layout field names the same swizzle
 (``T.cuda.wgmma.encode_matrix_descriptor`` takes it numbered as ``mma_shared_layout`` and
 the tensor map do: 3, 2, 1 for 128B, 64B, 32B, and writes the PTX encoding of bits 62-63:
 1, 2, 3). :func:`descriptor_fields` computes those numbers once, so a kernel whose slots
@@ -42,6 +47,11 @@ from .gemm_config import GemmConfig
 
 #: K extent of one wgmma instruction for 16-bit inputs.
 MMA_K = 16
+#: Bytes of K one wgmma instruction reads per row: k16 of 16-bit or k32 of 8-bit elements.
+MMA_K_BYTES = 32
+#: PTX type of each input type in the wgmma mnemonic.
+PTX_TYPES = {"bfloat16": "bf16", "float16": "f16", "float8_e4m3fn": "e4m3",
+             "float8_e5m2": "e5m2"}
 #: Swizzle modes as ``mma_shared_layout``, the tensor map (``CUtensorMapSwizzle``) and
 #: ``T.cuda.wgmma.encode_matrix_descriptor`` number them (the last maps them to the PTX
 #: descriptor's bits 62-63: 128B -> 1, 64B -> 2, 32B -> 3).
@@ -86,9 +96,22 @@ def a_slot_layout(cfg: GemmConfig):
     the other. Each piece is then one contiguous box for its own TMA copy."""
     stages, bm, bk = cfg.stages, cfg.block_m, cfg.block_k
     if not cfg.a_copy_k:
-        return swizzled_layout(cfg.dtype, (stages, bm, bk))
+        return swizzled_layout(cfg.input_dtypes[0], (stages, bm, bk))
     piece = cfg.a_copy_k
     return TileLayout(S[(stages, bm, bk // piece, piece) : (bm * bk, piece, bm * piece, 1)])
+
+
+def mma_k(cfg: GemmConfig) -> int:
+    """K extent of one wgmma instruction: 32 bytes of the row (16 for 16-bit, 32 for FP8)."""
+    return MMA_K_BYTES // cfg.element_bytes
+
+
+def mma_mnemonic(cfg: GemmConfig) -> str:
+    """The ``wgmma.mma_async`` mnemonic of ``cfg``: shape m64n{block_n}k{mma_k}, fp32
+    accumulator, A's and B's PTX types (``.bf16.bf16``, ``.e4m3.e5m2``, ...)."""
+    a_type, b_type = (PTX_TYPES[t] for t in cfg.input_dtypes)
+    return (f"wgmma.mma_async.sync.aligned.m64n{cfg.block_n}k{mma_k(cfg)}.f32."
+            f"{a_type}.{b_type}")
 
 
 @dataclass(frozen=True)
@@ -102,7 +125,7 @@ class DescriptorFields:
     #: Leading and stride byte offsets of the B descriptor (K-major or N-major).
     b_lead: int
     b_stride: int
-    #: Start-address advance per k16 step of A and of B.
+    #: Start-address advance per MMA step (k16, or k32 for FP8) of A and of B.
     a_step: int
     b_step: int
     #: Start-address advance per 64-row A sub-tile.
@@ -119,11 +142,12 @@ def descriptor_fields(cfg: GemmConfig) -> DescriptorFields:
     (``block_k`` 64) has 64-column atoms ``block_k`` rows of 128 bytes apart. The
     unswizzled A slot of 8-column pieces (:func:`a_slot_layout`) has core matrices 128
     bytes apart along M (stride byte offset) and ``block_m x 16`` bytes apart along K
-    (leading byte offset: the next piece)."""
+    (leading byte offset: the next piece). FP8 rows are ``block_k`` 128 one-byte elements:
+    128 bytes, as the 16-bit ``block_k`` 64 row."""
     kn = cfg.b_layout == "kn"
     row_bytes = cfg.block_k * cfg.element_bytes  # a K-major row: 128, 64 or 32 bytes
     k_major = swizzle_mode(cfg.dtype, cfg.block_k)
-    a_step = MMA_K * cfg.element_bytes // 16  # 32 bytes along the row
+    a_step = MMA_K_BYTES // 16  # 32 bytes along the row per MMA step
     if cfg.a_copy_k:
         piece_row = cfg.a_copy_k * cfg.element_bytes  # 16 bytes
         a_fields = {"a_lead": cfg.block_m * piece_row // 16, "a_stride": 8 * piece_row // 16,
@@ -170,7 +194,7 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
 
     It computes rows ``row0 .. row0 + consumer_rows - 1`` of each slot's A tile times its B
     tile into ``acc`` (``cfg.accumulators`` fp32 registers per thread, in the wgmma fragment
-    order the epilogue reads), overwriting ``acc`` at the first k16 step: the sum of the
+    order the epilogue reads), overwriting ``acc`` at the first MMA step: the sum of the
     ``count`` K steps' products. ``desc_a`` / ``desc_b`` are one-element uint64 local
     buffers for the descriptors. A work unit is ``steps_per_unit`` uses
     (:func:`make_mma_unit`); a stream-K segment is whatever part of a tile's K steps the
@@ -180,8 +204,11 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
     bn, bk = cfg.block_n, cfg.block_k
     m_sub = cfg.consumer_rows // 64
     kn = cfg.b_layout == "kn"
-    ptx_type = "bf16" if cfg.dtype == "bfloat16" else "f16"
-    mma = T.ptx[f"wgmma.mma_async.sync.aligned.m64n{bn}k{MMA_K}.f32.{ptx_type}.{ptx_type}"]
+    steps = bk // mma_k(cfg)
+    mma = T.ptx[mma_mnemonic(cfg)]
+    # The immediates after scale-d: scale-a, scale-b (1: no negation), and for 16-bit inputs
+    # trans-a, trans-b (B transposed when K x N); the 8-bit forms have no transpose.
+    immediates = (1, 1) if cfg.fp8 else (1, 1, 0, 1 if kn else 0)
     fields = descriptor_fields(cfg)
     a_lead, a_stride, a_step, a_sub = fields.a_lead, fields.a_stride, fields.a_step, fields.a_sub
     b_lead, b_stride, b_step = fields.b_lead, fields.b_stride, fields.b_step
@@ -218,12 +245,12 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
                 T.address_of(desc_b[0]), b_ring.ptr_to([s, 0, 0]), b_lead, b_stride,
                 b_swizzle)
             T.ptx.wgmma.fence.sync.aligned()
-            for kk in T.unroll(bk // MMA_K):
+            for kk in T.unroll(steps):
                 for mi in T.unroll(m_sub):
                     mma(*[acc[mi * (bn // 2) + i] for i in range(bn // 2)],
                         desc_a[0] + T.uint64(mi * a_sub + kk * a_step),
                         desc_b[0] + T.uint64(kk * b_step),
-                        T.Or(ks > 0, kk > 0), 1, 1, 0, 1 if kn else 0)
+                        T.Or(ks > 0, kk > 0), *immediates)
             T.ptx.wgmma.commit_group.sync.aligned()
             # At most this step's group in flight: the previous one has read its slot.
             T.ptx.wgmma.wait_group.sync.aligned(1)
