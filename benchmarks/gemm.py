@@ -186,7 +186,7 @@ def fp8_operands(torch, m: int, n: int, k: int, a_dtype: str, b_dtype: str,
     b_torch = b
     try:
         scaled_mm(b, False)
-    except RuntimeError as error:
+    except (RuntimeError, ValueError) as error:  # torch raises either, by version
         if a_dtype != "float8_e5m2" or b_dtype != "float8_e5m2":
             operands.notes["torch_note"] = f"torch._scaled_mm refused: {error}"
             return operands
