@@ -13,6 +13,8 @@ Each module has one job:
 * :mod:`.gemm`: the warp-specialized GEMM kernel, wiring the pieces to warpgroups, and its
   TMA producer.
 * :mod:`.reference`: the fp32 reference, the error bound and a run-on-GPU helper.
+* :mod:`.fp8_reference`: FP8 inputs, the scaled fp32 reference and the terms FP8 adds to
+  the bound (the tensor core's accumulation precision).
 
 The ring the producer and consumers share is :class:`tvm_tma.pipeline.TmaPipeline`. The
 in-kernel pieces are factories of the configuration (``make_mma_unit(cfg)`` returns the
