@@ -131,7 +131,7 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
     # K 8 mod 16 in pieces: the last K block loads only its first piece (the MMA reads
     # zeros for the second), so its slot expects that much less.
     half_last_block = cfg.a_zero_bytes > 0
-    last_step, half_piece_bytes = cfg.k_steps - 1, cfg.a_tile_bytes // max(pieces, 1)
+    last_step, half_piece_bytes = cfg.k_steps - 1, cfg.a_tile_bytes // pieces
 
     # fmt: off
     @T.inline
