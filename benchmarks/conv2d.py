@@ -75,10 +75,13 @@ PROBLEMS = [
     ("resnet50-56x56x128-stride2", _layer(32, 56, 128, 128, stride=2), 310),
 ]
 
-#: The sweep's tilings: (block_n, schedule, cluster); conv2d_config fills in the C stage
-#: and the ring depth, and refuses what does not fit (ping-pong takes tiles up to 128 wide).
-SWEEP = [(block_n, schedule, cluster) for block_n in (64, 128, 160, 192, 256)
-         for schedule in ("cooperative", "pingpong") for cluster in (1, 2)]
+#: The sweep's tilings: (block_n, schedule, (cluster, cluster_n)); conv2d_config fills in
+#: the C stage and the ring depth, and refuses what does not fit (ping-pong takes tiles up
+#: to 128 wide). Clusters along N (sharing A) for the narrow tiles, where A is most of a
+#: K step's bytes.
+SWEEP = [(block_n, schedule, shape) for block_n in (64, 128, 160, 192, 256)
+         for schedule in ("cooperative", "pingpong")
+         for shape in ((1, 1), (2, 1)) + (((1, 2), (1, 4)) if block_n <= 128 else ())]
 
 
 def parse_problem(text: str) -> tuple[str, Conv2dGeometry, None]:
@@ -119,8 +122,8 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
         if cfg not in found:
             found.append(cfg)
 
-    for block_n, schedule, cluster in SWEEP:
-        add(block_n, schedule=schedule, cluster=cluster)
+    for block_n, schedule, (cluster, cluster_n) in SWEEP:
+        add(block_n, schedule=schedule, cluster=cluster, cluster_n=cluster_n)
     if base.stages > 2:
         found.append(replace(base, stages=base.stages - 1))
     for block_n, cluster in [(w, c) for w in (64, 128, 256) for c in (1, 2)]:
@@ -131,14 +134,16 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
 
 def describe(cfg: GemmConfig) -> str:
     return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n}x{cfg.block_k} C{cfg.epilogue_cols} "
-            f"stages={cfg.stages} cluster={cfg.cluster} ctas={cfg.ctas}"
+            f"stages={cfg.stages} cluster={cfg.cluster}x{cfg.cluster_n} ctas={cfg.ctas}"
             f"{' stream-K' if cfg.stream_k else ''}")
 
 
 def kernel_label(name: str, cfg: GemmConfig) -> str:
     return (f"{name}-{cfg.dtype}-{cfg.schedule}-{cfg.block_m}x{cfg.block_n}x{cfg.block_k}"
             f"-e{cfg.epilogue_cols}"
-            f"-s{cfg.stages}-x{cfg.cluster}-c{cfg.ctas}{'-sk' if cfg.stream_k else ''}")
+            f"-s{cfg.stages}-x{cfg.cluster}{'' if cfg.cluster_n == 1 else f'x{cfg.cluster_n}'}"
+            f"-c{cfg.ctas}"
+            f"{'-sk' if cfg.stream_k else ''}")
 
 
 def build(name: str, geometry: Conv2dGeometry, cfg: GemmConfig, dump: Path | None):
@@ -235,7 +240,8 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
                 "gemm": f"{g.gemm_m}x{g.k}x{g.gemm_k}",
                 "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
                 "block_k": cfg.block_k, "epilogue_n": cfg.epilogue_cols, "stages": cfg.stages,
-                "cluster": cfg.cluster, "ctas": cfg.ctas, "tiles": cfg.num_tiles,
+                "cluster": cfg.cluster, "cluster_n": cfg.cluster_n, "ctas": cfg.ctas,
+                "tiles": cfg.num_tiles,
                 "stream_k": cfg.stream_k,
                 "correct": ok, "worst_error_over_bound": round(worst, 4),
                 "ms": round(ms, 5), "host_launched_ms": round(host_ms, 5),
@@ -287,19 +293,30 @@ def main(argv: list[str] | None = None) -> int:
                         help="runs of --launches; the best is reported")
     parser.add_argument("--runs", type=int, default=50,
                         help="launches timed one by one (median)")
+    parser.add_argument("--block-m", type=int, choices=(64, 128))
     parser.add_argument("--block-n", type=int)
     parser.add_argument("--stages", type=int)
+    parser.add_argument("--epilogue-n", type=int, help="columns of C per TMA store stage")
+    parser.add_argument("--block-k", type=int, choices=(16, 32, 64),
+                        help="K block (must divide C)")
     parser.add_argument("--schedule", choices=("cooperative", "pingpong"))
-    parser.add_argument("--cluster", type=int, choices=(1, 2))
+    parser.add_argument("--cluster", type=int, choices=(1, 2),
+                        help="CTAs per cluster along M (sharing B)")
+    parser.add_argument("--cluster-n", type=int, choices=(1, 2, 4),
+                        help="CTAs per cluster along N (sharing A)")
     parser.add_argument("--stream-k", action="store_true", default=None,
                         help="every CTA an equal run of the K steps (stream-K)")
     parser.add_argument("--ctas", type=int, help="persistent CTAs (default: one per SM; "
                                                  "132 with --compile-only)")
     args = parser.parse_args(argv)
-    options = {name: value for name, value in (("block_n", args.block_n),
+    options = {name: value for name, value in (("block_m", args.block_m),
+                                                ("block_n", args.block_n),
                                                 ("stages", args.stages),
+                                                ("epilogue_n", args.epilogue_n),
+                                                ("block_k", args.block_k),
                                                 ("schedule", args.schedule),
                                                 ("cluster", args.cluster),
+                                                ("cluster_n", args.cluster_n),
                                                 ("stream_k", args.stream_k),
                                                 ("ctas", args.ctas))
                if value is not None}
@@ -316,7 +333,8 @@ def main(argv: list[str] | None = None) -> int:
     for row in rows:
         tiling = (f"{'sk' if row['stream_k'] else row['schedule'][:4]} "
                   f"{row['block_m']}x{row['block_n']}x{row['block_k']} "
-                  f"C{row['epilogue_n']} st{row['stages']} x{row['cluster']} "
+                  f"C{row['epilogue_n']} st{row['stages']} "
+                  f"x{row['cluster']}x{row['cluster_n']} "
                   f"({row['tiles']} tiles)")
         print(f"{row['layer']:27} {tiling:44} {row['correct']!s:5} "
               f"{row['worst_error_over_bound']:6.3f} {row['tflops']:8.1f} "

@@ -270,6 +270,7 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
                 "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
                 "stages": cfg.stages, "group_m": cfg.group_m,
                 "epilogue_n": cfg.epilogue_cols, "cluster": cfg.cluster,
+                "cluster_n": cfg.cluster_n,
                 "split_k": cfg.split_k, "stream_k": cfg.stream_k, "tiles": cfg.num_tiles,
                 "correct": ok and ok_after,
                 "worst_error_over_bound": round(max(worst, worst_after), 4),
@@ -293,7 +294,8 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
 def kernel_label(m: int, n: int, k: int, cfg: GemmConfig) -> str:
     types = cfg.dtype if cfg.b_dtype in (None, cfg.dtype) else f"{cfg.dtype}x{cfg.b_dtype}"
     return (f"{m}x{n}x{k}-{types}-{cfg.b_layout}-{cfg.schedule}-{cfg.block_m}x"
-            f"{cfg.block_n}-s{cfg.stages}-x{cfg.cluster}-k{cfg.split_k}"
+            f"{cfg.block_n}-s{cfg.stages}-x{cfg.cluster}"
+            f"{'' if cfg.cluster_n == 1 else f'x{cfg.cluster_n}'}-k{cfg.split_k}"
             f"{'-sk' if cfg.stream_k else ''}")
 
 
@@ -319,7 +321,7 @@ def compile_only(problems, dtypes: list[tuple[str, str | None]], sweep: bool,
                     types = "x".join(dict.fromkeys(cfg.input_dtypes))
                     print(f"{m}x{n}x{k} {types} {b_layout} {cfg.schedule} "
                           f"{cfg.block_m}x{cfg.block_n} stages={cfg.stages} "
-                          f"cluster={cfg.cluster} split_k={cfg.split_k} "
+                          f"cluster={cfg.cluster}x{cfg.cluster_n} split_k={cfg.split_k} "
                           f"stream_k={cfg.stream_k}: "
                           f"{len(cubin)} bytes of sm_90a cubin")
     return count
@@ -349,7 +351,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--block-n", type=int)
     parser.add_argument("--stages", type=int)
     parser.add_argument("--epilogue-n", type=int)
-    parser.add_argument("--cluster", type=int, choices=(1, 2))
+    parser.add_argument("--cluster", type=int, choices=(1, 2),
+                        help="CTAs per cluster along M (sharing B)")
+    parser.add_argument("--cluster-n", type=int, choices=(1, 2, 4),
+                        help="CTAs per cluster along N (sharing A)")
     parser.add_argument("--split-k", type=int)
     parser.add_argument("--stream-k", action="store_true", default=None,
                         help="every CTA an equal run of the problem's K steps")
@@ -362,6 +367,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 ("stages", args.stages),
                                                 ("epilogue_n", args.epilogue_n),
                                                 ("cluster", args.cluster),
+                                                ("cluster_n", args.cluster_n),
                                                 ("split_k", args.split_k),
                                                 ("stream_k", args.stream_k),
                                                 ("ctas", args.ctas))
@@ -394,14 +400,14 @@ def print_table(rows: list[dict]) -> None:
     baseline's, with our percentage of it; then the notes on the baselines."""
     names = list(dict.fromkeys(key[:-len("_tflops")] for row in rows for key in row
                                if key.endswith("_tflops") and key != "median_tflops"))
-    print(f"{'problem':16} {'B':3} {'schedule':11} {'tile':>7} {'st':>3} {'x':>2} "
+    print(f"{'problem':16} {'B':3} {'schedule':11} {'tile':>7} {'st':>3} {'x':>3} "
           f"{'split':>5} {'ok':5} {'TFLOP/s':>8} {'median':>8}"
           + "".join(f" {name:>16} {'% ' + name:>18}" for name in names))
     for row in rows:
         tile = f"{row['block_m']}x{row['block_n']}"
         split = "sk" if row["stream_k"] else str(row["split_k"])
         print(f"{row['problem']:16} {row['b']:3} {row['schedule']:11} {tile:>7} "
-              f"{row['stages']:3} {row['cluster']:2} {split:>5} "
+              f"{row['stages']:3} {row['cluster']}x{row['cluster_n']} {split:>5} "
               f"{row['correct']!s:5} {row['tflops']:8.1f} {row['median_tflops']:8.1f}"
               + "".join(f" {row.get(name + '_tflops', float('nan')):16.1f}"
                         f" {row.get('percent_of_' + name, float('nan')):18.1f}"

@@ -104,6 +104,16 @@ SMALL = [
      {"cluster": 2, "ctas": 4}),
     ("c24-pieces-streamk-2x7x7x24-k128", _layer(2, 7, 7, 24, 128),
      {"block_n": 128, "stream_k": True, "ctas": 5}),
+    # 1xN clusters multicasting the activation: each CTA loads its own rows of the A tile
+    # (one im2col load of 32 or 64 pixels from its own first pixel) into every CTA. The
+    # 7x7x512 layer at batch 3 in 1x4 clusters (M = 147, ragged; ping-pong 64-wide
+    # tiles), K = 160 in 1x4 clusters of 64-wide tiles (3 column blocks: the last CTA of
+    # each cluster past K), C = 24 pieces in 1x2 clusters.
+    ("cluster1x4-3x7x7x512-k512", _layer(3, 7, 7, 512, 512), {"cluster_n": 4, "ctas": 8}),
+    ("cluster1x4-ragged-n-3x8x8x64-k160", _layer(3, 8, 8, 64, 160),
+     {"block_n": 64, "cluster_n": 4, "ctas": 8}),
+    ("c24-pieces-cluster1x2-4x12x12x24-k128", _layer(4, 12, 12, 24, 128),
+     {"block_n": 64, "cluster_n": 2, "ctas": 4}),
     # Stream-K: the 7x7x512 layer at batch 2 (M = 98, 4 tiles of 72 K steps on 132 CTAs:
     # each tile cut into ~33 runs), and in 2x1 clusters at batch 3 (M = 147: the last
     # cluster's second CTA past M) with 128-wide tiles on 20 CTAs.
@@ -130,18 +140,19 @@ def built(request):
 
 def test_default_layers_get_the_documented_tiling():
     """conv2d_config's rule on the benchmark's layers (132 CTAs): (block_n, C stage
-    columns, stages, cluster, tiles)."""
+    columns, stages, cluster shape, tiles)."""
     want = {
-        "resnet50-56x56x64": (64, 64, 8, 1, 784),  # K = 64: one 64-wide column block
-        "resnet50-28x28x128": (128, 128, 6, 1, 196),
-        "resnet50-14x14x256": (128, 128, 6, 1, 98),  # 98 >= 132 / 2 tiles: 128 wide
-        "resnet50-7x7x512": (64, 64, 8, 1, 104),  # 13 row blocks: 128 wide leaves 52 tiles
+        "resnet50-56x56x64": (64, 64, 8, (1, 1), 784),  # K = 64: one column block
+        "resnet50-28x28x128": (128, 128, 6, (1, 1), 196),
+        "resnet50-14x14x256": (128, 128, 6, (1, 1), 98),  # 98 >= 132 / 2 tiles: 128 wide
+        # 13 row blocks: 128 wide leaves 52 tiles; 64 wide, in 1x2 clusters sharing A.
+        "resnet50-7x7x512": (64, 64, 8, (1, 2), 104),
         # No whole-atom width >= 128 divides 320: two 160-wide tiles, C 32 columns at a
         # time (64B swizzle), no cluster.
-        "unet-64x64x320": (160, 32, 6, 1, 512),
-        "unet-32x32x640": (160, 32, 6, 1, 256),  # four 160-wide tiles: 1.18x 128-wide ones
-        "vae-256x256x256": (256, 128, 4, 1, 512),  # the GEMM's default tiling
-        "resnet50-56x56x128-stride2": (128, 128, 6, 1, 196),
+        "unet-64x64x320": (160, 32, 6, (1, 1), 512),
+        "unet-32x32x640": (160, 32, 6, (1, 1), 256),  # four 160-wide: 1.18x 128-wide
+        "vae-256x256x256": (256, 128, 4, (1, 1), 512),  # the GEMM's default tiling
+        "resnet50-56x56x128-stride2": (128, 128, 6, (1, 1), 196),
     }
     got = {}
     for name, geometry, _ in BENCHMARK.PROBLEMS:
@@ -149,7 +160,8 @@ def test_default_layers_get_the_documented_tiling():
         assert cfg.block_m == 128 and cfg.block_k == 64
         # Ping-pong only where 64-wide tiles are a fallback and at most one per CTA.
         assert cfg.schedule == ("pingpong" if name == "resnet50-7x7x512" else "cooperative")
-        got[name] = (cfg.block_n, cfg.epilogue_cols, cfg.stages, cfg.cluster, cfg.num_tiles)
+        got[name] = (cfg.block_n, cfg.epilogue_cols, cfg.stages,
+                     (cfg.cluster, cfg.cluster_n), cfg.num_tiles)
     assert got == want
 
 
@@ -266,13 +278,16 @@ def test_conv2d_copies_plan_as_one_im2col_load_and_tiled_loads_and_stores(built)
     # bytes (3, 2, 1: the 128B, 64B, 32B swizzle); the filter tile the same.
     # C 8 mod 16: 8 channels per copy, unswizzled (the slot is wgmma core matrices).
     swizzle = {64: 3, 32: 2, 16: 1}[cfg.block_k]
-    assert (spec.pixels_per_column, spec.channels_per_pixel, spec.swizzle) == (
-        (cfg.block_m, 8, 0) if cfg.a_copy_k else (cfg.block_m, cfg.block_k, swizzle))
+    assert (spec.channels_per_pixel, spec.swizzle) == (
+        (8, 0) if cfg.a_copy_k else (cfg.block_k, swizzle))
     assert b_load.plan.tensor_map.swizzle == swizzle
     assert b_load.plan.tensor_map.box_dims[0] == cfg.block_k
     assert a_load.plan.num_issues == 1
+    # A cluster along N: each CTA its own block_m / cluster_n pixels, to every CTA.
+    assert spec.pixels_per_column == cfg.a_share_rows
     assert a_load.instruction == ("cp.async.bulk.tensor.4d.shared::cluster.global.im2col"
-                                  ".mbarrier::complete_tx::bytes")
+                                  ".mbarrier::complete_tx::bytes"
+                                  + (".multicast::cluster" if cfg.cluster_n > 1 else ""))
     for copy in (b_load, store):
         assert copy.planned and not copy.plan.is_im2col, copy.detail
         assert copy.encoder == "cuTensorMapEncodeTiled"
@@ -293,7 +308,11 @@ def test_conv2d_assembles_for_sm90a_with_the_expected_instructions(built):
     assert (f"wgmma.mma_async.sync.aligned.m64n{cfg.block_n}k16.f32.{ptx_type}.{ptx_type}"
             in src)
     assert ("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx"
-            "::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};") in src
+            "::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};"
+            if cfg.cluster_n == 1 else
+            "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx"
+            "::bytes.multicast::cluster [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;"
+            ) in src
     assert re.search(r"cp\.async\.bulk\.tensor\.[23]d\.global\.shared::cta\.bulk_group", src)
     assert ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
             f"{'.multicast::cluster' if cfg.cluster > 1 else ''} [") in src
@@ -329,7 +348,10 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
         if not isinstance(expr, int):
             names.update({str(v): v for v in tvm.tirx.analysis.undefined_vars(expr)})
     # p: the piece of a K block copied in 8-column pieces.
-    assert set(names) <= {"worker", "rank", "t" if cfg.stream_k else "j", "ks", "p"}, names
+    # In a cluster, cta: the CTA index (worker * cluster size + rank, what the tile
+    # arithmetic reads) beside rank (the scope id the multicast copies name).
+    assert set(names) <= {"worker", "cta", "rank", "t" if cfg.stream_k else "j", "ks",
+                          "p"}, names
     x = np.random.default_rng(5).integers(1, 1 << 16, size=g.argument_shape, dtype=np.uint16)
     matrix = np.zeros((cfg.m_blocks * cfg.cluster * cfg.block_m + cfg.block_m, g.gemm_k),
                       np.uint16)
@@ -340,15 +362,21 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
     loaded = []
 
     def check_slot(values: dict, it: int, mb: int, k_step: int) -> None:
-        # Each copy of the slot (one, or one per 8-column piece that starts before K).
+        # Each copy of the slot (one, or one per 8-column piece that starts before K); in
+        # a cluster along N every CTA of the cluster sends its rows of it.
         width = cfg.a_copy_k or cfg.block_k
+        senders = [values] if cfg.cluster_n == 1 else [
+            {**values, "rank": rank} for rank in range(cfg.cluster_n)]
         for p in range(cfg.a_pieces):
             k0 = k_step * cfg.block_k + p * width
             if k0 >= g.gemm_k:
                 continue
-            env = {var: {**values, "p": p}[name] for name, var in names.items()}
             arena = np.full(cfg.shared_bytes, 0xA5, np.uint8)
-            execute_im2col(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
+            for sender in senders:
+                sender = {**sender, "p": p,
+                          "cta": sender["worker"] * cfg.cluster_size + sender["rank"]}
+                env = {var: sender[name] for name, var in names.items()}
+                execute_im2col(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
             piece = slots[it % cfg.stages][:, p * width:(p + 1) * width]
             got = arena.view(np.uint16)[a_start + piece]
             want = matrix[mb * cfg.block_m:(mb + 1) * cfg.block_m, k0:k0 + width]
@@ -374,7 +402,7 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
         assert sorted(covered) == sorted(every)
         return
     for worker in range(cfg.workers):
-        for rank in range(cfg.cluster):
+        for rank in range(cfg.cluster_size):
             for j in range(rounds(cfg)):
                 unit = worker + j * cfg.workers
                 if unit >= cfg.work_units:
@@ -386,7 +414,8 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
                     check_slot({"worker": worker, "rank": rank, "j": j, "ks": ks},
                                j * cfg.steps_per_unit + ks, mb, ks)
     tiles = {(mb, nb) for mb in range(cfg.m_blocks) for nb in range(cfg.n_blocks)}
-    assert sorted(t for t in loaded if t[0] < cfg.m_blocks) == sorted(tiles)
+    assert sorted(t for t in loaded
+                  if t[0] < cfg.m_blocks and t[1] < cfg.n_blocks) == sorted(tiles)
 
 
 def test_reference_is_the_convolution():

@@ -63,6 +63,15 @@ CASES = [
     GemmConfig(384, 768, 512, b_layout="kn", cluster=2, ctas=4),
     GemmConfig(1000, 2000, 3000, block_n=128, stages=5, epilogue_n=64, schedule="pingpong",
                cluster=2, ctas=6, dtype="float16"),
+    # 1xN clusters multicasting A (each CTA its share of the rows): 1x4 with a ragged
+    # column count (9 column blocks: the last cluster's last 3 CTAs are past N), ping-pong
+    # 1x2 with the K x N B, 1x4 on 64-row tiles (16-row shares), 1x2 with 8-column pieces.
+    GemmConfig(1000, 576, 520, block_n=64, stages=8, epilogue_n=0, cluster_n=4, ctas=8),
+    GemmConfig(520, 648, 1000, block_n=128, stages=5, epilogue_n=64, schedule="pingpong",
+               b_layout="kn", cluster_n=2, ctas=6, dtype="float16"),
+    GemmConfig(200, 520, 136, block_m=64, block_n=128, stages=6, cluster_n=4, ctas=4),
+    GemmConfig(264, 256, 200, block_k=16, a_copy_k=8, block_n=64, stages=8, epilogue_n=0,
+               cluster_n=2, ctas=4),
     # Split-K through reduce-add stores (C += A @ B): even parts, a last part shorter than
     # the others (5 K steps in 3 parts of 2), with a cluster.
     GemmConfig(1000, 2000, 3000, split_k=2),
@@ -111,7 +120,8 @@ CASES = [
 def _name(cfg: GemmConfig) -> str:
     return (f"{cfg.m}x{cfg.n}x{cfg.k}-{cfg.dtype}-{cfg.b_layout}-bm{cfg.block_m}"
             f"-bn{cfg.block_n}-s{cfg.stages}-e{cfg.epilogue_cols}-c{cfg.ctas}"
-            f"-{cfg.schedule}-x{cfg.cluster}-k{cfg.split_k}{'-sk' if cfg.stream_k else ''}"
+            f"-{cfg.schedule}-x{cfg.cluster}x{cfg.cluster_n}-k{cfg.split_k}"
+            f"{'-sk' if cfg.stream_k else ''}"
             f"{f'-pieces{cfg.a_copy_k}' if cfg.a_copy_k else ''}")
 
 
@@ -200,13 +210,24 @@ def test_gemm_issues_the_expected_instructions(built):
         assert "tvm_tma_store_" not in src
     else:
         assert re.search(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta\.bulk_group", src)
-    # B is multicast (and only B) exactly when the CTAs come in clusters; a slot is then
-    # released in every CTA of the cluster (lane r of each consumer warpgroup arrives on
-    # CTA r), with the CTA-scope semantics of a plain arrive and wait.
-    assert ("complete_tx::bytes.multicast::cluster [" in src) == (cfg.cluster > 1)
-    assert ("mbarrier.arrive.shared::cluster.b64 _, [%0];" in src) == (cfg.cluster > 1)
+    # B is multicast exactly in clusters along M (each CTA its slice of the tile, the
+    # planner's split); A exactly in clusters along N, each CTA its own rows of the tile
+    # to every CTA of the cluster (the mask of all of them: the last call argument). A slot
+    # is then released in every CTA of the cluster (lane r of each consumer warpgroup
+    # arrives on CTA r), with the CTA-scope semantics of a plain arrive and wait.
+    multicast = r"complete_tx::bytes\.multicast::cluster \["
+    assert len(re.findall(multicast, src)) == (cfg.cluster > 1) + (cfg.cluster_n > 1)
+    if cfg.cluster_n > 1:
+        a_site = re.search(r"tvm_tma_load_\w+\(\(&\(\(\(\w+\*\)dyn_ptr\)\[(.*)\]\)\),"
+                           r" .*, \(ushort\)(\d+)\);", src)
+        assert a_site.group(2) == str((1 << cfg.cluster_n) - 1)
+        # The CTA's rows start cluster_ctarank * share rows into the slot.
+        row_elems = cfg.a_share_rows * (cfg.a_copy_k or cfg.block_k)
+        assert f"((int)tvm_builtin_cluster_ctaid_x()) * {row_elems})" in a_site.group(1)
+    clustered = cfg.cluster_size > 1
+    assert ("mbarrier.arrive.shared::cluster.b64 _, [%0];" in src) == clustered
     assert "arrive.release.cluster" not in src and "wait.parity.acquire.cluster" not in src
-    assert ("barrier.cluster.arrive" in src) == (cfg.cluster > 1)
+    assert ("barrier.cluster.arrive" in src) == clustered
     # Ping-pong warpgroups take turns through named barriers; cooperative ones never do.
     rounds = math.ceil(cfg.work_units / cfg.workers)
     assert ("bar.arrive %0, %1;" in src) == (cfg.schedule == "pingpong" and rounds > 1)
@@ -226,7 +247,7 @@ def test_gemm_issues_the_expected_instructions(built):
     init = (r"mbarrier_init_init_shared_b64\(tvm_builtin_cuda_cvta_generic_to_shared"
             r"\(\(&\(\(\(uint64_t\*\)dyn_ptr\)\[(\d+)\]\)\)\), \(uint\)(\d+)\);")
     inits = dict(re.findall(init, src))
-    arrivals = cfg.ring_consumers * cfg.cluster
+    arrivals = cfg.ring_consumers * cfg.cluster_size
     assert inits == {**{str(s): "1" for s in range(cfg.stages)},
                      **{str(cfg.stages + s): str(arrivals) for s in range(cfg.stages)}}
 
@@ -344,7 +365,13 @@ def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
                                 "256 fp32 registers per thread"),
     (dict(schedule="stream"), "schedule='stream'"),
     (dict(cluster=4), "cluster=4: 1 or 2"),
-    (dict(cluster=2, ctas=133), "ctas=133: a multiple of cluster=2"),
+    (dict(cluster=2, ctas=133), "ctas=133: a multiple of the cluster's 2 CTAs"),
+    (dict(cluster_n=4, ctas=130), "ctas=130: a multiple of the cluster's 4 CTAs"),
+    (dict(cluster_n=3), "cluster_n=3: 1, 2 or 4 CTAs (1x3, sharing A)"),
+    (dict(cluster=2, cluster_n=2), "cluster=2 with cluster_n=2: a cluster shares B (along "
+                                   "M) or A (along N), not both"),
+    (dict(cluster_n=2, stream_k=True), "stream_k with cluster_n=2: stream-K runs clusters "
+                                       "along M only"),
     (dict(k=320, split_k=4), "split_k=4: 1 up to the point where every part keeps at least "
                              "one of the 5 K steps"),
     (dict(block_n=128, schedule="pingpong", stream_k=True),

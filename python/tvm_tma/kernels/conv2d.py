@@ -165,7 +165,8 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     * **schedule**, **block_m**, **ctas**, **group_m**: the GEMM's defaults (cooperative
       128-row tiles, 132 CTAs: pass ``ctas=`` the GPU's SM count), but ping-pong where a
       layer of more than 64 output channels falls back to 64-wide tiles and has at most
-      one per CTA (7x7x512: 1.04-1.06x the cooperative tiles in two H100 sweeps).
+      one per CTA (7x7x512: 1.04-1.06x the cooperative tiles in two H100 sweeps), in 1x2
+      clusters sharing A where the column blocks pair up (7x7x512: 1.15-1.2x).
 
     The cost model is not a measurement of conv layers: ``benchmarks/conv2d.py --sweep``
     times the alternatives (widths, stages, clusters, ping-pong).
@@ -194,6 +195,12 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
         # CTA has at most one tile, and one warpgroup computing it whole ran 4-6% faster
         # than two sharing it (289.5 / 291.8 against 278.3 / 274.6 TFLOP/s, H100).
         chosen = replace(chosen, schedule="pingpong")
+        if ("cluster" not in options and "cluster_n" not in options
+                and chosen.n_blocks % 2 == 0 and chosen.ctas % 2 == 0):
+            # Two CTAs of adjacent column blocks share each A tile (two thirds of a
+            # 128x64x64 K step's bytes): 7x7x512 326-331 against 267-291 TFLOP/s
+            # without (H100; 1x4 clusters no faster than 1x2).
+            chosen = replace(chosen, cluster_n=2)
     best = _epilogue_and_stages(chosen, options)
     best.check()
     return best

@@ -113,18 +113,25 @@ from .wgmma import a_slot_layout, make_mma_steps, make_mma_unit, swizzled_layout
 
 
 def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
-    """``load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank)``: the
-    producer's loads for ``count`` consecutive ring uses ``it0 ..`` holding K steps
-    ``k_step0 ..`` of tile (``mb``, ``nb``).
+    """``load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank,
+    place)``: the producer's loads for ``count`` consecutive ring uses ``it0 ..`` holding
+    K steps ``k_step0 ..`` of tile (``mb``, ``nb``).
 
     One ring slot per K step: acquire the slot, announce both tiles' bytes on its "full"
     barrier, then TMA-load the A tile (``block_m x block_k`` of ``A``, whatever layout
     ``A`` has: the dispatch plans the copy against it) and the B tile. Edge tiles read
-    zeros past M, N and K (``oob="zero"``). In a cluster each CTA loads ``1/cluster`` of
-    the shared B tile and multicasts it into every CTA's slot (``multicast=rank``).
+    zeros past M, N and K (``oob="zero"``). In a cluster along M each CTA loads
+    ``1/cluster`` of the shared B tile and multicasts it into every CTA's slot
+    (``multicast=rank``); along N each CTA loads its own ``share`` rows of the A tile
+    into every CTA's slot (a mask of them all). ``rank`` is the CTA's rank in its
+    cluster as the scope id, ``place`` the same number computed from the CTA index (0
+    and 0 without a cluster: see :func:`make_kernel_body`).
     """
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
-    cluster = cfg.cluster
+    cluster, cluster_n = cfg.cluster, cfg.cluster_n
+    # A cluster along N: CTA ``rank`` loads rows ``rank * share ..`` of the A tile and
+    # multicasts them to every CTA of the cluster (a mask: each CTA's rows are its own).
+    share, every_cta = cfg.a_share_rows, (1 << cfg.cluster_n) - 1
     kn = cfg.b_layout == "kn"
     tile_bytes = cfg.a_tile_bytes + cfg.b_tile_bytes
     pieces, piece = cfg.a_pieces, cfg.a_copy_k
@@ -135,7 +142,7 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
 
     # fmt: off
     @T.inline
-    def load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank):
+    def load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank, place):
         for ks in T.serial(count):
             it = T.meta_var(it0 + ks)
             s = T.meta_var(ring.slot(it))
@@ -147,7 +154,25 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                                                         tile_bytes))
             else:
                 ring.producer_commit(it, tile_bytes)
-            if pieces == 1:
+            if cluster_n > 1:
+                # The cluster's CTAs share the A tile: each loads its own rows into all.
+                if pieces == 1:
+                    Tx.copy_async(a_ring[s, rank * share:rank * share + share, :],
+                                  A[mb * bm + place * share:mb * bm + place * share + share,
+                                    k0:k0 + bk],
+                                  dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                                  multicast=every_cta)
+                else:
+                    for p in T.unroll(pieces):
+                        if k0 + p * piece < cfg.k:
+                            Tx.copy_async(a_ring[s, rank * share:rank * share + share,
+                                                 p * piece:p * piece + piece],
+                                          A[mb * bm + place * share:
+                                            mb * bm + place * share + share,
+                                            k0 + p * piece:k0 + p * piece + piece],
+                                          dispatch="tma", mbar=ring.full_barrier(it),
+                                          oob="zero", multicast=every_cta)
+            elif pieces == 1:
                 Tx.copy_async(a_ring[s, :, :], A[mb * bm:mb * bm + bm, k0:k0 + bk],
                               dispatch="tma", mbar=ring.full_barrier(it), oob="zero")
             else:
@@ -180,15 +205,16 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
 
 
 def make_load_unit(cfg: GemmConfig) -> Callable[..., None]:
-    """``load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank)``: the producer's
-    loads (:func:`make_load_steps`) for work unit ordinal ``j``: tile (``mb``, ``nb``), K
+    """``load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place)``: the
+    producer's loads (:func:`make_load_steps`) for work unit ordinal ``j``: tile (``mb``, ``nb``), K
     part ``part``, on ring uses ``j * steps ..`` (``steps = cfg.steps_per_unit``)."""
     steps = cfg.steps_per_unit
     load_steps = make_load_steps(cfg)
 
     @T.inline
-    def load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank):
-        load_steps(ring, a_ring, b_ring, A, B, j * steps, part * steps, steps, mb, nb, rank)
+    def load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place):
+        load_steps(ring, a_ring, b_ring, A, B, j * steps, part * steps, steps, mb, nb, rank,
+                   place)
 
     return load_unit
 
@@ -272,7 +298,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
     m, k = cfg.m, cfg.k
     (a_dtype, b_dtype), c_dtype = cfg.input_dtypes, cfg.out_dtype
     bm, bn, bk, stages = cfg.block_m, cfg.block_n, cfg.block_k, cfg.stages
-    ctas, cluster, workers, units = cfg.ctas, cfg.cluster, cfg.workers, cfg.work_units
+    ctas, cluster, workers, units = cfg.ctas, cfg.cluster_size, cfg.workers, cfg.work_units
     n_rounds = rounds(cfg)
     pingpong, stream_k, fp8 = cfg.schedule == "pingpong", cfg.stream_k, cfg.fp8
     elem, out_elem = cfg.element_bytes, cfg.out_bytes
@@ -307,11 +333,22 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                               layout=view_layout)
         T.device_entry()
         if cluster > 1:
-            worker = T.cluster_id([workers])
+            # The CTA's rank in its cluster twice: the scope id (what the dispatch's
+            # multicast copies name, and the rows of a shared tile a CTA sends) and the
+            # same number from the CTA index (a 1-D cluster of `cluster` consecutive
+            # CTAs: rank = cta % cluster, cluster id = cta // cluster), for the tile
+            # arithmetic. nvcc reads %cluster_ctarank and %clusterid through volatile asm
+            # at every use, so loop-invariant arithmetic on them (the im2col unravel of a
+            # tile's first pixel) would be recomputed at every K step of the producer;
+            # on the CTA index it is hoisted.
+            cta = T.cta_id([ctas])
             rank = T.cta_id_in_cluster([cluster])
+            worker = T.meta_var(cta // cluster)
+            place = T.meta_var(cta % cluster)
         else:
             worker = T.cta_id([ctas])
             rank = T.meta_var(0)
+            place = T.meta_var(0)
         tid = T.thread_id([cfg.threads])
         dyn = T.alloc_buffer((cfg.shared_bytes,), "uint8", scope="shared.dyn")
         full = T.decl_buffer((stages,), "uint64", dyn.data, elem_offset=0)
@@ -365,22 +402,22 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                     if dp_rounds > 0:
                         for j in T.serial(dp_rounds):
                             mb, nb, part = T.meta_var(
-                                unit_coordinates(cfg, unit_of(cfg, worker, j), rank))
-                            load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank)
+                                unit_coordinates(cfg, unit_of(cfg, worker, j), place))
+                            load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place)
                     first, end = T.meta_var(stream_k_run(cfg, worker))
                     lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
                     for t in T.serial(lo, hi):
                         kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
-                        mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, rank))
+                        mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
                         load_steps(ring, a_ring, b_ring, A, B,
                                    dp_steps + t * k_steps + kb - first, kb, ke - kb, mb, nb,
-                                   rank)
+                                   rank, place)
                 else:
                     for j in T.serial(n_rounds):
                         unit = T.meta_var(unit_of(cfg, worker, j))
                         if unit < units:
-                            mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, rank))
-                            load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank)
+                            mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, place))
+                            load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place)
         else:
             T.ptx.setmaxnreg.inc.sync.aligned.u32(CONSUMER_REGISTERS)
             consumer = T.meta_var(warpgroup - 1)
@@ -396,7 +433,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                 if dp_rounds > 0:
                     for j in T.serial(dp_rounds):
                         mb, nb, part = T.meta_var(
-                            unit_coordinates(cfg, unit_of(cfg, worker, j), rank))
+                            unit_coordinates(cfg, unit_of(cfg, worker, j), place))
                         mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part,
                                  consumer * 64, lane)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
@@ -405,15 +442,15 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                 lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
                 for t in T.serial(lo, hi):
                     kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
-                    mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, rank))
+                    mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
                     mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b,
                               dp_steps + t * k_steps + kb - first, kb, ke - kb,
                               consumer * 64, lane)
                     if kb > 0:
-                        publish(partials, flags, acc, worker, rank, tid - WARPGROUP)
+                        publish(partials, flags, acc, worker, place, tid - WARPGROUP)
                     else:
                         if ke < k_steps:
-                            gather(partials, flags, acc, flag, worker, rank,
+                            gather(partials, flags, acc, flag, worker, place,
                                    t * k_steps + k_steps, tid - WARPGROUP)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
                                    tid == WARPGROUP, scale)
@@ -424,7 +461,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                 for j in T.serial(n_rounds):
                     unit = T.meta_var(unit_of(cfg, worker, j))
                     if j % 2 == consumer and unit < units:
-                        mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, rank))
+                        mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, place))
                         if j > 0:
                             T.ptx.bar.sync(T.Cast("uint32", 3 + consumer), 2 * WARPGROUP)
                         mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part, 0, lane)
@@ -436,7 +473,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                 for j in T.serial(n_rounds):
                     unit = T.meta_var(unit_of(cfg, worker, j))
                     if unit < units:
-                        mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, rank))
+                        mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, place))
                         mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part,
                                  consumer * 64, lane)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,

@@ -78,9 +78,16 @@ class GemmConfig:
     #: "pingpong": each consumer warpgroup takes every other tile whole (block_m rows), and
     #: one's epilogue runs while the other's MMAs do.
     schedule: str = "cooperative"
-    #: CTAs per cluster (1 or 2). With 2, the CTAs of a cluster compute vertically adjacent
-    #: tiles of one column block and multicast the B tile they share: each loads half.
+    #: CTAs per cluster along M (1 or 2). With 2, the CTAs of a cluster compute vertically
+    #: adjacent tiles of one column block and multicast the B tile they share: each loads
+    #: half.
     cluster: int = 1
+    #: CTAs per cluster along N (1, 2 or 4; only with ``cluster`` 1). With more than one,
+    #: the CTAs of a cluster compute horizontally adjacent tiles of one row block and
+    #: multicast the A tile they share: each loads ``block_m / cluster_n`` of its rows into
+    #: every CTA. A is the larger operand of a narrow tile (128 x 64: two thirds of each K
+    #: step's bytes), so this is the cluster of problems with few, narrow tiles.
+    cluster_n: int = 1
     #: Parts K is cut into. With more than one, each part's product is added into C with a
     #: TMA reduce-add store: the kernel computes C += A @ B (C must hold zeros for C = A @ B).
     split_k: int = 1
@@ -177,9 +184,19 @@ class GemmConfig:
         return 2 if self.schedule == "pingpong" else 1
 
     @property
+    def cluster_size(self) -> int:
+        """CTAs per cluster: ``cluster`` along M times ``cluster_n`` along N."""
+        return self.cluster * self.cluster_n
+
+    @property
     def workers(self) -> int:
         """Persistent workers: CTAs, or clusters of CTAs."""
-        return self.ctas // self.cluster
+        return self.ctas // self.cluster_size
+
+    @property
+    def a_share_rows(self) -> int:
+        """Rows of the A tile each CTA of a cluster along N loads and multicasts."""
+        return self.block_m // self.cluster_n
 
     @property
     def m_groups(self) -> int:
@@ -187,9 +204,14 @@ class GemmConfig:
         return math.ceil(self.m_blocks / self.cluster)
 
     @property
+    def n_groups(self) -> int:
+        """Column blocks as the tile order sees them: ``cluster_n`` adjacent ones together."""
+        return math.ceil(self.n_blocks / self.cluster_n)
+
+    @property
     def work_units(self) -> int:
         """(cluster of tiles, K part) pairs the workers walk."""
-        return self.m_groups * self.n_blocks * self.split_k
+        return self.m_groups * self.n_groups * self.split_k
 
     @property
     def steps_per_unit(self) -> int:
@@ -207,7 +229,7 @@ class GemmConfig:
         in flight over twice as many blocks: 4096^3 lost 20%, its L2 hit rate falling from
         73% to 58%.) Where the partial wave has fewer K steps than there are workers, the
         last full wave joins it, so every run has at least one."""
-        tiles, workers = self.m_groups * self.n_blocks, self.workers
+        tiles, workers = self.m_groups * self.n_groups, self.workers
         whole = tiles // workers * workers
         if whole >= workers and 0 < (tiles - whole) * self.k_steps < workers:
             whole -= workers
@@ -222,7 +244,7 @@ class GemmConfig:
     def iterations(self) -> int:
         """K steps of the stream-K tail (the worker tiles after
         :attr:`stream_k_dp_tiles`): what stream-K shares out among the workers."""
-        return (self.m_groups * self.n_blocks - self.stream_k_dp_tiles) * self.k_steps
+        return (self.m_groups * self.n_groups - self.stream_k_dp_tiles) * self.k_steps
 
     def stream_k_start(self, worker):
         """First K step of worker ``worker``'s stream-K run, numbered over the whole
@@ -406,8 +428,14 @@ class GemmConfig:
                              f"its {CONSUMER_REGISTERS})")
         if self.cluster not in (1, 2):
             raise ValueError(f"cluster={self.cluster}: 1 or 2 CTAs (2x1, sharing B)")
-        if self.ctas % self.cluster:
-            raise ValueError(f"ctas={self.ctas}: a multiple of cluster={self.cluster}")
+        if self.cluster_n not in (1, 2, 4):
+            raise ValueError(f"cluster_n={self.cluster_n}: 1, 2 or 4 CTAs (1x{self.cluster_n}, "
+                             f"sharing A)")
+        if self.cluster_n > 1:
+            self._check_cluster_n()
+        if self.ctas % self.cluster_size:
+            raise ValueError(f"ctas={self.ctas}: a multiple of the cluster's "
+                             f"{self.cluster_size} CTAs")
         if self.split_k < 1 or (self.split_k - 1) * self.steps_per_unit >= self.k_steps:
             raise ValueError(f"split_k={self.split_k}: 1 up to the point where every part "
                              f"keeps at least one of the {self.k_steps} K steps")
@@ -436,6 +464,18 @@ class GemmConfig:
         if self.block_k != FP8_BLOCK_K:
             raise ValueError(f"block_k={self.block_k}: FP8 takes {FP8_BLOCK_K} (one "
                              f"128-byte row of the 128B swizzle, four k32 MMA steps)")
+
+    def _check_cluster_n(self) -> None:
+        """A cluster along N shares A: each CTA loads ``block_m / cluster_n`` rows of it (16
+        at the fewest, so every share starts on a whole 8-row group of the slot: the 128B
+        swizzle's 1024-byte period, a wgmma core matrix's 8 rows). One cluster shape at a
+        time: a 2-D cluster would multicast each operand to a subset of its CTAs."""
+        if self.cluster > 1:
+            raise ValueError(f"cluster={self.cluster} with cluster_n={self.cluster_n}: a "
+                             f"cluster shares B (along M) or A (along N), not both")
+        if self.stream_k:
+            raise ValueError(f"stream_k with cluster_n={self.cluster_n}: stream-K runs "
+                             f"clusters along M only (cluster_n=1)")
 
     def _check_stream_k(self) -> None:
         """Stream-K runs the cooperative schedule over whole K (it is its own K split), and

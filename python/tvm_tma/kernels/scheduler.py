@@ -1,15 +1,17 @@
 """Which output tile, and which part of K, a persistent worker computes next.
 
-The grid is persistent: ``cfg.workers`` workers (CTAs, or clusters of ``cfg.cluster`` CTAs)
+The grid is persistent: ``cfg.workers`` workers (CTAs, or clusters of
+``cfg.cluster_size`` CTAs)
 walk the work units, worker ``w`` taking units ``w, w + workers, w + 2 workers, ...``
 (:func:`unit_of`, :func:`rounds`). A work unit is a (cluster of output tiles, K part) pair:
 with ``split_k`` parts each tile is ``split_k`` units, adjacent in the order, so the parts
 of one tile run at the same time and their reduce-add stores meet in L2.
 
 Tiles are numbered in grouped order (:func:`tile_coordinates`), so the workers running at
-one moment share A row blocks and B column blocks in L2; the CTAs of a cluster take
+one moment share A row blocks and B column blocks in L2; the CTAs of a cluster along M take
 vertically adjacent row blocks of one column block (:func:`unit_coordinates`), the ones that
-need the same B tile, which they then load once and multicast.
+need the same B tile, which they then load once and multicast; those of a cluster along N
+take horizontally adjacent column blocks of one row block, which share the A tile.
 
 With ``stream_k`` the workers first take whole tiles as above, every full wave
 (:attr:`~.gemm_config.GemmConfig.stream_k_dp_tiles`); the K steps of the remaining tiles
@@ -62,13 +64,24 @@ def tile_coordinates(tile, m_blocks: int, n_blocks: int, group_m: int):
 
 def unit_coordinates(cfg: GemmConfig, unit, rank):
     """(row block, column block, K part) of work unit ``unit`` for cluster rank ``rank``:
-    the CTAs of a cluster take vertically adjacent row blocks of one column block (the last
-    cluster's second CTA may get a row block past M: its loads read zeros, its stores are
-    skipped)."""
-    split_k, cluster = cfg.split_k, cfg.cluster
+    the CTAs of a cluster along M take vertically adjacent row blocks of one column block,
+    those of a cluster along N horizontally adjacent column blocks of one row block (the
+    last cluster's later CTAs may get a block past M or N: their loads read zeros, their
+    stores are skipped)."""
+    split_k = cfg.split_k
     tile, part = unit // split_k, unit % split_k
-    mg, nb = tile_coordinates(tile, cfg.m_groups, cfg.n_blocks, cfg.group_m)
-    return mg * cluster + rank, nb, part
+    mb, nb = cluster_block(cfg, *tile_coordinates(tile, cfg.m_groups, cfg.n_groups,
+                                                  cfg.group_m), rank)
+    return mb, nb, part
+
+
+def cluster_block(cfg: GemmConfig, mg, ng, rank):
+    """(row block, column block) of cluster rank ``rank`` in the cluster tile (``mg``,
+    ``ng``) of the tile order (whose blocks are ``cluster`` rows by ``cluster_n``
+    columns)."""
+    if cfg.cluster_n == 1:
+        return mg * cfg.cluster + rank, ng
+    return mg, ng * cfg.cluster_n + rank
 
 
 def stream_k_run(cfg: GemmConfig, worker):
@@ -98,5 +111,5 @@ def stream_k_tile_coordinates(cfg: GemmConfig, tile, rank):
     """(row block, column block) of cluster rank ``rank`` in stream-K worker tile
     ``tile``: the grouped order of :func:`tile_coordinates` over cluster row groups, the
     cluster's CTAs on vertically adjacent row blocks (as :func:`unit_coordinates`)."""
-    mg, nb = tile_coordinates(tile, cfg.m_groups, cfg.n_blocks, cfg.group_m)
-    return mg * cfg.cluster + rank, nb
+    return cluster_block(cfg, *tile_coordinates(tile, cfg.m_groups, cfg.n_groups,
+                                                 cfg.group_m), rank)

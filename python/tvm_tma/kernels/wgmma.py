@@ -172,7 +172,7 @@ def make_release(cfg: GemmConfig) -> Callable[..., None]:
     arrivals travel in parallel), since a multicast slot is empty only once every CTA's
     consumers have read it.
     """
-    cluster = cfg.cluster
+    cluster = cfg.cluster_size
 
     # fmt: off
     @T.inline
