@@ -16,7 +16,10 @@ cuDNN's, both from graph replays.
 
 ``--compile-only`` builds and assembles every kernel for sm_90a (no GPU, no torch);
 ``--sweep`` times a few tilings per layer (tile width, ping-pong against cooperative
-warpgroups, 2x1 clusters multicasting the filter, one ring stage fewer);
+warpgroups, 2x1 clusters multicasting the filter, 1x2 and 1x4 clusters multicasting the
+activation on narrow tiles, one ring stage fewer, stream-K); ``--block-m``, ``--block-n``,
+``--block-k``, ``--stages``, ``--epilogue-n``, ``--schedule``, ``--cluster``,
+``--cluster-n``, ``--stream-k`` and ``--ctas`` set one tiling;
 ``--problem N,H,W,C,K,R,S,stride,pad`` replaces the default layers (repeatable);
 ``--dump-cuda DIR`` writes each kernel's CUDA source; ``--json FILE`` the rows.
 
@@ -110,8 +113,8 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
     widest = -(-geometry.k // 64) * 64
 
     def add(block_n: int, **chosen) -> None:
-        """The tiling of ``chosen`` if it fits and is new (no column block of padding
-        only)."""
+        """The tiling of ``chosen`` if it fits and is new (no column block, and no CTA of
+        a cluster, with padding only)."""
         if block_n > widest:
             return
         try:
@@ -119,6 +122,8 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
                                 **{**options, "block_n": block_n, **chosen})
         except ValueError:
             return
+        if cfg.cluster_n > cfg.n_blocks:
+            return  # CTAs of the cluster past K would hold tiles of padding only
         if cfg not in found:
             found.append(cfg)
 

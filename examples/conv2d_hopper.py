@@ -31,7 +31,7 @@ def main() -> int:
     cfg = conv2d_config(geometry)
     print(f"{geometry.describe()}: GEMM {geometry.gemm_m} x {geometry.k} x "
           f"{geometry.gemm_k}, {cfg.schedule} {cfg.block_m}x{cfg.block_n} tiles, "
-          f"{cfg.stages} stages, cluster {cfg.cluster}")
+          f"{cfg.stages} stages, cluster {cfg.cluster}x{cfg.cluster_n}")
     kernel = conv2d_kernel(geometry, cfg)
     a_load = tvm_tma.explain(kernel).copies[0]
     spec = a_load.plan.tensor_map

@@ -475,6 +475,9 @@ def test_benchmark_sweep_and_problem_options(tmp_path, capsys):
     assert {cfg.block_n for cfg in configs} == {64, 128}  # no tile wider than K needs
     assert {(cfg.schedule, cfg.cluster) for cfg in configs} == {
         ("cooperative", 1), ("cooperative", 2), ("pingpong", 1), ("pingpong", 2)}
+    # Clusters along N only where there are column blocks to pair (64-wide tiles of K = 128:
+    # two, so 1x2; a 1x4 cluster's last two CTAs would hold padding only).
+    assert {(cfg.block_n, cfg.cluster_n) for cfg in configs} == {(64, 1), (64, 2), (128, 1)}
     assert BENCHMARK.main(["--compile-only", "--sweep", "--problem", "2,8,8,128,128,3,3,2,1",
                            "--dump-cuda", str(tmp_path)]) == 0
     assert f"{len(configs)} kernels assembled" in capsys.readouterr().out

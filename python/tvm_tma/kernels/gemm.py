@@ -60,6 +60,14 @@ Options:
   only once the consumers of both CTAs released it, so each consumer arrives on the
   "empty" barrier of both (``TmaPipeline(cluster=2)``), and every CTA's barriers are
   initialised before, and kept alive until after, any peer's multicast.
+* ``cluster_n=2`` or ``4``: the CTAs of a 1xN cluster compute horizontally adjacent tiles
+  of one row block, which need the same A tiles; CTA ``r`` loads rows ``r * block_m / N
+  ..`` of every A tile into all N CTAs' slots (its own rows, so a static mask of them all
+  names every receiver once), and slots are released in every CTA as above. The worker
+  and the rank that the tile arithmetic reads come from the CTA index (``cta // N``,
+  ``cta % N``), not from ``%clusterid`` / ``%cluster_ctarank``: TVM reads those through
+  volatile asm at every use, and the producer would redo a tile's im2col unravel at
+  every K step (the slowdown clusters had on conv layers).
 * ``split_k=S``: K is cut into S parts, each its own work unit, and each unit adds its
   product into C with a TMA reduce-add store (``reduce="add"``): the kernel computes
   ``C += A @ B``. The last part's K steps past K load zeros, so every unit runs the same
