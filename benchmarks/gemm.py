@@ -71,17 +71,21 @@ SWEEP_TILINGS = [("cooperative", 128, 256, 4, 128), ("cooperative", 128, 256, 3,
 def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                 ctas: int, **options) -> list[GemmConfig]:
     """The default configuration, or (``sweep``) the grid around it: tiling and schedule,
-    cluster 1 or 2 (B multicast), and split-K 2 where the tiles alone leave SMs idle. FP8
-    tiles have the same bytes as 16-bit ones (K blocks of 128), so the grid is the same."""
+    no cluster, 2x1 clusters (B multicast) or 1x2 ones (A multicast) where there are row or
+    column blocks to pair, and split-K 2 where the tiles alone leave SMs idle. FP8 tiles
+    have the same bytes as 16-bit ones (K blocks of 128), so the grid is the same."""
     base = GemmConfig.for_problem(m, n, k, dtype=dtype, b_layout=b_layout, ctas=ctas,
                                   **options)
     if not sweep:
         return [base]
     found = []
     for schedule, block_m, block_n, stages, epilogue_n in SWEEP_TILINGS:
-        for cluster in (1, 2):
+        for cluster, cluster_n in ((1, 1), (2, 1), (1, 2)):
             tiling = replace(base, schedule=schedule, block_m=block_m, block_n=block_n,
-                             stages=stages, epilogue_n=epilogue_n, cluster=cluster)
+                             stages=stages, epilogue_n=epilogue_n, cluster=cluster,
+                             cluster_n=cluster_n)
+            if tiling.cluster > tiling.m_blocks or tiling.cluster_n > tiling.n_blocks:
+                continue  # a CTA of every cluster would hold padding only
             splits = (1, 2) if tiling.num_tiles < 2 * ctas else (1,)
             for split_k in splits:
                 cfg = replace(tiling, split_k=split_k)
@@ -93,8 +97,8 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
         if schedule == "cooperative" and block_m == 128:
             # Stream-K: the same tiles, every CTA an equal run of K steps.
             streamed = replace(base, schedule=schedule, block_m=block_m, block_n=block_n,
-                               stages=stages, epilogue_n=epilogue_n, cluster=1, split_k=1,
-                               stream_k=True)
+                               stages=stages, epilogue_n=epilogue_n, cluster=1,
+                               cluster_n=1, split_k=1, stream_k=True)
             try:
                 streamed.check()
             except ValueError:

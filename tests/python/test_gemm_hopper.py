@@ -423,6 +423,22 @@ def test_benchmark_compile_only_assembles_every_variant(capsys):
     assert "8 kernels assembled" in capsys.readouterr().out
 
 
+def test_benchmark_sweep_pairs_blocks_only_where_there_are_two():
+    """The sweep tries 2x1 clusters (B multicast) and 1x2 ones (A multicast), but no
+    cluster whose second CTA would always hold a block of padding."""
+    spec = importlib.util.spec_from_file_location("gemm_benchmark", REPO / "benchmarks" /
+                                                  "gemm.py")
+    benchmark = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(benchmark)
+    shapes = {(cfg.cluster, cfg.cluster_n) for cfg in
+              benchmark.configs_for(1000, 2000, 3000, "bfloat16", "nk", True, 132)}
+    assert shapes == {(1, 1), (2, 1), (1, 2)}
+    skinny = benchmark.configs_for(16, 8192, 8192, "bfloat16", "nk", True, 132)
+    assert {(cfg.cluster, cfg.cluster_n) for cfg in skinny} == {(1, 1), (1, 2)}
+    narrow = benchmark.configs_for(4096, 128, 4096, "bfloat16", "nk", True, 132)
+    assert all(cfg.cluster_n <= cfg.n_blocks for cfg in narrow)
+
+
 @pytest.mark.parametrize("cfg", [GemmConfig(256, 512, 256),
                                  GemmConfig.for_problem(1000, 2000, 3000, b_layout="kn")],
                          ids=_name)
