@@ -88,12 +88,14 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                 continue  # a CTA of every cluster would hold padding only
             splits = (1, 2) if tiling.num_tiles < 2 * ctas else (1,)
             for split_k in splits:
-                cfg = replace(tiling, split_k=split_k)
-                try:
-                    cfg.check()
-                except ValueError:
-                    continue
-                found.append(cfg)
+                # Split-K both ways: adding into a zeroed C, and ordered (C = A @ B).
+                for ordered in (False, True) if split_k > 1 else (False,):
+                    cfg = replace(tiling, split_k=split_k, split_k_ordered=ordered)
+                    try:
+                        cfg.check()
+                    except ValueError:
+                        continue
+                    found.append(cfg)
         if schedule == "cooperative" and block_m == 128:
             # Stream-K: the same tiles, every CTA an equal run of K steps.
             streamed = replace(base, schedule=schedule, block_m=block_m, block_n=block_n,
@@ -248,8 +250,10 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
                 (dump / f"{kernel_label(m, n, k, cfg)}.cu").write_text(built.cuda_source)
             executable = built.executable["main"]
             # Split-K adds into C: it starts at zero, and every timed launch zeroes it
-            # first (the memset is part of the time). Otherwise C starts as NaN poison.
-            fill = 0.0 if cfg.split_k > 1 else float("nan")
+            # first (the memset is part of the time). Otherwise (ordered split-K
+            # included: its part 0 stores) C starts as NaN poison.
+            adds = cfg.split_k > 1 and not cfg.split_k_ordered
+            fill = 0.0 if adds else float("nan")
             c = torch.full((m, n), fill, device="cuda", dtype=operands.out_dtype)
             args = ([to_tvm(torch, t) for t in (operands.a, operands.b, c)]
                     + operands.extra + workspace(cfg, device))
@@ -257,7 +261,7 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
             device.sync()
             ok, worst = check(torch, c, operands, cfg)
 
-            def launch(args=args, c=c, split=cfg.split_k > 1):
+            def launch(args=args, c=c, split=adds):
                 if split:
                     c.zero_()
                 executable(*args)
@@ -275,7 +279,8 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
                 "stages": cfg.stages, "group_m": cfg.group_m,
                 "epilogue_n": cfg.epilogue_cols, "cluster": cfg.cluster,
                 "cluster_n": cfg.cluster_n,
-                "split_k": cfg.split_k, "stream_k": cfg.stream_k, "tiles": cfg.num_tiles,
+                "split_k": cfg.split_k, "split_k_ordered": cfg.split_k_ordered,
+                "stream_k": cfg.stream_k, "tiles": cfg.num_tiles,
                 "correct": ok and ok_after,
                 "worst_error_over_bound": round(max(worst, worst_after), 4),
                 "ms": round(ms, 5), "median_ms": round(median, 5),
@@ -300,6 +305,7 @@ def kernel_label(m: int, n: int, k: int, cfg: GemmConfig) -> str:
     return (f"{m}x{n}x{k}-{types}-{cfg.b_layout}-{cfg.schedule}-{cfg.block_m}x"
             f"{cfg.block_n}-s{cfg.stages}-x{cfg.cluster}"
             f"{'' if cfg.cluster_n == 1 else f'x{cfg.cluster_n}'}-k{cfg.split_k}"
+            f"{'o' if cfg.split_k_ordered else ''}"
             f"{'-sk' if cfg.stream_k else ''}")
 
 
@@ -360,6 +366,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster-n", type=int, choices=(1, 2, 4),
                         help="CTAs per cluster along N (sharing A)")
     parser.add_argument("--split-k", type=int)
+    parser.add_argument("--split-k-ordered", action="store_true", default=None,
+                        help="with --split-k: part 0 stores, the others add after it "
+                             "(C = A @ B, no memset)")
     parser.add_argument("--stream-k", action="store_true", default=None,
                         help="every CTA an equal run of the problem's K steps")
     parser.add_argument("--ctas", type=int, help="persistent CTAs (default: one per SM)")
@@ -373,6 +382,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 ("cluster", args.cluster),
                                                 ("cluster_n", args.cluster_n),
                                                 ("split_k", args.split_k),
+                                                ("split_k_ordered", args.split_k_ordered),
                                                 ("stream_k", args.stream_k),
                                                 ("ctas", args.ctas))
                if value is not None}
@@ -409,7 +419,8 @@ def print_table(rows: list[dict]) -> None:
           + "".join(f" {name:>16} {'% ' + name:>18}" for name in names))
     for row in rows:
         tile = f"{row['block_m']}x{row['block_n']}"
-        split = "sk" if row["stream_k"] else str(row["split_k"])
+        split = ("sk" if row["stream_k"] else
+                 f"{row['split_k']}{'o' if row.get('split_k_ordered') else ''}")
         print(f"{row['problem']:16} {row['b']:3} {row['schedule']:11} {tile:>7} "
               f"{row['stages']:3} {row['cluster']}x{row['cluster_n']} {split:>5} "
               f"{row['correct']!s:5} {row['tflops']:8.1f} {row['median_tflops']:8.1f}"

@@ -50,6 +50,8 @@ FEATURE_CASES = [
                stream_k=True, ctas=8),
     # Split-K: 8 K blocks in 3 parts (a short last one), bf16 reduce-adds of scaled parts.
     GemmConfig(256, 264, 1024, dtype=E5, b_dtype=E4, split_k=3, ctas=7),
+    # Ordered split-K (part 0 stores the scaled bf16 part, the other adds after it).
+    GemmConfig(264, 520, 1024, dtype=E4, split_k=2, split_k_ordered=True, ctas=8),
     # Ping-pong: whole 128 x 128 tiles in turns (two 64-row A sub-tiles per MMA step), and
     # 64-row tiles.
     GemmConfig(520, 648, 1008, dtype=E4, block_n=128, stages=6, epilogue_n=64,
@@ -65,7 +67,7 @@ def _name(cfg: GemmConfig) -> str:
     a, b = (PTX[t] for t in cfg.input_dtypes)
     return (f"{cfg.m}x{cfg.n}x{cfg.k}-{a}x{b}-bm{cfg.block_m}-bn{cfg.block_n}-s{cfg.stages}"
             f"-e{cfg.epilogue_cols}-c{cfg.ctas}-{cfg.schedule}-x{cfg.cluster}-k{cfg.split_k}"
-            f"{'-sk' if cfg.stream_k else ''}")
+            f"{'-sk' if cfg.stream_k else ''}{'-ordered' if cfg.split_k_ordered else ''}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -256,7 +258,8 @@ def test_fp8_epilogue_scales_every_accumulator_once(built):
     assert {int(i) for i, _ in stores} == set(range(cfg.accumulators))
     a, b = cfg.input_dtypes
     tail = (f", partials: Tensor([{cfg.ctas}, {cfg.partial_floats}], float32), flags: "
-            f"Tensor([{cfg.ctas}], int32)" if cfg.stream_k else "")
+            f"Tensor([{cfg.ctas}], int32)" if cfg.stream_k else
+            f", flags: Tensor([{cfg.order_flags}], int32)" if cfg.split_k_ordered else "")
     b_rows = f"[{cfg.n}, {cfg.k}]"
     assert (f'c"gemm(A: Tensor([{cfg.m}, {cfg.k}], {a}), B: Tensor({b_rows}, {b}), '
             f'C: Tensor([{cfg.m}, {cfg.n}], bfloat16), scale_a: Tensor([1], float32), '

@@ -96,6 +96,14 @@ CASES = [
     GemmConfig(264, 256, 200, block_k=16, a_copy_k=8, stages=8),
     GemmConfig(520, 128, 136, block_k=16, a_copy_k=8, block_n=128, stages=8,
                schedule="pingpong", cluster=2, ctas=4, dtype="float16"),
+    # Ordered split-K (C = A @ B: part 0 stores, the other parts add after it): 3 parts
+    # of a ragged problem, ping-pong 128 x 128 tiles on 6 CTAs (two rounds), 2x1 clusters
+    # with the K x N B in fp16.
+    GemmConfig(1000, 520, 1000, split_k=3, split_k_ordered=True),
+    GemmConfig(520, 128, 1000, block_n=128, stages=5, epilogue_n=64, schedule="pingpong",
+               split_k=2, split_k_ordered=True, ctas=6),
+    GemmConfig(264, 256, 520, b_layout="kn", dtype="float16", cluster=2, split_k=2,
+               split_k_ordered=True, ctas=4),
     # Stream-K: every CTA an equal run of K steps; tiles cut between runs are finished by
     # the CTA holding their K step 0. Many tiles per run (ctas=7), a tile shared by four
     # runs (ctas=20, K x N B, fp16), each tile cut into ~17 runs (M = 49, 8 tiles for 132
@@ -121,7 +129,7 @@ def _name(cfg: GemmConfig) -> str:
     return (f"{cfg.m}x{cfg.n}x{cfg.k}-{cfg.dtype}-{cfg.b_layout}-bm{cfg.block_m}"
             f"-bn{cfg.block_n}-s{cfg.stages}-e{cfg.epilogue_cols}-c{cfg.ctas}"
             f"-{cfg.schedule}-x{cfg.cluster}x{cfg.cluster_n}-k{cfg.split_k}"
-            f"{'-sk' if cfg.stream_k else ''}"
+            f"{'-sk' if cfg.stream_k else ''}{'-ordered' if cfg.split_k_ordered else ''}"
             f"{f'-pieces{cfg.a_copy_k}' if cfg.a_copy_k else ''}")
 
 
@@ -197,6 +205,21 @@ def test_gemm_issues_the_expected_instructions(built):
     stages = cfg.block_n // cfg.epilogue_cols  # the epilogue loop over C stages is unrolled
     per_site = (stages, stages * max(1, cfg.epilogue_cols // 64))
     assert stores in ({a + b for a in per_site for b in per_site} if loops == 2 else per_site)
+    if cfg.split_k_ordered:
+        # Part 0 stores (a plain store site per C stage beside the reduce-add one), after
+        # its stores complete (wait_group 0, not .read) and a proxy fence it releases the
+        # tile's flag; the other parts acquire it, fence, add, and count themselves out
+        # with atom.inc bounded by split_k - 1 (the last one wraps the flag to 0).
+        assert len(re.findall(r"tvm_tma_store_\w+\(\(", src)) in per_site
+        for ptx in ("ld.acquire.gpu.global.b32 %0, [%1];", "cp.async.bulk.wait_group 0;",
+                    "fence.proxy.async.global;", "st.release.gpu.global.b32 [%0], %1;",
+                    "atom.gpu.global.inc.u32 _, [%0], %1;"):
+            assert ptx in src, ptx
+        assert re.search(rf"atom_bitbucket_gpu_global_inc_u32\(.*flags_ptr.*\(uint\)"
+                         rf"{cfg.split_k - 1}\);", src)
+        release = src.index("tvm_builtin_ptx_st_release_gpu_global_b32((&(flags_ptr")
+        assert (src.rindex("cp_async_bulk_wait_group_async_bulk_wait_group_0()", 0, release)
+                < src.rindex("fence_proxy_proxy_async_global", 0, release))
     # The C stage is whole 64-column atoms with the 128B swizzle, or (a tile no multiple of
     # 64 wide) 32 columns of 64-byte rows with the 64B swizzle: the store's tensor map
     # carries the stage's swizzle and its inner box is one swizzle span.
@@ -206,8 +229,9 @@ def test_gemm_issues_the_expected_instructions(built):
     assert len(re.findall(r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global"
                           r"\.mbarrier::complete_tx::bytes", src)) >= 1
     if cfg.split_k > 1:
-        assert "cp.reduce.async.bulk.tensor.2d.global.shared::cta.add.bulk_group" in src
-        assert "tvm_tma_store_" not in src
+        assert re.search(r"cp\.reduce\.async\.bulk\.tensor\.[23]d\.global\.shared::cta"
+                         r"\.add\.bulk_group", src)
+        assert ("tvm_tma_store_" in src) == cfg.split_k_ordered
     else:
         assert re.search(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta\.bulk_group", src)
     # B is multicast exactly in clusters along M (each CTA its slice of the tile, the
@@ -256,13 +280,15 @@ def test_stream_k_publishes_with_release_and_gathers_with_acquire(built):
     """A stream-K kernel hands partial tiles over through the workspace: a peer's consumer
     threads store their accumulators, meet at named barrier 1 and one thread releases the
     flag at GPU scope; the owner spins on an acquire load of it, resets it, and meets the
-    others at the same barrier before they read the slot. Other kernels take neither
+    others at the same barrier before they read the slot. Ordered split-K kernels take
+    the flags alone (and synchronize through them, above); other kernels take neither
     extra argument nor any GPU-scope synchronization."""
     cfg, kernel = built
     src = kernel.cuda_source
-    assert ("st.release.gpu.global.b32 [%0], %1;" in src) == cfg.stream_k
-    assert ("ld.acquire.gpu.global.b32 %0, [%1];" in src) == cfg.stream_k
-    assert ("partials_ptr" in src) == cfg.stream_k and ("flags_ptr" in src) == cfg.stream_k
+    waits = cfg.stream_k or cfg.split_k_ordered
+    assert ("st.release.gpu.global.b32 [%0], %1;" in src) == waits
+    assert ("ld.acquire.gpu.global.b32 %0, [%1];" in src) == waits
+    assert ("partials_ptr" in src) == cfg.stream_k and ("flags_ptr" in src) == waits
     if not cfg.stream_k:
         return
     body = src[src.index("tvm_builtin_ptx_setmaxnreg_inc_sync_aligned_u32_232();"):]
@@ -289,9 +315,14 @@ def test_stream_k_refuses_a_grid_larger_than_the_gpu():
     check_resident(cfg, None)
     check_resident(GemmConfig(256, 256, 256), 7)  # not stream-K: nothing to check
     with pytest.raises(ValueError, match=re.escape(
-            "stream_k with ctas=132 on a GPU of 114 SMs: stream-K needs every CTA "
-            "resident at once")):
+            "stream_k with ctas=132 on a GPU of 114 SMs: its CTAs wait on each other, so "
+            "every CTA must be resident at once")):
         check_resident(cfg, 114)
+    ordered = GemmConfig(4096, 128, 4096, block_n=128, stages=5, split_k=2,
+                         split_k_ordered=True, schedule="pingpong")
+    with pytest.raises(ValueError, match=re.escape("split_k_ordered with ctas=132 on a GPU "
+                                                   "of 114 SMs")):
+        check_resident(ordered, 114)
 
 
 def _stream_k_runs(cfg: GemmConfig) -> list[tuple[int, int]]:
@@ -372,6 +403,11 @@ def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
                                    "M) or A (along N), not both"),
     (dict(cluster_n=2, stream_k=True), "stream_k with cluster_n=2: stream-K runs clusters "
                                        "along M only"),
+    (dict(split_k_ordered=True), "split_k_ordered with split_k=1: there are no parts to "
+                                 "order"),
+    (dict(split_k=2, split_k_ordered=True, ctas=1), "split_k_ordered with split_k=2 on 1 "
+                                                    "workers: a tile's parts wait for its "
+                                                    "part 0"),
     (dict(k=320, split_k=4), "split_k=4: 1 up to the point where every part keeps at least "
                              "one of the 5 K steps"),
     (dict(block_n=128, schedule="pingpong", stream_k=True),

@@ -11,7 +11,9 @@ past M or N fall away without any per-element guard. A narrower stage costs more
 store/barrier rounds but leaves room for another ring slot.
 
 With split-K the store is a TMA reduce-add (``reduce="add"``): each K part adds its
-product into C, so the kernel computes ``C += A @ B``.
+product into C, so the kernel computes ``C += A @ B``. Ordered split-K
+(``split_k_ordered``, :mod:`.split_k`): part 0 stores, the other parts wait for its store
+to complete and then add, so the kernel computes ``C = A @ B``.
 
 With FP8 inputs C is bf16 and the accumulators are multiplied by the product of the two
 per-tensor scales (``scale``: a one-element fp32 local the kernel fills once from its
@@ -35,6 +37,7 @@ from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
 
 from .gemm_config import WARPGROUP, GemmConfig
+from .split_k import make_order, tile_flag
 from .wgmma import swizzled_layout
 
 #: The swizzle mode of a 32-column C stage, as ``mma_shared_layout`` numbers it (2: 64-byte
@@ -72,14 +75,16 @@ def epilogue_threads(cfg: GemmConfig) -> int:
 
 
 def make_store_unit(cfg: GemmConfig) -> Callable[..., None]:
-    """``store_unit(C, c_tile, acc, cs, row0, mb, nb, lane, barrier, storer, scale)``:
-    write one consumer warpgroup's accumulators (rows ``row0 ..`` of tile (``mb``, ``nb``))
-    to C through C stage ``cs`` of ``c_tile``.
+    """``store_unit(C, c_tile, acc, cs, row0, mb, nb, lane, barrier, storer, scale,
+    order)``: write one consumer warpgroup's accumulators (rows ``row0 ..`` of tile
+    (``mb``, ``nb``)) to C through C stage ``cs`` of ``c_tile``.
 
     ``barrier`` is the named barrier of the threads sharing the stage, ``storer`` the
     condition that selects the one thread that issues the stores (and waits for them).
     ``scale`` is the one-element fp32 local holding ``scale_a * scale_b`` (FP8; None, and
-    not read, for 16-bit inputs).
+    not read, for 16-bit inputs). ``order`` is ``(flags, flag, part)`` with ordered
+    split-K (the flags workspace, a one-element int32 local, the unit's K part), else None
+    (not read).
     """
     m, n, dtype = cfg.m, cfg.n, cfg.out_dtype
     scaled = cfg.fp8
@@ -88,13 +93,20 @@ def make_store_unit(cfg: GemmConfig) -> Callable[..., None]:
     split_k = cfg.split_k
     threads = epilogue_threads(cfg)
     reduce = "add" if split_k > 1 else None
+    ordered = cfg.split_k_ordered
+    wait_for_first, finish = make_order(cfg) if ordered else (None, None)
 
     # fmt: off
     @T.inline
-    def store_unit(C, c_tile, acc, cs, row0, mb, nb, lane, barrier, storer, scale):
+    def store_unit(C, c_tile, acc, cs, row0, mb, nb, lane, barrier, storer, scale, order):
         # en columns at a time: round the accumulators into the C stage, then one thread
         # stores it with TMA; the previous store must have read the stage first.
         warp = T.meta_var(lane // 32)
+        if ordered:
+            flags, flag, part = T.meta_var(order)
+            index = T.meta_var(tile_flag(cfg, mb, nb))
+            if storer and part > 0:
+                wait_for_first(flags, flag, index)
         for h in T.unroll(bn // en):
             if storer:
                 T.ptx.cp.async_.bulk.wait_group.read(0)
@@ -119,12 +131,25 @@ def make_store_unit(cfg: GemmConfig) -> Callable[..., None]:
             T.ptx.bar.sync(T.Cast("uint32", barrier), threads)
             n0 = T.meta_var(nb * bn + h * en)
             if storer and mb * bm < m and n0 < n:
-                if split_k > 1:
+                if ordered:
+                    # Part 0 stores, the others add (after part 0's store: above).
+                    if part == 0:
+                        Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en],
+                                      c_tile[cs, :, :], dispatch="tma", oob="skip")
+                    else:
+                        Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en],
+                                      c_tile[cs, :, :], dispatch="tma", oob="skip",
+                                      reduce=reduce)
+                elif split_k > 1:
                     Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en], c_tile[cs, :, :],
                                   dispatch="tma", oob="skip", reduce=reduce)
                 else:
                     Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en], c_tile[cs, :, :],
                                   dispatch="tma", oob="skip")
                 T.ptx.cp.async_.bulk.commit_group()
+        if ordered:
+            # Every unit, its stores skipped past M or N or not, passes the flag on.
+            if storer:
+                finish(flags, flag, index, part)
     # fmt: on
     return store_unit

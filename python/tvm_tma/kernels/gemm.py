@@ -275,6 +275,19 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
             partials = T.match_buffer(P_ptr, partials_shape, "float32")
             flags = T.match_buffer(F_ptr, flags_shape, "int32")
             matched(A_ptr, B_ptr, C_ptr, (scale_a, scale_b), partials, flags)
+    elif cfg.fp8 and cfg.split_k_ordered:
+        @T.prim_func
+        def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, SA_ptr: T.handle,
+                 SB_ptr: T.handle, F_ptr: T.handle):
+            scale_a = T.match_buffer(SA_ptr, (1,), "float32")
+            scale_b = T.match_buffer(SB_ptr, (1,), "float32")
+            flags = T.match_buffer(F_ptr, flags_shape, "int32")
+            matched(A_ptr, B_ptr, C_ptr, (scale_a, scale_b), None, flags)
+    elif cfg.split_k_ordered:
+        @T.prim_func
+        def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, F_ptr: T.handle):
+            flags = T.match_buffer(F_ptr, flags_shape, "int32")
+            matched(A_ptr, B_ptr, C_ptr, None, None, flags)
     elif cfg.fp8:
         @T.prim_func
         def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, SA_ptr: T.handle,
@@ -309,6 +322,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
     ctas, cluster, workers, units = cfg.ctas, cfg.cluster_size, cfg.workers, cfg.work_units
     n_rounds = rounds(cfg)
     pingpong, stream_k, fp8 = cfg.schedule == "pingpong", cfg.stream_k, cfg.fp8
+    ordered = cfg.split_k_ordered
     elem, out_elem = cfg.element_bytes, cfg.out_bytes
     b_slot = (bk, bn) if cfg.b_layout == "kn" else (bn, bk)
     en, c_stages = cfg.epilogue_cols, cfg.c_stages
@@ -370,7 +384,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
         acc = T.alloc_local((cfg.accumulators,), "float32")
         desc_a = T.alloc_local((1,), "uint64")
         desc_b = T.alloc_local((1,), "uint64")
-        if stream_k:
+        if stream_k or ordered:
             flag = T.alloc_local((1,), "int32")
         if fp8:
             scale = T.alloc_local((1,), "float32")
@@ -445,7 +459,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                         mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part,
                                  consumer * 64, lane)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
-                                   tid == WARPGROUP, scale)
+                                   tid == WARPGROUP, scale, None)
                 first, end = T.meta_var(stream_k_run(cfg, worker))
                 lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
                 for t in T.serial(lo, hi):
@@ -461,7 +475,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                             gather(partials, flags, acc, flag, worker, place,
                                    t * k_steps + k_steps, tid - WARPGROUP)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
-                                   tid == WARPGROUP, scale)
+                                   tid == WARPGROUP, scale, None)
             elif pingpong:
                 # Each warpgroup takes every other unit of this CTA, whole; the mainloops
                 # take turns (named barrier 3 + c: "warpgroup c may start its mainloop"),
@@ -476,7 +490,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                         if unit + workers < units:
                             T.ptx.bar.arrive(T.Cast("uint32", 4 - consumer), 2 * WARPGROUP)
                         store_unit(C, c_tile, acc, consumer, 0, mb, nb, lane, 1 + consumer,
-                                   lane == 0, scale)
+                                   lane == 0, scale, (flags, flag, part) if ordered else None)
             else:
                 for j in T.serial(n_rounds):
                     unit = T.meta_var(unit_of(cfg, worker, j))
@@ -485,7 +499,8 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                         mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part,
                                  consumer * 64, lane)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
-                                   tid == WARPGROUP, scale)
+                                   tid == WARPGROUP, scale,
+                                   (flags, flag, part) if ordered else None)
             if lane == 0:
                 T.ptx.cp.async_.bulk.wait_group.read(0)
         if cluster > 1:

@@ -91,6 +91,12 @@ class GemmConfig:
     #: Parts K is cut into. With more than one, each part's product is added into C with a
     #: TMA reduce-add store: the kernel computes C += A @ B (C must hold zeros for C = A @ B).
     split_k: int = 1
+    #: With ``split_k`` parts: False, every part adds into C with a reduce-add store (the
+    #: kernel computes C += A @ B, so C must hold zeros for C = A @ B); True, the tile's
+    #: part 0 stores its product and the other parts add theirs once that store is
+    #: complete (C = A @ B, whatever C held), ordered through one flag per output tile in
+    #: a workspace (:mod:`.split_k`).
+    split_k_ordered: bool = False
     #: Stream-K: the K steps of every tile of the problem are cut into equal runs, one per
     #: worker (CTA or cluster: a cluster's CTAs run vertically adjacent tiles together and
     #: multicast B, as without stream-K), tile after tile, so every SM has the same work
@@ -441,6 +447,8 @@ class GemmConfig:
                              f"keeps at least one of the {self.k_steps} K steps")
         if self.stream_k:
             self._check_stream_k()
+        if self.split_k_ordered:
+            self._check_split_k_ordered()
         if self.group_m < 1 or self.ctas < 1:
             raise ValueError(f"group_m={self.group_m}, ctas={self.ctas}: both at least 1")
         if self.shared_bytes > MAX_SHARED:
@@ -476,6 +484,26 @@ class GemmConfig:
         if self.stream_k:
             raise ValueError(f"stream_k with cluster_n={self.cluster_n}: stream-K runs "
                              f"clusters along M only (cluster_n=1)")
+
+    def _check_split_k_ordered(self) -> None:
+        """The later parts of a tile wait for its part 0's store: the parts must run on
+        distinct workers (adjacent units of the round-robin order are, with at least
+        ``split_k`` workers), all resident (``ctas`` at most the SM count:
+        :func:`.stream_k.check_resident`)."""
+        if self.split_k < 2:
+            raise ValueError(f"split_k_ordered with split_k={self.split_k}: there are no "
+                             f"parts to order (split_k at least 2)")
+        if self.workers < self.split_k:
+            raise ValueError(f"split_k_ordered with split_k={self.split_k} on {self.workers} "
+                             f"workers: a tile's parts wait for its part 0, so they need a "
+                             f"worker each (at least split_k workers)")
+
+    @property
+    def order_flags(self) -> int:
+        """Flags of an ordered split-K (one per output tile, padding blocks of the last
+        cluster included): ``m_groups * cluster`` row blocks by ``n_groups * cluster_n``
+        column blocks."""
+        return self.m_groups * self.cluster * self.n_groups * self.cluster_n
 
     def _check_stream_k(self) -> None:
         """Stream-K runs the cooperative schedule over whole K (it is its own K split), and

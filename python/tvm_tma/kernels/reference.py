@@ -103,9 +103,9 @@ def run(cfg: GemmConfig, seed: int = 0, fp8_values: str = "exact"
     """Build and launch ``cfg`` on random data; returns (C, fp32 reference, bound).
 
     C starts as NaN poison, so an element the kernel never writes fails the check; a
-    stream-K configuration is launched twice (other data first) on one workspace, whose
-    flags must be left at zero; with split-K (which computes C += A @ B) C starts as
-    random values instead, and the reference includes them. FP8 inputs are
+    stream-K or ordered split-K configuration is launched twice (other data first) on one
+    workspace, whose flags must be left at zero; with plain split-K (which computes
+    C += A @ B) C starts as random values instead, and the reference includes them. FP8 inputs are
     :func:`.fp8_reference.fp8_random` of ``fp8_values`` ("exact": exactly accumulable,
     the bound is the roundings alone; "normal": the bound takes the tensor core's
     accumulation term) with scales random in [0.5, 2).
@@ -117,7 +117,7 @@ def run(cfg: GemmConfig, seed: int = 0, fp8_values: str = "exact"
     out_type = ml_dtypes.bfloat16 if cfg.out_dtype == "bfloat16" else np.float16
     rng = np.random.default_rng(seed)
     a, b = _random_operands(cfg, rng, fp8_values)
-    if cfg.split_k > 1:
+    if cfg.split_k > 1 and not cfg.split_k_ordered:
         initial = rng.standard_normal((cfg.m, cfg.n)).astype(out_type)
     else:
         initial = np.full((cfg.m, cfg.n), np.nan, dtype=out_type)
@@ -127,7 +127,7 @@ def run(cfg: GemmConfig, seed: int = 0, fp8_values: str = "exact"
     kernel = compile_kernel(gemm_kernel(cfg)).executable["main"]
     scale_args = [tvm.runtime.tensor(np.array([s], dtype=np.float32), device) for s in scales]
     extra = workspace(cfg, device)
-    if cfg.stream_k:
+    if cfg.stream_k or cfg.split_k_ordered:
         # A first launch on other data: the checked one then reuses a workspace that a
         # launch has left behind, as back-to-back launches do.
         other = _random_operands(cfg, rng, fp8_values)
@@ -137,7 +137,9 @@ def run(cfg: GemmConfig, seed: int = 0, fp8_values: str = "exact"
            *extra)
     device.sync()
     check_workspace_left_clean(cfg, extra)
-    expected, bound = expected_output(cfg, a, b, initial, scales, fp8_values == "exact")
+    # Ordered split-K overwrites C (part 0 stores into it): its parts add up from zero.
+    start = np.zeros_like(initial) if cfg.split_k_ordered else initial
+    expected, bound = expected_output(cfg, a, b, start, scales, fp8_values == "exact")
     return c.numpy().astype(np.float32), expected, bound
 
 

@@ -46,7 +46,10 @@ FIXUP_BARRIER = 1
 
 
 def workspace_shapes(cfg: GemmConfig) -> tuple[tuple[int, int], tuple[int]]:
-    """Shapes of the fp32 partial-tile slots (one per CTA) and the int32 flags."""
+    """Shapes of the fp32 partial-tile slots (one per CTA) and the int32 flags (one per
+    CTA; ordered split-K's: one per output tile, :mod:`.split_k`, and no slots)."""
+    if cfg.split_k_ordered:
+        return (0, 0), (cfg.order_flags,)
     return (cfg.ctas, cfg.partial_floats), (cfg.ctas,)
 
 
@@ -58,27 +61,39 @@ def workspace(cfg: GemmConfig, device) -> list:
     larger than ``device``'s SM count (:func:`check_resident`)."""
     import tvm
 
-    if not cfg.stream_k:
+    if not (cfg.stream_k or cfg.split_k_ordered):
         return []
     check_resident(cfg, device.multi_processor_count)
     slots, flags = workspace_shapes(cfg)
-    return [tvm.runtime.tensor(np.zeros(slots, dtype=np.float32), device),
-            tvm.runtime.tensor(np.zeros(flags, dtype=np.int32), device)]
+    flag_tensor = tvm.runtime.tensor(np.zeros(flags, dtype=np.int32), device)
+    if cfg.split_k_ordered:
+        return [flag_tensor]
+    return [tvm.runtime.tensor(np.zeros(slots, dtype=np.float32), device), flag_tensor]
 
 
 def check_resident(cfg: GemmConfig, sm_count: int | None) -> None:
-    """Refuse a stream-K grid larger than the GPU: its owners spin on flags that later CTAs
-    set, so every CTA must be resident at once (one per SM: the ring fills shared memory).
-    ``sm_count`` None (no device to ask) checks nothing."""
-    if cfg.stream_k and sm_count is not None and cfg.ctas > sm_count:
-        raise ValueError(f"stream_k with ctas={cfg.ctas} on a GPU of {sm_count} SMs: "
-                         f"stream-K needs every CTA resident at once (ctas at most the SM "
-                         f"count)")
+    """Refuse a stream-K (or ordered split-K) grid larger than the GPU: its owners spin on
+    flags that other CTAs set, so every CTA must be resident at once (one per SM: the ring
+    fills shared memory). ``sm_count`` None (no device to ask) checks nothing."""
+    waits = "stream_k" if cfg.stream_k else "split_k_ordered" if cfg.split_k_ordered else ""
+    if waits and sm_count is not None and cfg.ctas > sm_count:
+        raise ValueError(f"{waits} with ctas={cfg.ctas} on a GPU of {sm_count} SMs: "
+                         f"its CTAs wait on each other, so every CTA must be resident at "
+                         f"once (ctas at most the SM count)")
 
 
 def check_workspace_left_clean(cfg: GemmConfig, arguments: list) -> None:
     """Raise if a stream-K launch left a flag set (the next launch's owners would then
-    take a stale slot for a fresh one): every published slot must have been gathered."""
+    take a stale slot for a fresh one): every published slot must have been gathered; or
+    an ordered split-K launch did (the next launch's adders would not wait for its
+    store)."""
+    if cfg.split_k_ordered:
+        flags = arguments[0].numpy()
+        if flags.any():
+            raise RuntimeError(f"ordered split-K left flags set at tiles "
+                               f"{np.flatnonzero(flags).tolist()}: a part-0 store was not "
+                               f"followed by every other part's add")
+        return
     if not cfg.stream_k:
         return
     flags = arguments[1].numpy()
