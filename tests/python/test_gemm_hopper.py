@@ -31,6 +31,7 @@ CASES = [
     GemmConfig(49, 512, 4608, block_n=64, stages=8, epilogue_n=0, b_layout="kn"),
     GemmConfig(256, 512, 256, stages=3, epilogue_n=0),
     GemmConfig.for_problem(1000, 2000, 3000),
+    GemmConfig.for_problem(300, 128, 2048),  # 3 tiles: 4 ordered K parts, ping-pong
     GemmConfig(200, 136, 328),
     GemmConfig(1000, 2000, 3000, ctas=16),
     GemmConfig(128, 256, 40, b_layout="kn"),
@@ -443,6 +444,17 @@ def test_default_tiling_keeps_every_sm_busy():
     assert not GemmConfig.for_problem(8192, 1024, 8192).stream_k
     assert not GemmConfig.for_problem(2048, 7168, 4096, stream_k=False).stream_k
     assert not GemmConfig.for_problem(2048, 7168, 4096, schedule="pingpong").stream_k
+    # 128 x 128 tiles filling at most half the SMs: K cut into ordered parts (C = A @ B),
+    # as many as the CTAs hold (at most 4, each at least 4 K steps), on ping-pong tiles.
+    skinny = GemmConfig.for_problem(4096, 128, 4096)  # 32 tiles: 4 parts
+    assert (skinny.schedule, skinny.block_n, skinny.stages, skinny.cluster) == (
+        "pingpong", 128, 5, 1)
+    assert (skinny.split_k, skinny.split_k_ordered, skinny.work_units) == (4, True, 128)
+    assert GemmConfig.for_problem(16, 8192, 8192).split_k == 2  # 64 tiles
+    assert GemmConfig.for_problem(128, 2048, 512).split_k == 2  # 8 K steps: 2 parts
+    assert GemmConfig.for_problem(256, 256, 256).split_k == 1  # 4 K steps
+    assert GemmConfig.for_problem(512, 4096, 4096).split_k == 1  # 128 tiles
+    assert GemmConfig.for_problem(4096, 128, 4096, cluster=1).split_k == 1  # chosen
 
 
 def test_benchmark_compile_only_assembles_every_variant(capsys):
