@@ -457,6 +457,20 @@ def test_default_tiling_keeps_every_sm_busy():
     assert GemmConfig.for_problem(4096, 128, 4096, cluster=1).split_k == 1  # chosen
 
 
+@pytest.mark.parametrize("options", [{}, {"cluster": 2}, {"cluster_n": 2}, {"cluster": 1},
+                                     {"schedule": "pingpong", "block_n": 128},
+                                     {"split_k": 2}, {"dtype": "float16", "b_layout": "kn"}],
+                         ids=str)
+def test_the_default_tiling_honours_every_option_it_is_given(options):
+    """Whatever a caller fixes, for_problem fills in the rest with a configuration the
+    kernel runs (stream-K is not added to a cluster along N, which it does not take)."""
+    for m, n, k in [(3000, 5000, 2000), (2048, 7168, 4096), (4096, 128, 4096),
+                    (16, 8192, 8192), (1000, 2000, 3000), (8192, 8192, 8192)]:
+        cfg = GemmConfig.for_problem(m, n, k, **options)
+        cfg.check()
+        assert all(getattr(cfg, name) == value for name, value in options.items())
+
+
 def test_benchmark_compile_only_assembles_every_variant(capsys):
     """What CI runs of benchmarks/gemm.py: the default kernel of a square and the ragged
     problem for both dtypes and both B layouts, assembled for sm_90a."""

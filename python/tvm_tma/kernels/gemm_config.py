@@ -160,16 +160,19 @@ class GemmConfig:
         if wide.num_tiles >= wide.ctas:
             partial = wide.num_tiles % wide.workers
             if ("stream_k" not in options and wide.schedule == "cooperative"
-                    and wide.split_k == 1 and 0 < 2 * partial <= wide.workers):
+                    and wide.split_k == 1 and wide.cluster_n == 1
+                    and 0 < 2 * partial <= wide.workers):
                 return cls(m, n, k, **{"stream_k": True, **options})
             return wide
-        narrow = {"block_n": 128, "stages": 6, "epilogue_n": 0}
+        # Ping-pong keeps two C stages: 64-column ones leave room for 5 ring stages.
+        pingpong = {"block_n": 128, "stages": 5, "epilogue_n": 64, "schedule": "pingpong"}
+        narrow = ({**pingpong} if wide.schedule == "pingpong" else
+                  {"block_n": 128, "stages": 6, "epilogue_n": 0})
         split = cls._ordered_split(cls(m, n, k, **{**options, **narrow}), options)
         if split > 1:
-            return cls(m, n, k, **{"block_n": 128, "stages": 5, "epilogue_n": 64,
-                                   "schedule": "pingpong", "split_k": split,
-                                   "split_k_ordered": True, **options})
-        if wide.m_blocks >= 2 and wide.ctas % 2 == 0:
+            return cls(m, n, k, **{**pingpong, "split_k": split, "split_k_ordered": True,
+                                   **options})
+        if wide.m_blocks >= 2 and wide.ctas % 2 == 0 and wide.cluster_n == 1:
             narrow["cluster"] = 2
         return cls(m, n, k, **{**narrow, **options})
 
