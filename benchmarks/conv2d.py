@@ -140,6 +140,7 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
 def describe(cfg: GemmConfig) -> str:
     return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n}x{cfg.block_k} C{cfg.epilogue_cols} "
             f"stages={cfg.stages} cluster={cfg.cluster}x{cfg.cluster_n} ctas={cfg.ctas}"
+            f"{f' {cfg.split_k} ordered K parts' if cfg.split_k > 1 else ''}"
             f"{' stream-K' if cfg.stream_k else ''}")
 
 
@@ -147,7 +148,7 @@ def kernel_label(name: str, cfg: GemmConfig) -> str:
     return (f"{name}-{cfg.dtype}-{cfg.schedule}-{cfg.block_m}x{cfg.block_n}x{cfg.block_k}"
             f"-e{cfg.epilogue_cols}"
             f"-s{cfg.stages}-x{cfg.cluster}{'' if cfg.cluster_n == 1 else f'x{cfg.cluster_n}'}"
-            f"-c{cfg.ctas}"
+            f"-c{cfg.ctas}{f'-k{cfg.split_k}' if cfg.split_k > 1 else ''}"
             f"{'-sk' if cfg.stream_k else ''}")
 
 
@@ -212,7 +213,8 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
         assert w_kcrs.is_contiguous(memory_format=torch.channels_last)
         reference, magnitude = torch_reference(torch, x_nchw, w_kcrs, g)
         bound = conv2d_error_bound(reference, magnitude, g, dtype)
-        del magnitude
+        # Ordered split-K rounds each part before adding it: its own, wider bound.
+        split_bounds = {1: bound}
 
         def cudnn(x_nchw=x_nchw, w_kcrs=w_kcrs, g=g):
             return F.conv2d(x_nchw, w_kcrs, stride=g.stride, padding=g.padding,
@@ -231,6 +233,10 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
             args += workspace(cfg, tvm.cuda(0))
             executable(*args)
             torch.cuda.synchronize()
+            if cfg.split_k not in split_bounds:
+                split_bounds[cfg.split_k] = conv2d_error_bound(reference, magnitude, g, dtype,
+                                                               cfg.split_k)
+            bound = split_bounds[cfg.split_k]
             ok, worst = worst_over_bound(torch, y, reference, bound)
             ms, host_ms, median = time_kernel(torch, lambda args=args: executable(*args),
                                               launches, repetitions, runs, 5)
@@ -247,7 +253,7 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
                 "block_k": cfg.block_k, "epilogue_n": cfg.epilogue_cols, "stages": cfg.stages,
                 "cluster": cfg.cluster, "cluster_n": cfg.cluster_n, "ctas": cfg.ctas,
                 "tiles": cfg.num_tiles,
-                "stream_k": cfg.stream_k,
+                "stream_k": cfg.stream_k, "split_k": cfg.split_k,
                 "correct": ok, "worst_error_over_bound": round(worst, 4),
                 "ms": round(ms, 5), "host_launched_ms": round(host_ms, 5),
                 "median_ms": round(median, 5),
@@ -311,6 +317,8 @@ def main(argv: list[str] | None = None) -> int:
                         help="CTAs per cluster along N (sharing A)")
     parser.add_argument("--stream-k", action="store_true", default=None,
                         help="every CTA an equal run of the K steps (stream-K)")
+    parser.add_argument("--split-k", type=int,
+                        help="K in ordered parts (part 0 stores, the others add after it)")
     parser.add_argument("--ctas", type=int, help="persistent CTAs (default: one per SM; "
                                                  "132 with --compile-only)")
     args = parser.parse_args(argv)
@@ -323,6 +331,9 @@ def main(argv: list[str] | None = None) -> int:
                                                 ("cluster", args.cluster),
                                                 ("cluster_n", args.cluster_n),
                                                 ("stream_k", args.stream_k),
+                                                ("split_k", args.split_k),
+                                                ("split_k_ordered",
+                                                 True if args.split_k else None),
                                                 ("ctas", args.ctas))
                if value is not None}
     problems = args.problem or PROBLEMS
@@ -336,7 +347,8 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{'layer':27} {'tiling':44} {'ok':5} {'err/bd':>6} {'TFLOP/s':>8} {'host':>7} "
           f"{'median':>7} {'cuDNN':>7} {'host':>7} {'x cuDNN':>7} {'issue':>6}")
     for row in rows:
-        tiling = (f"{'sk' if row['stream_k'] else row['schedule'][:4]} "
+        tiling = (f"{'sk' if row['stream_k'] else row['schedule'][:4]}"
+                  f"{'/' + str(row['split_k']) if row['split_k'] > 1 else ''} "
                   f"{row['block_m']}x{row['block_n']}x{row['block_k']} "
                   f"C{row['epilogue_n']} st{row['stages']} "
                   f"x{row['cluster']}x{row['cluster_n']} "

@@ -145,8 +145,8 @@ def test_default_layers_get_the_documented_tiling():
         "resnet50-56x56x64": (64, 64, 8, (1, 1), 784),  # K = 64: one column block
         "resnet50-28x28x128": (128, 128, 6, (1, 1), 196),
         "resnet50-14x14x256": (128, 128, 6, (1, 1), 98),  # 98 >= 132 / 2 tiles: 128 wide
-        # 13 row blocks: 128 wide leaves 52 tiles; 64 wide, in 1x2 clusters sharing A.
-        "resnet50-7x7x512": (64, 64, 8, (1, 2), 104),
+        # 13 row blocks: 256 wide leaves 26 tiles, whose K is cut into 4 ordered parts.
+        "resnet50-7x7x512": (256, 128, 4, (1, 1), 26),
         # No whole-atom width >= 128 divides 320: two 160-wide tiles, C 32 columns at a
         # time (64B swizzle), no cluster.
         "unet-64x64x320": (160, 32, 6, (1, 1), 512),
@@ -158,8 +158,10 @@ def test_default_layers_get_the_documented_tiling():
     for name, geometry, _ in BENCHMARK.PROBLEMS:
         cfg = conv2d_config(geometry)
         assert cfg.block_m == 128 and cfg.block_k == 64
-        # Ping-pong only where 64-wide tiles are a fallback and at most one per CTA.
-        assert cfg.schedule == ("pingpong" if name == "resnet50-7x7x512" else "cooperative")
+        assert cfg.schedule == "cooperative"
+        # K in ordered parts only where the widest tiles are too few for the SMs.
+        assert (cfg.split_k, cfg.split_k_ordered) == (
+            (4, True) if name == "resnet50-7x7x512" else (1, False))
         got[name] = (cfg.block_n, cfg.epilogue_cols, cfg.stages,
                      (cfg.cluster, cfg.cluster_n), cfg.num_tiles)
     assert got == want
@@ -264,7 +266,9 @@ def test_a_padding_beyond_the_im2col_corner_range_is_refused_by_the_planner():
 
 def test_conv2d_copies_plan_as_one_im2col_load_and_tiled_loads_and_stores(built):
     geometry, cfg, kernel, _ = built
-    a_load, b_load, store = tvm_tma.explain(kernel).copies
+    # Ordered split-K stores through two copies, a plain store (part 0) and a reduce-add.
+    a_load, b_load, store, *reduce = tvm_tma.explain(kernel).copies
+    assert len(reduce) == (1 if cfg.split_k_ordered else 0)
     g = geometry
     assert a_load.planned and a_load.plan.is_im2col, a_load.detail
     assert a_load.encoder == "cuTensorMapEncodeIm2col"
@@ -407,13 +411,16 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
                 unit = worker + j * cfg.workers
                 if unit >= cfg.work_units:
                     continue
-                mb, nb, _ = (int(analyzer.simplify(tvm.tirx.const(0) + v))
-                             for v in unit_coordinates(cfg, unit, rank))
-                loaded.append((mb, nb))
+                mb, nb, part = (int(analyzer.simplify(tvm.tirx.const(0) + v))
+                                for v in unit_coordinates(cfg, unit, rank))
+                loaded.append((mb, nb, part))
                 for ks in range(cfg.steps_per_unit):
+                    # (ordered split-K: part p holds K steps p * steps_per_unit ..)
                     check_slot({"worker": worker, "rank": rank, "j": j, "ks": ks},
-                               j * cfg.steps_per_unit + ks, mb, ks)
-    tiles = {(mb, nb) for mb in range(cfg.m_blocks) for nb in range(cfg.n_blocks)}
+                               j * cfg.steps_per_unit + ks, mb,
+                               part * cfg.steps_per_unit + ks)
+    tiles = {(mb, nb, part) for mb in range(cfg.m_blocks) for nb in range(cfg.n_blocks)
+             for part in range(cfg.split_k)}
     assert sorted(t for t in loaded
                   if t[0] < cfg.m_blocks and t[1] < cfg.n_blocks) == sorted(tiles)
 

@@ -140,7 +140,7 @@ class GemmConfig:
         1.5x faster (97% of cuBLAS against 64%), the cluster alone being worth 1.23x.
 
         Where even 128 x 128 tiles fill at most half the SMs (skinny M or N, few tiles),
-        K is cut into ordered parts (:meth:`_ordered_split`: C = A @ B, part 0 storing)
+        K is cut into ordered parts (:attr:`ordered_parts`: C = A @ B, part 0 storing)
         on ping-pong 128 x 128 tiles, 5 stages.
 
         Where the 128 x 256 tiles fill some waves and leave the last one at most half
@@ -168,7 +168,9 @@ class GemmConfig:
         pingpong = {"block_n": 128, "stages": 5, "epilogue_n": 64, "schedule": "pingpong"}
         narrow = ({**pingpong} if wide.schedule == "pingpong" else
                   {"block_n": 128, "stages": 6, "epilogue_n": 0})
-        split = cls._ordered_split(cls(m, n, k, **{**options, **narrow}), options)
+        chosen = {"schedule", "cluster", "cluster_n", "split_k", "split_k_ordered",
+                  "stream_k"} & set(options)
+        split = 1 if chosen else cls(m, n, k, **{**options, **narrow}).ordered_parts
         if split > 1:
             return cls(m, n, k, **{**pingpong, "split_k": split, "split_k_ordered": True,
                                    **options})
@@ -176,21 +178,21 @@ class GemmConfig:
             narrow["cluster"] = 2
         return cls(m, n, k, **{**narrow, **options})
 
-    @staticmethod
-    def _ordered_split(narrow: GemmConfig, options: dict) -> int:
-        """K parts for a problem whose 128 x 128 tiles fill at most half the SMs (1 for
-        none): as many as the CTAs hold, at most :data:`MAX_ORDERED_SPLIT`, each part at
-        least 4 K steps; none where the caller chose the schedule, a cluster or a K
-        split. (H100: ping-pong 128 x 128 tiles in 2 ordered parts ran 4096 x 128 x 4096
-        at 251 TFLOP/s against 159 for the 2x1-cluster tiles before, 16 x 8192 x 8192 at
-        39.4 against 28.4, 128 x 8192 x 8192 at 314 against 267, 512 x 4096 x 4096 (128
+    @property
+    def ordered_parts(self) -> int:
+        """Ordered split-K parts for this tiling when its tiles fill at most half the SMs
+        (1: no split): as many as the CTAs hold, at most :data:`MAX_ORDERED_SPLIT`, each
+        part at least 4 K steps. ``for_problem`` takes them on 128 x 128 tiles unless the
+        caller chose the schedule, a cluster or a K split; ``conv2d_config`` on a layer's
+        widest tiles. (H100: ping-pong 128 x 128 tiles in 2 ordered parts ran 4096 x 128
+        x 4096 at 251 TFLOP/s against 159 for the 2x1-cluster tiles before, 16 x 8192 x
+        8192 at 39.4 against 28.4, 128 x 8192 x 8192 at 314 against 267, 512 x 4096 x 4096 (128
         tiles, not cut) at 572 against 586; 4096 x 128 x 4096 in 3 and 4 parts at 288 and
         327, 105.8% of cuBLAS in its run; 16 x 8192 x 8192 in 3 parts at 31.3.)"""
-        chosen = {"schedule", "cluster", "cluster_n", "split_k", "split_k_ordered",
-                  "stream_k"}
-        if chosen & set(options):
+        if 2 * self.num_tiles > self.ctas:
             return 1
-        return min(MAX_ORDERED_SPLIT, narrow.ctas // narrow.num_tiles, narrow.k_steps // 4)
+        return max(1, min(MAX_ORDERED_SPLIT, self.ctas // self.num_tiles,
+                          self.k_steps // 4))
 
     @property
     def consumers(self) -> int:
