@@ -71,7 +71,8 @@ Options:
 * ``split_k=S``: K is cut into S parts, each its own work unit, and each unit adds its
   product into C with a TMA reduce-add store (``reduce="add"``): the kernel computes
   ``C += A @ B``. The last part's K steps past K load zeros, so every unit runs the same
-  number of ring uses.
+  number of ring uses. With ``split_k_ordered`` part 0 stores instead and the other parts
+  add after its store completed (:mod:`.split_k`, one flag per tile): ``C = A @ B``.
 
 The kernel's pieces are modules of their own, shared with the other kernels of
 :mod:`tvm_tma.kernels`: the work order (:mod:`.scheduler`), the ring
