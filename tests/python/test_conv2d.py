@@ -167,6 +167,21 @@ def test_default_layers_get_the_documented_tiling():
     assert got == want
 
 
+def test_few_wide_tiles_take_ordered_k_parts_that_divide_the_k_steps():
+    """Where the widest tiles leave at most half the SMs a tile, K is cut into ordered
+    parts (Y = conv: part 0 stores): at most 4, each at least 4 K steps, and dividing the K
+    steps, since no part may run past R*S*C."""
+    stride2 = conv2d_config(_layer(2, 8, 8, 128, 128, stride=2))  # 1 tile, 18 K steps
+    assert (stride2.block_n, stride2.split_k, stride2.split_k_ordered) == (128, 3, True)
+    assert stride2.k_steps % stride2.split_k == 0
+    seven = conv2d_config(_layer(32, 7, 7, 512, 512))  # 26 tiles, 72 K steps
+    assert (seven.block_n, seven.split_k, seven.work_units) == (256, 4, 104)
+    # 2 K steps (a 1x1 filter over 128 channels): too few to cut.
+    assert conv2d_config(_layer(4, 10, 10, 128, 128, 1, 1, pad=0)).split_k == 1
+    # A chosen cluster or split is kept as given.
+    assert conv2d_config(_layer(32, 7, 7, 512, 512), cluster_n=2).split_k == 1
+
+
 def test_options_are_kept_and_the_rest_fits_them():
     g = _layer(8, 64, 64, 320, 320)
     cfg = conv2d_config(g, block_n=128, schedule="pingpong", ctas=114)
@@ -242,7 +257,12 @@ def test_conv2d_refuses_a_configuration_that_is_not_its_gemm():
                          (replace(cfg, k=640), "k=640"),
                          (replace(cfg, n=128), "n=128"),
                          (replace(cfg, b_layout="kn"), "b_layout='kn'"),
-                         (replace(cfg, split_k=2), "split_k=2: conv2d computes Y = conv"),
+                         (replace(cfg, split_k=2), "split_k=2: conv2d computes Y = conv(X, "
+                                                   "F); plain split-K adds into Y (Y +=): "
+                                                   "take split_k_ordered=True"),
+                         # 9 K steps (3x3 taps of 64 channels) do not cut into 2 parts.
+                         (replace(cfg, split_k=2, split_k_ordered=True),
+                          "split_k=2: the 9 K steps of N=2 8x8x64 -> K=64"),
                          (replace(cfg, block_n=80), "block_n=80: a multiple of 32"),
                          (replace(cfg, block_n=160, epilogue_n=64),
                           "epilogue_n=64 (64 columns): whole 64-column atoms")):
