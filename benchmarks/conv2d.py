@@ -17,9 +17,10 @@ cuDNN's, both from graph replays.
 ``--compile-only`` builds and assembles every kernel for sm_90a (no GPU, no torch);
 ``--sweep`` times a few tilings per layer (tile width, ping-pong against cooperative
 warpgroups, 2x1 clusters multicasting the filter, 1x2 and 1x4 clusters multicasting the
-activation on narrow tiles, one ring stage fewer, stream-K); ``--block-m``, ``--block-n``,
-``--block-k``, ``--stages``, ``--epilogue-n``, ``--schedule``, ``--cluster``,
-``--cluster-n``, ``--stream-k`` and ``--ctas`` set one tiling;
+activation on narrow tiles, one ring stage fewer, stream-K, ordered split-K);
+``--block-m``, ``--block-n``, ``--block-k``, ``--stages``, ``--epilogue-n``,
+``--schedule``, ``--cluster``, ``--cluster-n``, ``--stream-k``, ``--split-k`` and
+``--ctas`` set one tiling;
 ``--problem N,H,W,C,K,R,S,stride,pad`` replaces the default layers (repeatable);
 ``--dump-cuda DIR`` writes each kernel's CUDA source; ``--json FILE`` the rows.
 
@@ -134,6 +135,12 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
     for block_n, cluster in [(w, c) for w in (64, 128, 256) for c in (1, 2)]:
         # Stream-K: every worker an equal run of the K steps, whatever the tile count.
         add(block_n, schedule="cooperative", cluster=cluster, stream_k=True)
+    for block_n, parts in [(w, p) for w in (128, 256) for p in (2, 4)]:
+        # Ordered split-K (part 0 stores, the others add), where the parts divide K's
+        # steps and the work units still fit the CTAs.
+        tiles = conv2d_config(geometry, dtype, ctas=ctas, block_n=block_n).num_tiles
+        if parts * tiles <= ctas:
+            add(block_n, schedule="cooperative", split_k=parts, split_k_ordered=True)
     return found
 
 

@@ -219,7 +219,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
             # without (H100; 1x4 clusters no faster than 1x2).
             chosen = replace(chosen, cluster_n=2)
     best = _epilogue_and_stages(chosen, options)
-    best.check()
+    check_config(geometry, best)
     return best
 
 
