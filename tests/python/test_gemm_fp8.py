@@ -13,6 +13,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
+from gemm_kernels import built_fixture
 from plan_fields import plan_fields
 
 import tvm_tma
@@ -148,10 +149,7 @@ def test_fp8_default_tiling(dtype):
 # Generated code
 
 
-@pytest.fixture(scope="module", params=CASES, ids=_name)
-def built(request):
-    cfg = request.param
-    return cfg, compile_kernel(gemm_kernel(cfg))
+built = built_fixture(CASES, _name)
 
 
 def test_fp8_gemm_assembles_for_sm90a(built):

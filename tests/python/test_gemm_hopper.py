@@ -11,6 +11,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from gemm_kernels import built_fixture
 
 import tvm_tma
 from tvm_tma.kernels.gemm import gemm_kernel
@@ -134,10 +135,7 @@ def _name(cfg: GemmConfig) -> str:
             f"{f'-pieces{cfg.a_copy_k}' if cfg.a_copy_k else ''}")
 
 
-@pytest.fixture(scope="module", params=CASES, ids=_name)
-def built(request):
-    cfg = request.param
-    return cfg, compile_kernel(gemm_kernel(cfg))
+built = built_fixture(CASES, _name)
 
 
 def test_gemm_assembles_for_sm90a(built):
