@@ -197,10 +197,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
         chosen = replace(chosen, cluster=cluster if chosen.ctas % cluster == 0 else 1)
     fallback = ("schedule" not in options and "block_n" not in options and width == 64
                 and chosen.num_tiles <= chosen.ctas and base.n > 64 and not chosen.stream_k)
-    chosen_split = {"split_k", "split_k_ordered", "cluster", "cluster_n"} & set(options)
+    caller_chose = {"split_k", "split_k_ordered", "cluster", "cluster_n"} & set(options)
     exact = _exact_widths(base)
     widest = replace(base, block_n=exact[0]) if fallback and exact else None
-    parts = _conv_parts(widest) if widest is not None and not chosen_split else 1
+    parts = _conv_parts(widest) if widest is not None and not caller_chose else 1
     if parts > 1:
         # A layer whose wide tiles are too few (7x7x512: 26 of 128 x 256) keeps them and
         # cuts K into ordered parts instead of falling back to 64-wide tiles: 4 parts
