@@ -495,6 +495,19 @@ TVM_FFI_STATIC_INIT_BLOCK() {
       .def_packed("tvm_tma.validate_im2col_static", tvm_tma::ValidateIm2colStaticPacked)
       .def("tvm_tma.encode_count",
            []() -> int64_t { return tvm_tma::g_encode_count.load(std::memory_order_relaxed); })
+      .def("tvm_tma.check_map_slots",
+           [](void* slots, int64_t alignment, std::string name) {
+             // The workspace a device-born map is rebound in: tensormap.replace writes a
+             // 128-byte aligned object, which only the launch can check for a pointer.
+             auto address = reinterpret_cast<uintptr_t>(slots);
+             if (alignment <= 0 || address % static_cast<uintptr_t>(alignment) != 0) {
+               std::ostringstream os;
+               os << "the tensor-map workspace " << name << " starts at 0x" << std::hex
+                  << address << std::dec << ", not on a " << alignment
+                  << "-byte boundary (tensormap.replace writes 128-byte aligned slots)";
+               tvm_tma::FailRule("tensormap-slot", os.str());
+             }
+           })
       .def("tvm_tma.driver_available", []() -> bool { return tvm_tma::GetCudaDriver().available; })
       .def("tvm_tma.driver_error",
            []() -> std::string { return tvm_tma::GetCudaDriver().unavailable_reason; });

@@ -244,15 +244,16 @@ def test_view_kernel_encodes_over_the_argument_and_assembles(name):
     assert len(assemble(built.cuda_source)) > 0
 
 
-def test_an_edge_copy_of_a_per_cta_view_is_refused():
-    """The host cannot bound a view whose offset depends on the CTA: with oob= (the copy may
-    cross the view's edge) the copy is refused rather than bounded by the argument."""
+def _edge_of_band(slots: bool):
+    """An edge copy of a per-CTA band ``A.sub[cta * 64:cta * 64 + 48, :]`` (oob: the copy
+    crosses the band's end), with or without tensor-map slots."""
     arena, slot = _arena()
 
     # fmt: off
     @T.prim_func
-    def edge_of_band(A_ptr: T.handle):
+    def edge_of_band(A_ptr: T.handle, W_ptr: T.handle):
         A = T.match_buffer(A_ptr, (ROWS, COLS), "float16", layout=TileLayout(S[ROWS, COLS]))
+        maps = T.match_buffer(W_ptr, (8, 256), "uint8")
         T.device_entry()
         cta = T.cta_id([8])
         tid = T.thread_id([32])
@@ -261,11 +262,29 @@ def test_an_edge_copy_of_a_per_cta_view_is_refused():
         mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=slot)
         band = A.sub[cta * TILE:cta * TILE + 48, :]
         if tid == 0:
-            Tx.copy_async(tile[:, :], band[0:64, 0:64], dispatch="tma", mbar=mbar.ptr_to([0]),
-                          oob="zero")
+            if slots:
+                Tx.copy_async(tile[:, :], band[0:64, 0:64], dispatch="tma",
+                              mbar=mbar.ptr_to([0]), oob="zero", tensormap=maps.ptr_to([cta, 0]))
+            else:
+                Tx.copy_async(tile[:, :], band[0:64, 0:64], dispatch="tma",
+                              mbar=mbar.ptr_to([0]), oob="zero")
     # fmt: on
-    (copy,) = tvm_tma.explain(edge_of_band).copies
-    assert copy.rule == "global-view-offset" and "offset cta * 8192" in copy.detail
+    return edge_of_band
+
+
+def test_an_edge_copy_of_a_per_cta_view_needs_a_map_rebound_on_the_device():
+    """The host cannot bound a view whose offset depends on the CTA: with oob= (the copy may
+    cross the view's edge) the map must be the view's own, rebound on the device, so the
+    copy needs tensor-map slots (refused without them, named) and plans with them."""
+    (copy,) = tvm_tma.explain(_edge_of_band(slots=False)).copies
+    assert copy.rule == "tensormap-slot" and "tensormap=" in copy.detail
+    built = compile_kernel(_edge_of_band(slots=True))
+    body = built.cuda_source[built.cuda_source.index("__global__"):]
+    # The band's base (row cta * 64 of A: 16384 bytes per CTA), its 128 columns and 48 rows
+    # and its 256-byte row stride are what the rebind writes.
+    assert ("(reinterpret_cast<uint64_t>(A_ptr) + ((uint64_t)(((int)blockIdx.x) * 16384))), "
+            "(uint)128, (uint)48, (uint64_t)256ULL);") in body
+    assert len(assemble(built.cuda_source)) > 0
 
 
 @pytest.mark.gpu

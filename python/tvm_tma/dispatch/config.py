@@ -9,7 +9,7 @@ import tvm
 from ..planner.errors import refuse
 from ..planner.global_view import LOAD_OOB, STORE_OOB
 from ..planner.proofs import Prover, as_int
-from .facts import CLUSTER_KEY, FACTS_KEY, cluster_ranks_of
+from .facts import CLUSTER_KEY, CTA_KEY, FACTS_KEY, cluster_ranks_of
 from .operands import read_mbar
 from .roots import ROOT_KEYS
 from .seed_options import (
@@ -22,9 +22,9 @@ from .seed_options import (
 
 #: Options the variant understands; anything else is refused by name, never ignored.
 SUPPORTED_OPTIONS = ("mbar", "cache_hint", "oob", "cta_group", "multicast", "reduce",
-                     "use_tma_reduce", "prefetch", "l2_promotion")
+                     "use_tma_reduce", "prefetch", "l2_promotion", "tensormap")
 #: Keys the parse hook writes (not options a kernel author passes).
-CAPTURED_KEYS = (FACTS_KEY, CLUSTER_KEY, *ROOT_KEYS)
+CAPTURED_KEYS = (FACTS_KEY, CLUSTER_KEY, CTA_KEY, *ROOT_KEYS)
 #: ``oob=`` values by direction: fill a load's out-of-bounds elements with zeros or NaN, or
 #: drop a store's (a store writes nothing outside the tensor whatever it is told to fill).
 OOB_OPTIONS = {"g2s": LOAD_OOB, "s2g": STORE_OOB}
@@ -49,6 +49,9 @@ class CopyOptions:
     prefetch: bool = False
     #: The map's L2 promotion enum
     l2_promotion: int = 2
+    #: Two global slots for a device-born map (a copy of a device-side view), as written;
+    #: validated where the launch is known (:func:`.device_view.read_slots`)
+    tensormap: object | None = None
 
 
 def _read_cache_hint(value):
@@ -109,7 +112,8 @@ def read_options(config, direction: str, prover=None) -> CopyOptions:
     return CopyOptions(mbar=mbar, cache_hint=_read_cache_hint(config.get("cache_hint")),
                        oob=_read_oob(config.get("oob"), direction), multicast=multicast,
                        reduce=read_reduce(config, direction), prefetch=prefetch,
-                       l2_promotion=read_l2_promotion(config.get("l2_promotion")))
+                       l2_promotion=read_l2_promotion(config.get("l2_promotion")),
+                       tensormap=config.get("tensormap"))
 
 
 def _read_cta_group(value) -> None:

@@ -24,6 +24,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 
 import tvm
+import tvm_ffi
+from tvm.ir.expr import TensorLoad
 
 from ..parse_frames import frames_being_parsed, scope_id_defs_being_parsed
 from ..planner.proofs import range_fact
@@ -32,8 +34,13 @@ from ..planner.proofs import range_fact
 FACTS_KEY = "tma_facts"
 #: The config key that holds the kernel's CTA-in-cluster rank variables (a cluster kernel).
 CLUSTER_KEY = "tma_cluster"
+#: The config key that holds the variables that tell the kernel's CTAs apart (``T.cta_id``,
+#: ``T.cluster_id``, ``T.cta_id_in_cluster``) and their extents.
+CTA_KEY = "tma_cta"
 #: The scope binding of ``T.cta_id_in_cluster`` (cluster -> cta, tvm/tirx/exec_scope.py).
 _CLUSTER_TO_CTA = 2
+#: The scope bindings of the CTA-telling ids: kernel -> cluster, kernel -> cta, cluster -> cta.
+_CTA_TELLING = (0, 1, 2)
 
 _LOOP_FRAMES = ("ForFrame", "WhileFrame")
 _COPY_OPS = ("tirx.tile.copy", "tirx.tile.copy_async")
@@ -73,15 +80,38 @@ def assumed(stmt):
 
 
 def scalar_value(stmt):
-    """``load == value`` for ``t = value`` into a one-element local buffer, else None."""
+    """``load == value`` for ``t = value`` into a one-element local buffer, else None.
+
+    A value that reads local scalars keeps them (the fact then holds only while none of
+    them changes: :func:`_holds_at_copy` checks that); one that reads shared or global
+    memory -- a group's first row, ``offs[g - 1]`` -- states only what holds for any value
+    that memory held: each such read becomes a fresh unknown (``start == min(max(x, 0),
+    end)`` still bounds ``start`` by ``end``). ``t = t + 1`` states nothing."""
     if type(stmt).__name__ != "BufferStore":
         return None
     buffer = stmt.buffer
     if str(buffer.scope()) != "local" or len(stmt.indices) != 1:
         return None
-    if buffer_vars(stmt.value):  # the value reads other buffers: it may be stale
-        return None
-    return tvm.tirx.EQ(buffer[stmt.indices[0]], stmt.value)
+    read = buffer_vars(stmt.value)
+    if any(var.same_as(buffer) for var in read):
+        return None  # t = t + 1: the fact would relate t's new value to its old one
+    value = stmt.value
+    if any(str(var.ty.storage_scope) != "local" for var in read):
+        value = _unknown_reads(value)
+    return tvm.tirx.EQ(buffer[stmt.indices[0]], value)
+
+
+def _unknown_reads(value):
+    """``value`` with every read of shared or global memory replaced by a fresh variable of
+    its type (what was read is not known to be what that memory holds later)."""
+
+    def load(node):
+        if str(node.source.data.ty.storage_scope) == "local":
+            return node
+        return tvm.tirx.Var("loaded", node.ty.dtype if hasattr(node.ty, "dtype") else
+                            str(node.dtype))
+
+    return tvm_ffi.structural_map(value, [(TensorLoad, load)])
 
 
 def _candidates(frames: list) -> list[_Candidate]:
@@ -121,6 +151,8 @@ def writes(stmt, buffers: set) -> bool:
         return writes(stmt.body, buffers)
     if kind == "BufferStore":
         return stmt.buffer in buffers
+    if kind == "DeclBuffer":
+        return False  # declares a view: its shape and offset only read
     if kind == "TilePrimitiveCall" and str(stmt.op.name) in _COPY_OPS:
         return stmt.args[0].source in buffers  # a copy writes its first operand only
     if assumed(stmt) is not None:
@@ -164,16 +196,32 @@ def capture_into(config: dict) -> None:
     facts = _scope_id_facts() + _context_facts()
     if facts:
         config[FACTS_KEY] = facts
-    ranks = [var for scope_def in scope_id_defs_being_parsed() or ()
+    config.pop(CTA_KEY, None)
+    defs = list(scope_id_defs_being_parsed() or ())
+    ranks = [var for scope_def in defs
              if int(scope_def.scope) == _CLUSTER_TO_CTA for var in scope_def.def_ids]
     if ranks:
         config[CLUSTER_KEY] = ranks
+    ctas = [[var, extent] for scope_def in defs
+            if int(scope_def.scope) in _CTA_TELLING and scope_def.extents is not None
+            for var, extent in zip(scope_def.def_ids, scope_def.extents)]
+    if ctas:
+        config[CTA_KEY] = ctas
 
 
 def cluster_ranks_of(config: Mapping) -> tuple:
     """The CTA-in-cluster rank variables of the kernel (empty: not a cluster kernel)."""
     ranks = config.get(CLUSTER_KEY) if config is not None else None
     return tuple(ranks) if ranks is not None else ()
+
+
+def cta_indices_of(config: Mapping) -> dict:
+    """The variables that tell the kernel's CTAs apart (``T.cta_id``, ``T.cluster_id``,
+    ``T.cta_id_in_cluster``) and take more than one value, with their extents (empty for a
+    copy built without the parser)."""
+    pairs = config.get(CTA_KEY) if config is not None else None
+    return {var: extent for var, extent in (pairs or ())
+            if not (type(extent).__name__ == "IntImm" and int(extent) == 1)}
 
 
 def facts_of(config: Mapping) -> tuple:

@@ -13,6 +13,7 @@ The dispatch emits no completion: a g2s copy completes on the caller's mbarrier
 from __future__ import annotations
 
 import contextlib
+from collections.abc import Callable
 
 import tvm
 from tvm.script import tirx as T
@@ -39,9 +40,8 @@ def _shared_pointer(shared_buffer, element_offset):
     return flat.ptr_to([element_offset])
 
 
-def _issue(plan: TmaPlan, tensor_map, shared_buffer, options: CopyOptions, arch: str, offset,
+def _issue(plan: TmaPlan, address, shared_buffer, options: CopyOptions, arch: str, offset,
            coords, policy=None):
-    address = T.address_of(tensor_map)
     if options.prefetch:
         return intrin.prefetch(address, coords, cache_hint=policy, arch=arch)
     if plan.direction == "g2s":
@@ -92,22 +92,28 @@ def _decompose(plan: TmaPlan, index, cta_rank=None):
 
 
 def emit_issues(plan: TmaPlan, tensor_map, shared_buffer, options: CopyOptions, arch: str,
-                prover):
+                prover, locate_map: Callable[[], object] | None = None):
     """A parameterless PrimFunc whose body replaces the copy_async call.
 
     ``options.cache_hint`` (None, a priority name or a uint64 expression) adds
-    ``.L2::cache_hint`` and the policy operand to every issue.
+    ``.L2::cache_hint`` and the policy operand to every issue. ``locate_map``, for a
+    device-born map, emits the rebind of the map (when the view changed) and returns the
+    address the issues name (:func:`.device_view.emit_rebind`); otherwise they name
+    ``tensor_map``, the kernel parameter.
     """
     cta_rank = options.multicast.rank if options.multicast is not None else None
     if (plan.cluster_split is None) != (cta_rank is None):
         raise ValueError("a plan split among CTAs needs the CTA's rank, and only it does")
 
+    address = []
+
     def issue(offset, coords, policy):
-        T.evaluate(_issue(plan, tensor_map, shared_buffer, options, arch,
+        T.evaluate(_issue(plan, address[0], shared_buffer, options, arch,
                           prover.simplify(offset), [prover.simplify(c) for c in coords],
                           policy))
 
     def body():
+        address.append(T.address_of(tensor_map) if locate_map is None else locate_map())
         policy = _policy(options.cache_hint)
         count = plan.issues_per_cta
         if count == 1:

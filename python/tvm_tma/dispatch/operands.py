@@ -45,7 +45,7 @@ def read_mbar(value, prover: Prover):
     if scope and scope not in ("shared", "shared.dyn"):
         raise refuse("mbar", f"mbar={value} points into {scope!r} memory; an mbarrier lives "
                      "in shared memory")
-    located = _pointed_element(value)
+    located = pointed_element(value)
     if located is not None:
         buffer, indices = located
         for dim, (index, size) in enumerate(zip(indices, buffer.shape)):
@@ -68,7 +68,7 @@ def mbar_byte_offset(value, prover: Prover):
     """Bytes from its buffer's data pointer to the mbarrier ``value`` points at (the same
     pointer as the allocation's when the buffer is a view over it), or None when the IR
     does not show which buffer element it is."""
-    located = _pointed_element(value)
+    located = pointed_element(value)
     if located is None:
         return None
     buffer, indices = located
@@ -78,11 +78,11 @@ def mbar_byte_offset(value, prover: Prover):
 
 def mbar_buffer(value):
     """The buffer the mbarrier pointer points into, or None."""
-    located = _pointed_element(value)
+    located = pointed_element(value)
     return None if located is None else located[0]
 
 
-def _pointed_element(value):
+def pointed_element(value):
     """``(buffer, indices)`` for ``T.address_of(buffer[indices])``, else None."""
     if type(value).__name__ != "Call" or getattr(value.op, "name", "") != "tirx.address_of":
         return None

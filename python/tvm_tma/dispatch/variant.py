@@ -13,7 +13,16 @@ from ..planner.proofs import Prover
 from ..planner.shared_space import MBARRIER_BYTES, check_in_allocation, check_mbar_clear
 from .config import CopyOptions, read_options
 from .descriptors import tensor_map_for
-from .facts import cluster_ranks_of, facts_of
+from .device_view import (
+    SlotPair,
+    device_view_slots,
+    emit_rebind,
+    emit_slot_check,
+    rebind_fields,
+    tag_buffer,
+    template_spec,
+)
+from .facts import cluster_ranks_of, cta_indices_of, facts_of
 from .host_checks import emit_host_checks
 from .issue import emit_issues
 from .operands import mbar_buffer, mbar_byte_offset
@@ -35,6 +44,8 @@ class PlannedCopy:
     prover: Prover  # holds the facts the plan rests on (``prover.established``)
     shared_region: object
     global_region: object
+    #: The ``tensormap=`` slots of a copy of a device-side view (None: a host-born map).
+    slots: SlotPair | None = None
 
 
 def copy_prover(op, var_ranges: dict) -> Prover:
@@ -67,7 +78,12 @@ def plan_copy(op, var_ranges: dict, prover: Prover | None = None) -> PlannedCopy
         check_mask_issuers(copy_plan, multicast.mask,
                            cluster_shape(cluster_ranks_of(op.config), prover), var_ranges,
                            facts_of(op.config), shared_region, global_region)
-    return PlannedCopy(direction, options, copy_plan, prover, shared_region, global_region)
+    slots = None
+    if copy_plan.device_view:
+        slots = device_view_slots(options.tensormap, global_region.source,
+                                  argument_of(op.config), prover, cta_indices_of(op.config))
+    return PlannedCopy(direction, options, copy_plan, prover, shared_region, global_region,
+                       slots)
 
 
 def _check_mbar_space(copy_plan: TmaPlan, mbar, shared_region, shared_allocation,
@@ -108,10 +124,36 @@ def lower_tma_copy(op, sctx):
     view = planned.global_region.source
     argument = argument_of(op.config)
     host_buffer = view if argument is None else argument
+    if planned.plan.device_view:
+        try:
+            return _lower_device_view(planned, op, sctx, host_buffer)
+        except PlanError as error:
+            fail(str(error))
     base_bytes = planned.plan.base_offset * (tvm.DataType(str(view.dtype)).bits // 8)
     tensor_map = tensor_map_for(planned.plan.tensor_map, host_buffer, sctx, base_bytes)
     return emit_issues(planned.plan, tensor_map, planned.shared_region.source,
                        planned.options, str(sctx.target.arch), planned.prover)
+
+
+def _lower_device_view(planned: PlannedCopy, op, sctx, host_buffer):
+    """A copy of a device-side view: a template encoded on the host, rebound on the device
+    by the issuing thread into the copy's ``tensormap=`` slots (:mod:`.device_view`).
+
+    A copy whose map the host can encode ignores ``tensormap=``: a kernel may pass slots
+    wherever a view might be device-side (a group's B matrix that is inside B whole when
+    N is a multiple of the tile, not otherwise) and pays for a rebind only where one is
+    needed."""
+    plan, slots, prover = planned.plan, planned.slots, planned.prover
+    emit_slot_check(slots, sctx)
+    template = template_spec(plan.tensor_map, prover)
+    tensor_map = tensor_map_for(template, host_buffer, sctx)
+    rebind = rebind_fields(plan, planned.global_region.source, prover)
+    tag = tag_buffer(sctx, slots, len(rebind.watched), shared_allocation_of(op.config),
+                     str(template))
+    arch = str(sctx.target.arch)
+    return emit_issues(plan, tensor_map, planned.shared_region.source, planned.options, arch,
+                       prover, locate_map=lambda: emit_rebind(rebind, slots, tag, tensor_map,
+                                                              arch))
 
 
 _registered = False

@@ -25,8 +25,8 @@ RULE_HINTS: dict[str, str] = {
     "global-stride": "pad the global rows so every stride is a multiple of 16 bytes",
     "global-dim": "keep every global dimension between 1 and 2^32 elements",
     "global-address-align": "allocate the global tensor 16-byte aligned",
-    "global-view-offset": "copy from the kernel argument with the offset in the region's "
-    "start (A[r0:r1, c0:c1]), or keep a CTA-dependent view's copies inside the view",
+    "tensormap-slot": "give the copy tensormap=<workspace>.ptr_to([cta, 0]): two 128-byte "
+    "aligned slots per CTA in a global workspace (see tvm_tma.dispatch.device_view)",
     "region-bounds": "keep the region inside the tensor: declare the index's range "
     "(T.cta_id([n]) / loop extents) or guard it (t = cta + i * grid; if t < num_tiles:) so "
     "that start + extent <= size is provable; for an edge tile pass oob=\"zero\" / \"nan\" "

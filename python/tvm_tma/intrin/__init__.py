@@ -22,6 +22,7 @@ from .descriptor import (
     replace_address,
     replace_dim,
     replace_stride,
+    seed,
 )
 from .errors import RULES, IntrinError
 from .host import encode_tiled
@@ -53,6 +54,7 @@ __all__ = [
     "replace_address",
     "replace_dim",
     "replace_stride",
+    "seed",
     "store",
     "wait_group",
 ]

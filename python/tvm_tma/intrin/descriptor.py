@@ -257,6 +257,48 @@ def cp_fenceproxy(dst_global_desc, src_shared_desc, scope: str = "gpu",
     return CP_FENCEPROXY.call({"scope": scope}, [dst, src], arch)
 
 
+# ---- seed --------------------------------------------------------------------------------
+
+#: Bytes of a tensor-map object as the mutators address it (``.b1024``): the 64 live bytes
+#: and the reserved half, copied whole so a slot never keeps a previous map's padding.
+MAP_OBJECT_BYTES = 128
+
+
+def _seed_render(spec: dict) -> Rendered:
+    # Eight 16-byte generic loads from the template and stores to the slot, in a scoped
+    # block of its own two registers (the template is a __grid_constant__ parameter, read
+    # through its generic address).
+    moves = " ".join(f"ld.v2.b64 {{lo, hi}}, [%1+{offset}]; "
+                     f"st.global.v2.b64 [%0+{offset}], {{lo, hi}};"
+                     for offset in range(0, spec["bytes"], 16))
+    return straight(["gaddr", "gaddr"], "{ .reg .b64 lo, hi; " + moves + " }")
+
+
+def _seed_check(spec: dict, operands: Sequence) -> None:
+    if spec["bytes"] != MAP_OBJECT_BYTES:
+        raise IntrinError("spec", f"seed copies a {MAP_OBJECT_BYTES}-byte map object, not "
+                          f"{spec['bytes']} bytes")
+    if len(operands) != 2:
+        raise IntrinError("spec", f"seed takes (global slot, template map), got "
+                          f"{len(operands)}")
+    if pointer_space(operands[0]) in ("shared", "param"):
+        raise IntrinError("operand-space", f"seed writes a global slot, got a "
+                          f"{pointer_space(operands[0])} pointer ({operands[0]})")
+
+
+SEED = define(Family("seed", {"bytes": int}, _seed_render, _seed_check, lambda spec: (90, "")))
+
+
+def seed(slot, template, arch: str | None = None):
+    """Copy the 128-byte map object ``template`` (a host-born map, e.g. the
+    ``__grid_constant__`` parameter ``T.address_of(map)``) into the global ``slot`` with
+    generic loads and stores: the first step of a device-born map, before the
+    :func:`rebind` that retargets it (its fences order these stores too)."""
+    slot = require_pointer(slot, "seed slot (a global tensor-map slot)")
+    template = require_pointer(template, "seed template", tensor_map=True)
+    return SEED.call({"bytes": MAP_OBJECT_BYTES}, [slot, template], arch)
+
+
 # ---- rebind -----------------------------------------------------------------------------
 
 def _rebind_render(spec: dict) -> Rendered:

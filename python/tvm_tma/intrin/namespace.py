@@ -31,6 +31,7 @@ BUILDERS = {
     "fence_release": descriptor.fence_release,
     "cp_fenceproxy": descriptor.cp_fenceproxy,
     "rebind": descriptor.rebind,
+    "seed": descriptor.seed,
 }
 
 

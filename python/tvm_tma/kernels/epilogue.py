@@ -84,7 +84,8 @@ def make_store_unit(cfg: GemmConfig) -> Callable[..., None]:
     ``scale`` is the one-element fp32 local holding ``scale_a * scale_b`` (FP8; None, and
     not read, for 16-bit inputs). ``order`` is ``(flags, flag, part)`` with ordered
     split-K (the flags workspace, a one-element int32 local, the unit's K part), else None
-    (not read).
+    (not read). ``c_map``: where C is a device-side view (a grouped GEMM's group of rows),
+    the ``tensormap=`` slots its stores rebind (:mod:`tvm_tma.dispatch.device_view`).
     """
     m, n, dtype = cfg.m, cfg.n, cfg.out_dtype
     scaled = cfg.fp8
@@ -98,7 +99,8 @@ def make_store_unit(cfg: GemmConfig) -> Callable[..., None]:
 
     # fmt: off
     @T.inline
-    def store_unit(C, c_tile, acc, cs, row0, mb, nb, lane, barrier, storer, scale, order):
+    def store_unit(C, c_tile, acc, cs, row0, mb, nb, lane, barrier, storer, scale, order,
+                   c_map=None):
         # en columns at a time: round the accumulators into the C stage, then one thread
         # stores it with TMA; the previous store must have read the stage first.
         warp = T.meta_var(lane // 32)
@@ -135,17 +137,19 @@ def make_store_unit(cfg: GemmConfig) -> Callable[..., None]:
                     # Part 0 stores, the others add (after part 0's store: above).
                     if part == 0:
                         Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en],
-                                      c_tile[cs, :, :], dispatch="tma", oob="skip")
+                                      c_tile[cs, :, :], dispatch="tma", oob="skip",
+                                      tensormap=c_map)
                     else:
                         Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en],
                                       c_tile[cs, :, :], dispatch="tma", oob="skip",
-                                      reduce=reduce)
+                                      reduce=reduce, tensormap=c_map)
                 elif split_k > 1:
                     Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en], c_tile[cs, :, :],
-                                  dispatch="tma", oob="skip", reduce=reduce)
+                                  dispatch="tma", oob="skip", reduce=reduce,
+                                  tensormap=c_map)
                 else:
                     Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en], c_tile[cs, :, :],
-                                  dispatch="tma", oob="skip")
+                                  dispatch="tma", oob="skip", tensormap=c_map)
                 T.ptx.cp.async_.bulk.commit_group()
         if ordered:
             # Every unit, its stores skipped past M or N or not, passes the flag on.

@@ -134,7 +134,9 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
     (``multicast=rank``); along N each CTA loads its own ``share`` rows of the A tile
     into every CTA's slot (a mask of them all). ``rank`` is the CTA's rank in its
     cluster as the scope id, ``place`` the same number computed from the CTA index (0
-    and 0 without a cluster: see :func:`make_kernel_body`).
+    and 0 without a cluster: see :func:`make_kernel_body`). ``a_map`` / ``b_map``: where
+    A / B is a device-side view (a grouped GEMM's group), the ``tensormap=`` slots its
+    loads rebind (:mod:`tvm_tma.dispatch.device_view`); None otherwise.
     """
     bm, bn, bk = cfg.block_m, cfg.block_n, cfg.block_k
     cluster, cluster_n = cfg.cluster, cfg.cluster_n
@@ -151,7 +153,8 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
 
     # fmt: off
     @T.inline
-    def load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank, place):
+    def load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank, place,
+                   a_map=None, b_map=None):
         for ks in T.serial(count):
             it = T.meta_var(it0 + ks)
             s = T.meta_var(ring.slot(it))
@@ -170,7 +173,7 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                                   A[mb * bm + place * share:mb * bm + place * share + share,
                                     k0:k0 + bk],
                                   dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                                  multicast=every_cta)
+                                  multicast=every_cta, tensormap=a_map)
                 else:
                     for p in T.unroll(pieces):
                         if k0 + p * piece < cfg.k:
@@ -180,10 +183,11 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                                             mb * bm + place * share + share,
                                             k0 + p * piece:k0 + p * piece + piece],
                                           dispatch="tma", mbar=ring.full_barrier(it),
-                                          oob="zero", multicast=every_cta)
+                                          oob="zero", multicast=every_cta, tensormap=a_map)
             elif pieces == 1:
                 Tx.copy_async(a_ring[s, :, :], A[mb * bm:mb * bm + bm, k0:k0 + bk],
-                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero")
+                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                              tensormap=a_map)
             else:
                 # One copy per 8-column piece (each inside one filter tap of a conv2d);
                 # no piece starts at or past K.
@@ -192,23 +196,26 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                         Tx.copy_async(a_ring[s, :, p * piece:p * piece + piece],
                                       A[mb * bm:mb * bm + bm,
                                         k0 + p * piece:k0 + p * piece + piece],
-                                      dispatch="tma", mbar=ring.full_barrier(it), oob="zero")
+                                      dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                                      tensormap=a_map)
             if cluster > 1:
                 # The cluster's CTAs share the B tile: each loads 1/cluster of it into all.
                 if kn:
                     Tx.copy_async(b_ring[s, :, :], B[k0:k0 + bk, nb * bn:nb * bn + bn],
                                   dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                                  multicast=rank)
+                                  multicast=rank, tensormap=b_map)
                 else:
                     Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
                                   dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                                  multicast=rank)
+                                  multicast=rank, tensormap=b_map)
             elif kn:
                 Tx.copy_async(b_ring[s, :, :], B[k0:k0 + bk, nb * bn:nb * bn + bn],
-                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero")
+                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                              tensormap=b_map)
             else:
                 Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
-                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero")
+                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                              tensormap=b_map)
     # fmt: on
     return load_steps
 
@@ -221,9 +228,10 @@ def make_load_unit(cfg: GemmConfig) -> Callable[..., None]:
     load_steps = make_load_steps(cfg)
 
     @T.inline
-    def load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place):
+    def load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place, a_map=None,
+                  b_map=None):
         load_steps(ring, a_ring, b_ring, A, B, j * steps, part * steps, steps, mb, nb, rank,
-                   place)
+                   place, a_map, b_map)
 
     return load_unit
 
@@ -311,12 +319,20 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
     return gemm
 
 
-def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..., None]:
-    """``body(A_arg, B, C, scales, partials, flags)``: the whole kernel after its arguments
-    are matched (every match_buffer precedes the A view's decl_buffer here: a declaration
-    opens a frame, after which no argument can be matched). ``scales`` is the
+def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
+                     ) -> Callable[..., None]:
+    """``body(A_arg, B, C, scales, partials, flags, groups)``: the whole kernel after its
+    arguments are matched (every match_buffer precedes the A view's decl_buffer here: a
+    declaration opens a frame, after which no argument can be matched). ``scales`` is the
     ``(scale_a, scale_b)`` pair of one-element fp32 buffers with FP8 inputs, else None;
-    ``partials`` and ``flags`` are None but with stream-K."""
+    ``partials`` and ``flags`` are None but with stream-K.
+
+    ``work``: another kernel's walk over its work (a grouped GEMM's tiles across groups,
+    :mod:`.grouped_gemm`), with ``produce(ring, a_ring, b_ring, A, B, groups, worker)``
+    and ``consume(ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, groups, worker,
+    consumer, lane, tid)`` run by the producer thread and the consumer warpgroups in
+    place of the GEMM's loops (``groups`` is that kernel's extra arguments); everything
+    else -- shared memory, ring, barriers, register split -- is this kernel's."""
     m, k = cfg.m, cfg.k
     (a_dtype, b_dtype), c_dtype = cfg.input_dtypes, cfg.out_dtype
     bm, bn, bk, stages = cfg.block_m, cfg.block_n, cfg.block_k, cfg.stages
@@ -348,7 +364,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
 
     # fmt: off
     @T.inline
-    def body(A_arg, B, C, scales, partials, flags):
+    def body(A_arg, B, C, scales, partials, flags, groups=None):
         if a_operand is None:
             A = T.meta_var(A_arg)
         else:
@@ -418,7 +434,9 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
         if warpgroup == 0:
             T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGISTERS)
             if tid == 0:
-                if stream_k:
+                if work is not None:
+                    work.produce(ring, a_ring, b_ring, A, B, groups, worker)
+                elif stream_k:
                     # Whole tiles first (rounds 0 .. dp_rounds - 1, the plain order), then
                     # the K steps of this worker's run, tile by tile: ring use
                     # dp_rounds * k_steps + (step - first).
@@ -449,7 +467,10 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None) -> Callable[..
                 # multiplies every accumulator by their product as it rounds it to bf16.
                 scale_a, scale_b = T.meta_var(scales)
                 scale[0] = scale_a[0] * scale_b[0]
-            if stream_k:
+            if work is not None:
+                work.consume(ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, groups,
+                             worker, consumer, lane, tid)
+            elif stream_k:
                 # Whole tiles first, then each tile of the run: its K steps here, then
                 # either publish them (a tile this run did not start) or gather the peers'
                 # and store the tile.

@@ -373,6 +373,8 @@ def _finish(dims: list[_Dim], ctx: Context) -> TmaPlan:
         base_offset=ctx.global_view.base_offset,
         edge_dims=tuple(index for index, d in enumerate(dims) if not d.inside),
         host_checks=ctx.global_view.host_checks,
+        device_view=not all(ctx.prover.is_host_expr(value) for value in (
+            ctx.global_view.base_offset, *spec.global_dims, *spec.global_strides)),
     )
     check_plan(plan, ctx)
     return plan

@@ -24,8 +24,6 @@ RULES: dict[str, str] = {
     "global-stride": "global strides must be multiples of 16 bytes and below 2^40",
     "global-dim": "global dimensions must be in (0, 2^32]",
     "global-address-align": "the global base address must be 16-byte aligned",
-    "global-view-offset": "a global view's offset must become whole coordinates of a view "
-    "the host can bound, or a base address the host can compute",
     "region-bounds": "the copied region must provably lie inside the global tensor (or, "
     "with oob=, may cross its end but a store never its start)",
     "oob": "oob= is \"zero\" or \"nan\" (floating types) on global->shared and \"skip\" "
@@ -51,6 +49,8 @@ RULES: dict[str, str] = {
     "config": "an option of the copy is missing, misplaced or unsupported",
     "mbar": "the mbarrier operand must be an 8-byte aligned address in shared memory",
     "scope": "TMA is issued by a single thread",
+    "tensormap-slot": "a copy of a device-side view (a map rebound on the device) needs "
+    "tensormap=: two 128-byte aligned slots of a global workspace that its CTA alone uses",
     "cache-hint": "an L2 cache hint is an eviction priority name or a 64-bit createpolicy value",
 }
 

@@ -145,7 +145,16 @@ def global_placements(region, prover: Prover, direction: str, oob: str | None = 
 def _check_view_in_argument(view, argument, prover: Prover) -> None:
     """A view declared over a kernel argument's data must address only the argument's bytes:
     the allocation behind the argument may be larger (a caching allocator's block), so the
-    encoder's allocation check at launch cannot see a view that reads past the argument."""
+    encoder's allocation check at launch cannot see a view that reads past the argument.
+    A view whose size the device computes (a group's rows) must first be provably
+    non-empty: its map is rebound to that size, and a map has no empty dim."""
+    for index, size in enumerate(view.shape):
+        if not prover.is_host_expr(size) and not prover.establish(
+                size >= 1, f"global-dim ({view.name} dimension {index})"):
+            raise refuse("global-dim", f"global view {view.name} dimension {index} has the "
+                         f"device-side size {size}, not provably at least 1: its map is "
+                         "rebound to that size on the device, and a map needs every dim in "
+                         f"(0, 2^32] (guard the copy: if {size} > 0)")
     lo, hi = buffer_span(view, prover)
     arg_lo, arg_hi = buffer_span(argument, prover)
     if not prover.establish(tvm.tirx.all(lo >= arg_lo, hi <= arg_hi),
@@ -266,12 +275,24 @@ def _place_view(dims: list[GlobalDim], offset: Expr, width: int, buffer, prover:
     translated = _in_argument(dims, offset, prover, argument)
     if translated is not None:
         return [(translated, 0)]
+    if _device_base_aligned(offset, width, prover):
+        # A view the device places (rows offs[g - 1]:offs[g] of A): the map starts at
+        # data + offset and keeps the view's own dims, so a device-born map rebound per
+        # view (``TmaPlan.device_view``) bounds the copy in hardware.
+        return [(dims, offset)]
     raise refuse(
-        "global-view-offset",
-        f"global view {buffer.name} starts at the CTA-dependent offset {offset}: the tensor map "
-        "is encoded on the host, so it needs the view's offset as whole coordinates of a view "
-        "it can bound there (index the argument directly, A[r0:r0 + m, ...], or keep the copy "
-        "inside the view)")
+        "global-address-align",
+        f"global view {buffer.name} starts at the device-side offset {offset} "
+        f"({prover.simplify(offset * width)} bytes past its data pointer), not provably a "
+        "multiple of 16 bytes: the base of a map rebound on the device must be (and no host "
+        "encode checks it)")
+
+
+def _device_base_aligned(offset: Expr, width: int, prover: Prover) -> bool:
+    """``data + offset`` computed on the device is provably 16-byte aligned: no host encode
+    sees that address, so the proof is the only check it gets (a misaligned base faults)."""
+    return prover.establish_divisible(prover.simplify(offset * width), 16,
+                                      "global-address-align (device-side base)")
 
 
 def _base_allowed(offset: Expr, width: int, prover: Prover) -> bool:

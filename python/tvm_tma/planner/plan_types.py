@@ -187,6 +187,10 @@ class TmaPlan:
     #: An im2col load's tap offsets (driver order: W, H), the same for every issue; empty
     #: for a tiled copy.
     im2col_offsets: tuple[Expr, ...] = field(default=())
+    #: The map's base, dims or strides are device-side values (a view the device places,
+    #: e.g. rows ``offs[g - 1]:offs[g]``): the host encodes a template and the issuing
+    #: thread rebinds a copy of it (``tvm_tma.dispatch.device_view``) before the issues.
+    device_view: bool = False
 
     @property
     def is_im2col(self) -> bool:

@@ -50,24 +50,35 @@ def _check_shape(spec) -> None:
 
 
 def _check_global(plan: TmaPlan, ctx: Context) -> None:
+    """Strides and dims: proven, refused when provably wrong, or left to the encoder -- but
+    a device-side value (a view the device places, :attr:`TmaPlan.device_view`) never
+    reaches an encoder, so for it the proof is the only check."""
     prover = ctx.prover
     spec = plan.tensor_map
     for index, stride in enumerate(spec.global_strides, start=1):
-        _prove_or_defer(
-            prover,
+        _require(
+            prover, stride,
             tvm.tirx.floormod(stride, 16) == 0,
             "global-stride",
             f"global stride of dimension {index} is {stride} bytes, not a multiple of 16",
         )
-        _prove_or_defer(
-            prover, stride < (1 << 40), "global-stride",
+        _require(
+            prover, stride, stride < (1 << 40), "global-stride",
             f"global stride of dimension {index} is {stride} bytes (must be < 2^40)",
         )
     for index, size in enumerate(spec.global_dims):
-        _prove_or_defer(
-            prover, tvm.tirx.all(size > 0, size <= (1 << 32)), "global-dim",
+        _require(
+            prover, size, tvm.tirx.all(size > 0, size <= (1 << 32)), "global-dim",
             f"global dimension {index} has size {size} (must be in (0, 2^32])",
         )
+
+
+def _require(prover: Prover, value, condition, rule: str, detail: str) -> None:
+    if prover.is_host_expr(value):
+        _prove_or_defer(prover, condition, rule, detail)
+    elif not prover.establish(condition, rule, position=False):
+        raise refuse(rule, detail + "; it is a device-side value, which no host encode "
+                     "checks, so it must be provable at the copy (a guard or T.assume)")
 
 
 def _check_inner_coordinate(plan: TmaPlan, ctx: Context) -> None:

@@ -1,0 +1,229 @@
+"""The grouped GEMM of tvm_tma.kernels.grouped_gemm against ``torch._grouped_mm`` and the loop
+of ``torch.matmul`` per group (bf16, mixture-of-experts shapes).
+
+A problem ``E,M,N,K`` is E groups (experts) over M stacked rows: A (M, K), B (E, N, K), C
+(M, N), ``C[rows of g] = A[rows of g] @ B[g]^T``. The group sizes are drawn unevenly (a
+router's spread: ``tvm_tma.kernels.grouped_reference.uneven_sizes``, seeded by the
+problem), each a multiple of 16 as torch's kernel needs, now and then 0. ``offs`` (the
+group ends) lives on the GPU: neither kernel reads it on the host.
+
+Every problem is first checked against an fp32 reference computed on the GPU with the
+GEMM's bound (``tvm_tma.kernels.reference.error_bound``): each element within
+``2 * 2^-8 * |ref| + 2 * K * 2^-24 * (|A| @ |B|) + 1e-6`` of the fp32 product of its group;
+C starts as NaN, so an element never written fails. Then the kernel, ``torch._grouped_mm(A,
+B.transpose(1, 2), offs=offs)`` and the loop of ``torch.matmul`` per group are timed in the
+same run: ``--launches`` back-to-back launches between two CUDA events, best of
+``--repetitions`` (the ratios), with the median of ``--runs`` launches each between its own
+events beside it; the output is checked again after the timed launches.
+
+Bandwidth: a problem whose weights dominate (decode: few rows per expert) is judged by the
+bytes it must read (the groups' rows of A and B[g] of every non-empty group) per second
+against ``torch.Tensor.copy_``'s rate (bytes read plus written per second) on a buffer of
+B's size, measured in the same run.
+
+``--compile-only`` builds and assembles every kernel for sm_90a (no GPU); ``--dump-cuda
+DIR`` writes each kernel's CUDA source; ``--json`` prints the rows as one JSON list.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+import numpy as np
+
+import tvm_tma  # noqa: F401  (registers dispatch="tma")
+from tvm_tma.kernels.grouped_gemm import (
+    GroupedGemmConfig,
+    grouped_gemm_kernel,
+    with_tiling,
+    workspace_shape,
+)
+from tvm_tma.kernels.grouped_reference import group_ends, uneven_sizes
+from tvm_tma.kernels.reference import error_bound
+from tvm_tma.testing.runner import assemble, compile_kernel
+from tvm_tma.testing.timing import back_to_back, per_launch_median
+
+#: E, M, N, K: Mixtral-like up- and down-projections, DeepSeek-like, and a decode step.
+DEFAULT_PROBLEMS = [(8, 8128, 14336, 4096), (8, 8144, 4096, 14336), (64, 15888, 2048, 7168),
+                    (64, 1040, 2048, 7168)]
+#: Tilings ``--sweep`` tries beside the default (GemmConfig options).
+SWEEP = [dict(), dict(stages=5), dict(schedule="pingpong", block_n=128, epilogue_n=64),
+         dict(block_n=128, stages=6)]
+
+
+def parse_problem(text: str) -> tuple[int, int, int, int]:
+    values = tuple(int(v) for v in text.split(","))
+    if len(values) != 4 or min(values) < 1:
+        raise argparse.ArgumentTypeError(f"--problem takes E,M,N,K (positive), got {text!r}")
+    return values
+
+
+def sizes_for(problem) -> list[int]:
+    e, m, _, _ = problem
+    return uneven_sizes(np.random.default_rng(sum(problem)), e, m)
+
+
+def configs_for(problem, sweep: bool, ctas: int) -> list[GroupedGemmConfig]:
+    e, m, n, k = problem
+    base = GroupedGemmConfig.for_problem(e, m, n, k, ctas=ctas)
+    if not sweep:
+        return [base]
+    out = []
+    for options in SWEEP:
+        try:
+            gcfg = with_tiling(base, **options)
+            gcfg.check()
+        except ValueError:
+            continue
+        out.append(gcfg)
+    return out
+
+
+def label(gcfg: GroupedGemmConfig) -> str:
+    cfg = gcfg.gemm
+    return (f"grouped_{gcfg.groups}x{cfg.m}x{cfg.n}x{cfg.k}_{cfg.schedule}_{cfg.block_m}x"
+            f"{cfg.block_n}_s{cfg.stages}")
+
+
+def compile_only(problems, sweep: bool, dump: Path | None) -> list[dict]:
+    rows = []
+    for problem in problems:
+        for gcfg in configs_for(problem, sweep, 132):
+            built = compile_kernel(grouped_gemm_kernel(gcfg))
+            if dump is not None:
+                dump.mkdir(parents=True, exist_ok=True)
+                (dump / f"{label(gcfg)}.cu").write_text(built.cuda_source)
+            cubin = assemble(built.cuda_source)
+            rows.append({"kernel": label(gcfg), "cubin_bytes": len(cubin)})
+            print(json.dumps(rows[-1]), flush=True)
+    return rows
+
+
+def check(torch, c, a, b, offs_list, k: int) -> tuple[bool, float]:
+    """Every element of every group within the bound of its fp32 product, every other row
+    untouched (NaN); returns (ok, worst error over bound)."""
+    worst, ok, start = 0.0, True, 0
+    for g, end in enumerate(offs_list):
+        if end > start:
+            a32, b32 = a[start:end].float(), b[g].float()
+            ref = a32 @ b32.T
+            bound = error_bound(ref, a32.abs() @ b32.abs().T, k, "bfloat16")
+            err = (c[start:end].float() - ref).abs()
+            ok = ok and bool(torch.all(err <= bound))  # NaN compares False: not written
+            worst = max(worst, float((err / bound).nan_to_num(float("inf")).max()))
+        start = end
+    if start < c.shape[0]:
+        ok = ok and bool(torch.all(torch.isnan(c[start:])))
+    return ok, worst
+
+
+def measure(problems, sweep: bool, timing: dict, dump: Path | None) -> list[dict]:
+    import torch
+    import tvm
+
+    device = tvm.cuda(0)
+    ctas = torch.cuda.get_device_properties(0).multi_processor_count
+    launches, repetitions, runs = timing["launches"], timing["repetitions"], timing["runs"]
+    rows = []
+    for problem in problems:
+        e, m, n, k = problem
+        sizes = sizes_for(problem)
+        offs_list = [int(x) for x in group_ends(sizes)]
+        gen = torch.Generator(device="cuda").manual_seed(sum(problem))
+        a = torch.randn((m, k), device="cuda", generator=gen).to(torch.bfloat16)
+        b = torch.randn((e, n, k), device="cuda", generator=gen).to(torch.bfloat16)
+        offs = torch.tensor(offs_list, device="cuda", dtype=torch.int32)
+        flops = 2 * sum(sizes) * n * k
+        # What the kernel must read: the groups' rows of A and the weights of every expert
+        # that has rows (an empty group's B[g] is never read).
+        read_bytes = 2 * (sum(sizes) * k + sum(1 for s in sizes if s) * n * k)
+
+        def grouped_mm():
+            return torch._grouped_mm(a, b.transpose(1, 2), offs=offs)
+
+        out_loop = torch.empty((m, n), device="cuda", dtype=torch.bfloat16)
+
+        def matmul_loop():
+            start = 0
+            for g, end in enumerate(offs_list):
+                torch.matmul(a[start:end], b[g].T, out=out_loop[start:end])
+                start = end
+
+        scratch = torch.empty_like(b)
+
+        def copy():
+            scratch.copy_(b)
+
+        baselines = {"grouped_mm": grouped_mm, "matmul_loop": matmul_loop}
+        base = {name: (back_to_back(torch, fn, launches, repetitions, 3),
+                       per_launch_median(torch, fn, runs, 3)) for name, fn in baselines.items()}
+        copy_ms = back_to_back(torch, copy, launches, repetitions, 3)
+        copy_rate = 2 * b.numel() * 2 / copy_ms / 1e6  # bytes read + written, GB/s
+        for gcfg in configs_for(problem, sweep, ctas):
+            built = compile_kernel(grouped_gemm_kernel(gcfg))
+            if dump is not None:
+                dump.mkdir(parents=True, exist_ok=True)
+                (dump / f"{label(gcfg)}.cu").write_text(built.cuda_source)
+            kernel = built.executable["main"]
+            c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+            maps = torch.zeros(workspace_shape(gcfg), device="cuda", dtype=torch.uint8)
+            args = [tvm.runtime.from_dlpack(t) for t in (a, b, offs, c, maps)]
+            kernel(*args)
+            device.sync()
+            ok, worst = check(torch, c, a, b, offs_list, k)
+
+            def launch(args=args):
+                kernel(*args)
+
+            ms = back_to_back(torch, launch, launches, repetitions, 3)
+            median = per_launch_median(torch, launch, runs, 3)
+            device.sync()
+            ok_after, worst_after = check(torch, c, a, b, offs_list, k)
+            cfg = gcfg.gemm
+            row = {"problem": f"{e},{m},{n},{k}", "groups": sizes,
+                   "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
+                   "stages": cfg.stages, "correct": ok and ok_after,
+                   "worst_error_over_bound": round(max(worst, worst_after), 4),
+                   "ms": round(ms, 5), "median_ms": round(median, 5),
+                   "tflops": round(flops / ms / 1e9, 1),
+                   "read_gbps": round(read_bytes / ms / 1e6, 1),
+                   "copy_gbps": round(copy_rate, 1),
+                   "percent_of_copy_rate": round(100 * read_bytes / ms / 1e6 / copy_rate, 1)}
+            for name, (base_ms, base_median) in base.items():
+                row.update({f"{name}_ms": round(base_ms, 5),
+                            f"{name}_median_ms": round(base_median, 5),
+                            f"{name}_tflops": round(flops / base_ms / 1e9, 1),
+                            f"percent_of_{name}": round(100 * base_ms / ms, 1)})
+            rows.append(row)
+            print(json.dumps(row), flush=True)
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--problem", type=parse_problem, action="append",
+                        help="E,M,N,K (repeatable; default: the four MoE problems)")
+    parser.add_argument("--compile-only", action="store_true",
+                        help="build and assemble every kernel for sm_90a, no GPU")
+    parser.add_argument("--dump-cuda", type=Path, help="write each kernel's CUDA source here")
+    parser.add_argument("--json", action="store_true", help="print all rows as one JSON list")
+    parser.add_argument("--sweep", action="store_true", help="time several tilings")
+    parser.add_argument("--launches", type=int, default=20)
+    parser.add_argument("--repetitions", type=int, default=5)
+    parser.add_argument("--runs", type=int, default=20)
+    args = parser.parse_args(argv)
+    problems = args.problem or DEFAULT_PROBLEMS
+    if args.compile_only:
+        rows = compile_only(problems, args.sweep, args.dump_cuda)
+    else:
+        timing = dict(launches=args.launches, repetitions=args.repetitions, runs=args.runs)
+        rows = measure(problems, args.sweep, timing, args.dump_cuda)
+    if args.json:
+        print(json.dumps(rows))
+    return 0 if all(row.get("correct", True) for row in rows) else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,152 @@
+"""The grouped GEMM (tvm_tma.kernels.grouped_gemm): torch._grouped_mm semantics on the GEMM's
+pieces, each group's A and C rows through maps rebound on the device.
+
+CI: every kernel assembles for sm_90a; the copies are planned as intended (A and C
+device-born, B[g] host-born when N is a multiple of the tile and device-born when it is
+not); the tile walk's obligations are proven from what the kernel states; the config
+refusals. GPU: groups of every awkward size (empty, one row, fewer rows than a tile,
+ending mid-tile, rows past the last group), both schedules, ragged N; every element
+against the fp32 reference within the GEMM's bound, rows outside the groups untouched.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import tvm_tma
+from tvm_tma.kernels.grouped_gemm import GroupedGemmConfig, grouped_gemm_kernel
+from tvm_tma.kernels.grouped_reference import (
+    group_ends,
+    grouped_reference,
+    matches,
+    run,
+    uneven_sizes,
+)
+from tvm_tma.testing.runner import assemble, compile_kernel
+
+REPO = Path(__file__).resolve().parents[2]
+
+#: name -> (config, group sizes). Sizes: empty groups, a one-row group, groups shorter
+#: than a tile and ending mid-tile, one spanning several tiles, rows after the last group.
+CASES = {
+    "cooperative": (GroupedGemmConfig.for_problem(5, 1024, 512, 256),
+                    [0, 1, 100, 300, 0]),
+    "pingpong-ragged-n": (GroupedGemmConfig.for_problem(4, 640, 320, 192, schedule="pingpong",
+                                                        block_n=128, epilogue_n=64),
+                          [129, 0, 257, 17]),
+    "one-group": (GroupedGemmConfig.for_problem(1, 512, 256, 128), [512]),
+    "many-small": (GroupedGemmConfig.for_problem(16, 768, 256, 128, block_n=128, stages=6),
+                   [16, 48, 0, 7, 1, 64, 33, 0, 128, 16, 5, 99, 0, 2, 200, 50]),
+}
+
+
+@pytest.fixture(scope="module")
+def built_kernels():
+    return {name: compile_kernel(grouped_gemm_kernel(gcfg)) for name, (gcfg, _) in
+            CASES.items()}
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_grouped_kernel_assembles_for_sm90a(name, built_kernels):
+    assert len(assemble(built_kernels[name].cuda_source)) > 0
+
+
+def _planned(gcfg):
+    """(rule, device_view) of every copy of the kernel, in source order."""
+    report = tvm_tma.explain(grouped_gemm_kernel(gcfg))
+    return [(copy.rule, copy) for copy in report.copies]
+
+
+def test_a_and_c_are_rebound_on_the_device_and_b_is_host_born_when_it_fits(built_kernels):
+    source = built_kernels["cooperative"].cuda_source
+    body = source[source.rindex("__global__ void"):]
+    # Two template parameters (A's and C's) and B's own host map: three tensor maps.
+    assert built_kernels["cooperative"].tensormap_params == 3
+    # A's rebind: the group's rows of 256 columns, 512-byte rows. C's: its 512 columns as
+    # 8 chunks of 64 (one 128B-swizzled box each), rows 1024 bytes apart; one call site per
+    # half of the 256-wide tile (the epilogue's two 128-column stages: the second finds
+    # its tag current and does not rebind).
+    assert "(uint)256, ((uint)rows_ptr[0]), (uint64_t)512ULL);" in body
+    assert ("(uint)64, ((uint)rows_ptr_1[0]), (uint)8, (uint64_t)1024ULL, "
+            "(uint64_t)128ULL);") in body
+    # B[g] is inside B (N a multiple of the tile): no rebind, its 3-D map at (g, n, k).
+    assert body.count("tvm_tma_rebind_") == 3
+    for rule, _ in _planned(CASES["cooperative"][0]):
+        assert rule is None
+
+
+def test_a_ragged_n_rebinds_b_too(built_kernels):
+    source = built_kernels["pingpong-ragged-n"].cuda_source
+    body = source[source.rindex("__global__ void"):]
+    # A, B[g] (N = 320 is not a multiple of the 128-wide tile: its edge tile crosses B[g]'s
+    # end, which only B[g]'s own map bounds) and C of each consumer warpgroup.
+    assert body.count("tvm_tma_rebind_") == 4
+    assert "(uint)192, (uint)320, (uint64_t)384ULL);" in body  # B[g]: 320 rows of 192
+
+
+def test_the_config_refuses_what_the_kernel_does_not_do():
+    for options, what in ((dict(cluster=2), "cluster"), (dict(split_k=2), "split_k"),
+                          (dict(stream_k=True), "stream-K"),
+                          (dict(dtype="float8_e4m3fn"), "dtype")):
+        with pytest.raises(ValueError, match=what):
+            GroupedGemmConfig.for_problem(4, 512, 256, 128, **options).check()
+    with pytest.raises(ValueError, match="at least one group"):
+        GroupedGemmConfig.for_problem(0, 512, 256, 128).check()
+
+
+def test_uneven_sizes_cover_m_in_multiples_of_16():
+    rng = np.random.default_rng(3)
+    for groups, m in ((8, 8128), (64, 1040), (64, 15888)):
+        sizes = uneven_sizes(rng, groups, m)
+        assert sum(sizes) == m and all(s % 16 == 0 and s >= 0 for s in sizes)
+        assert len(set(sizes)) > 1
+    assert list(group_ends([3, 0, 5])) == [3, 3, 8]
+
+
+def test_the_reference_leaves_rows_outside_the_groups_nan_and_matches_rejects_writes():
+    rng = np.random.default_rng(0)
+    a = rng.standard_normal((10, 4)).astype(np.float32)
+    b = rng.standard_normal((2, 3, 4)).astype(np.float32)
+    ref, magnitude = grouped_reference(a, b, group_ends([4, 3]))
+    np.testing.assert_allclose(ref[:4], a[:4] @ b[0].T, rtol=1e-6)
+    np.testing.assert_allclose(ref[4:7], a[4:7] @ b[1].T, rtol=1e-6)
+    assert np.isnan(ref[7:]).all() and np.isnan(magnitude[7:]).all()
+    bound = np.full_like(ref, 1e-3)
+    assert matches(ref.copy(), ref, bound)
+    written = ref.copy()
+    written[8] = 0.0  # a store past the last group
+    assert not matches(written, ref, bound)
+
+
+def test_benchmark_compile_only_assembles_a_problem(capsys):
+    spec = importlib.util.spec_from_file_location("grouped_benchmark",
+                                                  REPO / "benchmarks" / "grouped_gemm.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main(["--compile-only", "--problem", "4,256,256,128"]) == 0
+    assert "grouped_4x256x256x128_cooperative_128x256_s4" in capsys.readouterr().out
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_the_grouped_gemm_is_exact_on_gpu(name):
+    gcfg, sizes = CASES[name]
+    c, expected, bound = run(gcfg, sizes)
+    assert matches(c, expected, bound)
+
+
+def test_the_example_builds_and_assembles(capsys):
+    """``examples/grouped_gemm_hopper.py``: built and assembled (and on a Hopper GPU run and
+    checked: the same script is the sanitizer's target)."""
+    spec = importlib.util.spec_from_file_location("grouped_example",
+                                                  REPO / "examples" / "grouped_gemm_hopper.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.main() == 0
+    out = capsys.readouterr().out
+    assert "map rebound on the device, dims ['512', 'rows']" in out
+    assert "map encoded on the host" in out and "bytes of sm_90a cubin" in out
