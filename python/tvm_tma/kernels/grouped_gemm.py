@@ -183,69 +183,69 @@ def make_grouped_work(gcfg: GroupedGemmConfig):
 
     # fmt: off
     @T.inline
-    def produce(ring, a_ring, b_ring, A, B, groups, worker):
-        offs, maps = T.meta_var(groups)
+    def each_tile(offs, worker, visit, context):
+        # Every tile of this CTA, in order: walk the groups to it, then visit(context, j,
+        # unit, total, tile), tile = (group, row block, column block, first row, rows).
         total = T.alloc_local((1,), "int32")
         walk = T.alloc_local((2,), "int32")
-        # (group, row block, column block, first row, rows) of the tile being worked on.
         g = T.alloc_local((1,), "int32")
         mb = T.alloc_local((1,), "int32")
         nb = T.alloc_local((1,), "int32")
         start = T.alloc_local((1,), "int32")
         rows = T.alloc_local((1,), "int32")
-        tile = T.meta_var((g, mb, nb, start, rows))
         count(offs, total)
         walk[0] = 0
         walk[1] = 0
         for j in T.serial(rounds):
             unit = T.meta_var(unit_of(cfg, worker, j))
             if unit < total[0]:
-                locate(offs, walk, tile, unit)
-                Ag = T.decl_buffer((rows[0], k), dtype, A.data, elem_offset=start[0] * k,
-                                   layout=TileLayout(S[rows[0], k]))
-                Bg = T.decl_buffer((n, k), dtype, B.data, elem_offset=g[0] * (n * k),
-                                   layout=TileLayout(S[n, k]))
-                load_unit(ring, a_ring, b_ring, Ag, Bg, j, mb[0], nb[0], 0, 0, 0,
-                          maps.ptr_to([worker, 0, 0]), maps.ptr_to([worker, 3, 0]))
+                locate(offs, walk, (g, mb, nb, start, rows), unit)
+                visit(context, j, unit, total, (g, mb, nb, start, rows))
+
+    @T.inline
+    def load_tile(context, j, unit, total, tile):
+        ring, a_ring, b_ring, A, B, maps, worker = T.meta_var(context)
+        g, mb, nb, start, rows = T.meta_var(tile)
+        Ag = T.decl_buffer((rows[0], k), dtype, A.data, elem_offset=start[0] * k,
+                           layout=TileLayout(S[rows[0], k]))
+        Bg = T.decl_buffer((n, k), dtype, B.data, elem_offset=g[0] * (n * k),
+                           layout=TileLayout(S[n, k]))
+        load_unit(ring, a_ring, b_ring, Ag, Bg, j, mb[0], nb[0], 0, 0, 0,
+                  maps.ptr_to([worker, 0, 0]), maps.ptr_to([worker, 3, 0]))
+
+    @T.inline
+    def consume_tile(context, j, unit, total, tile):
+        ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, maps, worker, consumer, lane, \
+            tid = T.meta_var(context)
+        g, mb, nb, start, rows = T.meta_var(tile)
+        Cg = T.decl_buffer((rows[0], n), dtype, C.data, elem_offset=start[0] * n,
+                           layout=TileLayout(S[rows[0], n]))
+        if pingpong:
+            # As the GEMM's ping-pong loop: every other tile, mainloops in turn.
+            if j % 2 == consumer:
+                if j > 0:
+                    T.ptx.bar.sync(T.Cast("uint32", 3 + consumer), 2 * WARPGROUP)
+                mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, 0, 0, lane)
+                if unit + ctas < total[0]:
+                    T.ptx.bar.arrive(T.Cast("uint32", 4 - consumer), 2 * WARPGROUP)
+                store_unit(Cg, c_tile, acc, consumer, 0, mb[0], nb[0], lane, 1 + consumer,
+                           lane == 0, None, None, maps.ptr_to([worker, 1 + consumer, 0]))
+        else:
+            mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, 0, consumer * 64, lane)
+            store_unit(Cg, c_tile, acc, 0, consumer * 64, mb[0], nb[0], lane, 1,
+                       tid == WARPGROUP, None, None, maps.ptr_to([worker, 1, 0]))
+
+    @T.inline
+    def produce(ring, a_ring, b_ring, A, B, groups, worker):
+        offs, maps = T.meta_var(groups)
+        each_tile(offs, worker, load_tile, (ring, a_ring, b_ring, A, B, maps, worker))
 
     @T.inline
     def consume(ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, groups, worker,
                 consumer, lane, tid):
         offs, maps = T.meta_var(groups)
-        total = T.alloc_local((1,), "int32")
-        walk = T.alloc_local((2,), "int32")
-        # (group, row block, column block, first row, rows) of the tile being worked on.
-        g = T.alloc_local((1,), "int32")
-        mb = T.alloc_local((1,), "int32")
-        nb = T.alloc_local((1,), "int32")
-        start = T.alloc_local((1,), "int32")
-        rows = T.alloc_local((1,), "int32")
-        tile = T.meta_var((g, mb, nb, start, rows))
-        count(offs, total)
-        walk[0] = 0
-        walk[1] = 0
-        for j in T.serial(rounds):
-            unit = T.meta_var(unit_of(cfg, worker, j))
-            if unit < total[0]:
-                locate(offs, walk, tile, unit)
-                Cg = T.decl_buffer((rows[0], n), dtype, C.data, elem_offset=start[0] * n,
-                                   layout=TileLayout(S[rows[0], n]))
-                if pingpong:
-                    # As the GEMM's ping-pong loop: every other tile, mainloops in turn.
-                    if j % 2 == consumer:
-                        if j > 0:
-                            T.ptx.bar.sync(T.Cast("uint32", 3 + consumer), 2 * WARPGROUP)
-                        mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, 0, 0, lane)
-                        if unit + ctas < total[0]:
-                            T.ptx.bar.arrive(T.Cast("uint32", 4 - consumer), 2 * WARPGROUP)
-                        store_unit(Cg, c_tile, acc, consumer, 0, mb[0], nb[0], lane,
-                                   1 + consumer, lane == 0, None, None,
-                                   maps.ptr_to([worker, 1 + consumer, 0]))
-                else:
-                    mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, 0, consumer * 64,
-                             lane)
-                    store_unit(Cg, c_tile, acc, 0, consumer * 64, mb[0], nb[0], lane, 1,
-                               tid == WARPGROUP, None, None, maps.ptr_to([worker, 1, 0]))
+        each_tile(offs, worker, consume_tile, (ring, a_ring, b_ring, c_tile, acc, desc_a,
+                                               desc_b, C, maps, worker, consumer, lane, tid))
     # fmt: on
 
     @dataclass(frozen=True)
