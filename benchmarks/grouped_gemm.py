@@ -49,8 +49,8 @@ from tvm_tma.testing.timing import back_to_back, per_launch_median
 DEFAULT_PROBLEMS = [(8, 8128, 14336, 4096), (8, 8144, 4096, 14336), (64, 15888, 2048, 7168),
                     (64, 1040, 2048, 7168)]
 #: Tilings ``--sweep`` tries beside the default (GemmConfig options).
-SWEEP = [dict(), dict(l2_promotion=128), dict(schedule="pingpong", block_n=128, epilogue_n=64),
-         dict(block_n=128, stages=6), dict(block_n=128, stages=6, l2_promotion=128)]
+SWEEP = [dict(), dict(l2_promotion=128), dict(block_k=32, stages=8),
+         dict(schedule="pingpong", block_n=128, epilogue_n=64), dict(block_n=128, stages=6)]
 
 
 def parse_problem(text: str) -> tuple[int, int, int, int]:
@@ -84,7 +84,7 @@ def configs_for(problem, sweep: bool, ctas: int) -> list[GroupedGemmConfig]:
 def label(gcfg: GroupedGemmConfig) -> str:
     cfg = gcfg.gemm
     return (f"grouped_{gcfg.groups}x{cfg.m}x{cfg.n}x{cfg.k}_{cfg.schedule}_{cfg.block_m}x"
-            f"{cfg.block_n}_s{cfg.stages}_l2{cfg.l2_promotion}")
+            f"{cfg.block_n}x{cfg.block_k}_s{cfg.stages}_l2{cfg.l2_promotion}")
 
 
 def compile_only(problems, sweep: bool, dump: Path | None) -> list[dict]:
@@ -184,7 +184,8 @@ def measure(problems, sweep: bool, timing: dict, dump: Path | None) -> list[dict
             cfg = gcfg.gemm
             row = {"problem": f"{e},{m},{n},{k}", "groups": sizes,
                    "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
-                   "stages": cfg.stages, "l2_promotion": cfg.l2_promotion,
+                   "block_k": cfg.block_k, "stages": cfg.stages,
+                   "l2_promotion": cfg.l2_promotion,
                    "correct": ok and ok_after,
                    "worst_error_over_bound": round(max(worst, worst_after), 4),
                    "ms": round(ms, 5), "median_ms": round(median, 5),

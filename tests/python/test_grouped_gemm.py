@@ -128,7 +128,7 @@ def test_benchmark_compile_only_assembles_a_problem(capsys):
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
     assert module.main(["--compile-only", "--problem", "4,256,256,128"]) == 0
-    assert "grouped_4x256x256x128_cooperative_128x256_s4_l2256" in capsys.readouterr().out
+    assert "grouped_4x256x256x128_cooperative_128x256x64_s4_l2256" in capsys.readouterr().out
 
 
 @pytest.mark.gpu
