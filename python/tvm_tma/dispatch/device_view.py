@@ -220,14 +220,20 @@ def tag_buffer(sctx, slots: SlotPair, count: int, shared_allocation, template_ke
     """The issuing thread's tag registers for ``slots`` (``count`` watched values, then the
     rebind count), allocated once per kernel right after the shared allocation and zeroed
     there (no map's base is address 0, so the first copy always rebinds)."""
-    key = f"tvm_tma.slot_tag:{slots.key}"
-    cached = sctx.cache_get(key)
-    if cached is not None:
-        tag, known_template = cached[0], str(cached[1])
-        if known_template != template_key or int(tag.shape[0]) != count + 1:
-            raise refuse("tensormap-slot", f"tensormap= slots {slots.key} already hold the "
-                         "map of another copy; give each device-side map its own slots")
-        return tag
+    index = 0
+    while True:  # the cache spans every function of the module: match the buffer itself
+        key = f"tvm_tma.slot_tag:{slots.key}#{index}"
+        cached = sctx.cache_get(key)
+        if cached is None:
+            break
+        tag, known_template, buffer = cached[0], str(cached[1]), cached[2]
+        if buffer.same_as(slots.buffer):
+            if known_template != template_key or int(tag.shape[0]) != count + 1:
+                raise refuse("tensormap-slot", f"tensormap= slots {slots.key} already hold "
+                             "the map of another copy; give each device-side map its own "
+                             "slots")
+            return tag
+        index += 1
     if shared_allocation is None:
         raise refuse("tensormap-slot", "a copy of a device-side view keeps its rebind state "
                      "next to the kernel's shared allocation, which this copy's shared "
@@ -235,7 +241,7 @@ def tag_buffer(sctx, slots: SlotPair, count: int, shared_allocation, template_ke
     tag = tvm.tirx.decl_buffer((count + 1,), "uint64", name="tma_view_tag", scope="local")
     zero = [BufferStore(tag, tvm.tirx.const(0, "uint64"), [i]) for i in range(count + 1)]
     sctx.add_post_buffer_def_stmt(shared_allocation, SeqStmt([AllocBuffer(tag), *zero]))
-    sctx.cache_set(key, [tag, tvm.runtime.convert(template_key)])
+    sctx.cache_set(key, [tag, tvm.runtime.convert(template_key), slots.buffer])
     return tag
 
 
