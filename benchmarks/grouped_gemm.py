@@ -49,7 +49,7 @@ from tvm_tma.testing.timing import back_to_back, per_launch_median
 DEFAULT_PROBLEMS = [(8, 8128, 14336, 4096), (8, 8144, 4096, 14336), (64, 15888, 2048, 7168),
                     (64, 1040, 2048, 7168)]
 #: Tilings ``--sweep`` tries beside the default (GemmConfig options).
-SWEEP = [dict(), dict(l2_promotion=128), dict(block_m=64, stages=5),
+SWEEP = [dict(), dict(l2_promotion=128), dict(l2_promotion=256), dict(block_m=64, stages=5),
          dict(block_m=64, schedule="pingpong", stages=5, epilogue_n=64),
          dict(block_m=64, block_n=128, stages=8), dict(block_k=32, stages=8),
          dict(schedule="pingpong", block_n=128, epilogue_n=64), dict(block_n=128, stages=6)]

@@ -236,6 +236,10 @@ def _descriptor_variants() -> list[Variant]:
                            lambda o, s=scope: intrin.cp_fenceproxy(o.desc, o.sdesc, s),
                            ("tensormap.cp_fenceproxy.global.shared::cta.tensormap::generic"
                             f".release.{scope}.sync.aligned [%0], [%1], 128;",)))
+    moves = " ".join(f"ld.v2.b64 {{lo, hi}}, [%1+{o}]; st.global.v2.b64 [%0+{o}], {{lo, hi}};"
+                     for o in range(0, 128, 16))
+    out.append(Variant("seed", 90, lambda o: intrin.seed(o.desc, o.glob),
+                       ("{ .reg .b64 lo, hi; " + moves + " }",)))
     return out
 
 

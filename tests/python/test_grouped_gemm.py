@@ -150,3 +150,11 @@ def test_the_example_builds_and_assembles(capsys):
     out = capsys.readouterr().out
     assert "map rebound on the device, dims ['512', 'rows']" in out
     assert "map encoded on the host" in out and "bytes of sm_90a cubin" in out
+
+
+def test_the_default_fills_l2_256_bytes_only_where_weights_stream():
+    """256-byte L2 fills where the groups average at most one row block (the decode step,
+    bandwidth-bound), the GEMM's 128 elsewhere (measured both ways on the H100)."""
+    assert GroupedGemmConfig.for_problem(64, 1040, 2048, 7168).gemm.l2_promotion == 256
+    assert GroupedGemmConfig.for_problem(64, 15888, 2048, 7168).gemm.l2_promotion == 128
+    assert GroupedGemmConfig.for_problem(8, 8128, 14336, 4096).gemm.l2_promotion == 128

@@ -62,7 +62,7 @@ def test_matrix_size_and_families():
     assert families == {"load", "store", "reduce", "prefetch", "prefetch_descriptor",
                         "bulk_load", "bulk_store", "bulk_copy_cluster", "commit_group",
                         "wait_group", "replace_address", "replace_dim", "replace_stride",
-                        "rebind", "fence_acquire", "fence_release", "cp_fenceproxy"}
+                        "rebind", "fence_acquire", "fence_release", "cp_fenceproxy", "seed"}
 
 
 def test_every_variant_renders_its_exact_ptx_and_assembles_for_sm90a():

@@ -373,6 +373,7 @@ SM90_FLOOR = {
     "wait_group": lambda arch: intrin.wait_group(0, arch=arch),
     "fence_acquire": lambda arch: intrin.fence_acquire(gdesc(), arch=arch),
     "fence_release": lambda arch: intrin.fence_release(arch=arch),
+    "seed": lambda arch: intrin.seed(glob(), tmap(), arch=arch),
 }
 
 
@@ -613,6 +614,7 @@ ROUND_TRIP = {
                                                            arch="sm_90a"),
     "fence-acquire": lambda: intrin.fence_acquire(gdesc(), scope="cluster"),
     "fence-release": lambda: intrin.fence_release(scope="sys"),
+    "seed": lambda: intrin.seed(glob(), tmap()),
     "cp-fenceproxy": lambda: intrin.cp_fenceproxy(gdesc(), sdesc(), scope="cta"),
     "rebind": lambda: intrin.rebind(gdesc(), T.Var("ptr", "uint64"), [64, 8, 2], [128, 1024],
                                     scope="cta", arch="sm_90a"),

@@ -13,7 +13,9 @@ multi-stage), the two regions and the direction. From it we build
 
 Two variants share the one-CTA case: ``cluster=N`` runs the load as a multicast in an
 N-CTA cluster (each CTA issues its share of the boxes, every CTA receives the whole tile),
-and ``reduce=op`` makes the store a tensor reduction into the global region.
+and ``reduce=op`` makes the store a tensor reduction into the global region. A view declared
+in the kernel may be device-side (``device_view``, :mod:`.device_view_case`): the kernel
+reads its offset and rows from an argument, and its map is rebound on the device.
 """
 
 from __future__ import annotations
@@ -34,6 +36,15 @@ from .copy_expected import (
     random_array,
     reduce_elements,
     reduction_array,
+)
+from .device_view_case import (
+    WORKSPACE_BYTES,
+    PlannerView,
+    device_clamp,
+    device_eligible,
+    device_layout,
+    device_shape,
+    planner_view,
 )
 from .layout_eval import layout_offsets
 from .loop_forms import LoopForm
@@ -84,6 +95,12 @@ class CopyCase:
     of N: CTA ``r`` seeds its shared memory from ``D[r]`` and writes its whole image back
     there. ``reduce`` (s2g only) names a tensor reduction: the store combines the shared
     data into the global region, ``global = op(global, shared)`` in the element type.
+
+    ``device_view`` (a view declared in the one-CTA kernel at an offset, one stride per
+    dim) makes the view's offset and outermost extent device-side values: the kernel reads
+    them from an int32 argument ``V`` and clamps them so the view stays in the allocation,
+    and the copy rebinds its map in a workspace argument ``W`` (:mod:`.device_view_case`).
+    Launched with the case's own values, it copies what the static case copies.
     """
 
     name: str
@@ -116,6 +133,9 @@ class CopyCase:
     #: A persistent tile loop around the copy (:mod:`.loop_forms`; its kernel and truth are
     #: :mod:`.loop_kernel`'s), or None for the one-copy kernel
     loop: LoopForm | None = None
+    #: The view's offset and outermost extent are device-side values, read from a kernel
+    #: argument and clamped (:mod:`.device_view_case`): the map is rebound on the device
+    device_view: bool = False
 
     def __post_init__(self) -> None:
         # The two variants exist for one direction each (the kernel could not express the
@@ -128,6 +148,9 @@ class CopyCase:
             raise ValueError(f"reduce={self.reduce!r} is for s2g copies")
         if self.loop is not None and (self.cluster or self.reduce or self.stages):
             raise ValueError("a loop case is a plain one-stage copy (no cluster, reduce, stages)")
+        if self.device_view and not device_eligible(self):
+            raise ValueError("a device-side view is declared in the one-CTA kernel at an "
+                             "offset, with one stride per dim (no pieces, cluster or loop)")
 
     @property
     def element_bytes(self) -> int:
@@ -263,9 +286,13 @@ def global_offsets(case: CopyCase) -> np.ndarray:
     return offsets
 
 
-def global_storage(case: CopyCase, logical: np.ndarray) -> np.ndarray:
-    """The flat allocation holding ``logical`` at the view's offsets, padding elsewhere."""
-    storage = np.full(case.global_storage_elems * case.element_bytes, GLOBAL_PAD_BYTE,
+def global_storage(case: CopyCase, logical: np.ndarray, elems: int | None = None
+                   ) -> np.ndarray:
+    """The flat allocation holding ``logical`` at the view's offsets, padding elsewhere;
+    ``elems`` elements long (default: the case's own allocation; a device-view kernel
+    launched at another view runs in the case's allocation)."""
+    elems = case.global_storage_elems if elems is None else elems
+    storage = np.full(elems * case.element_bytes, GLOBAL_PAD_BYTE,
                       np.uint8).view(logical.dtype)
     storage[global_offsets(case).reshape(-1)] = logical.reshape(-1)
     return storage
@@ -282,15 +309,23 @@ def storage_argument(case: CopyCase):
                                 layout=TileLayout(S[storage]))
 
 
-def planner_regions(case: CopyCase, stage=0):
-    """(dst, src) BufferRegions as the dispatch would see them, for planner-only tests."""
+def planner_regions(case: CopyCase, stage=0, device: PlannerView | None = None):
+    """(dst, src) BufferRegions as the dispatch would see them, for planner-only tests.
+
+    A device-view case's global buffer is ``device.view``
+    (:func:`~.device_view_case.planner_view`, made here when not given; plan with its facts
+    and its storage as the argument, as :func:`~.runner.plans_of` does)."""
     layout = shared_layout_of(case)
     shared = tvm.tirx.decl_buffer(case.shared_shape, case.dtype, "smem",
                                   elem_offset=case.smem_elem_offset, layout=layout,
                                   scope="shared.dyn")
-    data = storage_argument(case).data if case.view_in_kernel else None
-    glob = tvm.tirx.decl_buffer(case.global_shape, case.dtype, "A", data=data,
-                                elem_offset=case.global_offset, layout=global_layout_of(case))
+    if case.device_view:
+        glob = (device or planner_view(case, storage_argument(case))).view
+    else:
+        data = storage_argument(case).data if case.view_in_kernel else None
+        glob = tvm.tirx.decl_buffer(case.global_shape, case.dtype, "A", data=data,
+                                    elem_offset=case.global_offset,
+                                    layout=global_layout_of(case))
     s_start, g_start = case.stage_starts(stage)
     s_region = tvm.tirx.BufferRegion(shared, _ranges(s_start, case.s_extent))
     g_region = tvm.tirx.BufferRegion(glob, _ranges(g_start, case.global_extent))
@@ -315,14 +350,17 @@ def _dump_index(case: CopyCase, rank, flat) -> tuple:
     return (rank, *index) if case.cluster else index
 
 
-def _copy_options(case: CopyCase, rank) -> dict:
+def _copy_options(case: CopyCase, rank, workspace) -> dict:
     """The copy's options beyond dispatch/mbar/cache_hint (only those the case sets, so a
-    plain case's call is what it always was)."""
+    plain case's call is what it always was); ``workspace`` holds a device-side view's map
+    slots."""
     options = {} if case.oob is None else {"oob": case.oob}
     if case.cluster:
         options["multicast"] = rank
     if case.reduce is not None:
         options["reduce"] = case.reduce
+    if case.device_view:
+        options["tensormap"] = workspace.ptr_to([0])
     return options
 
 
@@ -339,6 +377,11 @@ def build_kernel(case: CopyCase, dispatch: str = "tma"):
     A cluster case launches one cluster of ``case.cluster`` CTAs; ``D`` holds one image per
     CTA (:attr:`CopyCase.images_shape`). Each CTA expects the whole tile's bytes on its own
     mbarrier before it issues its share: a peer's boxes may complete on it first.
+
+    A device-view case's kernel is ``main(A, D, V, W)``: where the copy stands it reads the
+    view's offset and rows from ``V``, clamps them into local scalars and declares the view
+    over ``A`` with them (:mod:`.device_view_case`); the copy rebinds its map in the
+    workspace ``W`` (``tensormap=W.ptr_to([0])``).
     """
     g_shape, s_shape, dtype = case.global_shape, case.shared_shape, case.dtype
     layout = shared_layout_of(case)
@@ -355,6 +398,8 @@ def build_kernel(case: CopyCase, dispatch: str = "tma"):
     g_layout = global_layout_of(case)
     g_args = {} if case.global_is_dense else dict(strides=case.g_strides)
     in_kernel = case.view_in_kernel
+    device = case.device_view
+    clamp = device_clamp(case) if device else None
     arg_shape = (case.global_storage_elems,) if in_kernel else g_shape
     arg_layout = TileLayout(S[arg_shape]) if in_kernel else g_layout
 
@@ -365,16 +410,24 @@ def build_kernel(case: CopyCase, dispatch: str = "tma"):
         return (s_reg, g_reg) if g2s else (g_reg, s_reg)
 
     # fmt: off
-    @T.prim_func
-    def main(A_ptr: T.handle, D_ptr: T.handle):
-        G = T.match_buffer(A_ptr, arg_shape, dtype, layout=arg_layout,
-                           **({} if in_kernel else g_args))
-        D = T.match_buffer(D_ptr, d_shape, dtype, layout=TileLayout(S[tuple(d_shape)]))
-        if in_kernel:  # a view at an offset inside the argument, as a kernel author writes it
-            A = T.decl_buffer(g_shape, dtype, G.data, elem_offset=case.global_offset,
-                              layout=g_layout)
+    @T.inline
+    def copy(stage, smem, glob, mbar, rank, W):
+        dst, src = T.meta_var(regions(stage, smem, glob))
+        if g2s:
+            Tx.copy_async(dst, src, dispatch=dispatch, mbar=mbar.ptr_to([0]),
+                          cache_hint=case.cache_hint, **_copy_options(case, rank, W))
         else:
-            A = T.meta_var(G)
+            Tx.copy_async(dst, src, dispatch=dispatch, cache_hint=case.cache_hint,
+                          **_copy_options(case, rank, W))
+
+    @T.inline
+    def body(G, D, V, W):
+        if not device:  # (a device-side view is declared where the copy stands, below)
+            if in_kernel:  # a view at an offset inside the argument, as kernel authors write
+                A = T.decl_buffer(g_shape, dtype, G.data, elem_offset=case.global_offset,
+                                  layout=g_layout)
+            else:
+                A = T.meta_var(G)
         T.device_entry()
         if clustered:
             T.cluster_id([1])
@@ -387,6 +440,9 @@ def build_kernel(case: CopyCase, dispatch: str = "tma"):
         smem = T.decl_buffer(s_shape, dtype, dyn.data, elem_offset=case.smem_elem_offset,
                              layout=layout)
         mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=mbar_slot)
+        if device:
+            units = T.alloc_local((1,), "int32")
+            rows = T.alloc_local((1,), "int32")
         for flat in T.serial(tid, total, step=THREADS):
             smem[tuple(_unravel(flat, s_shape))] = D[_dump_index(case, rank, flat)]
         if tid == 0:
@@ -402,13 +458,13 @@ def build_kernel(case: CopyCase, dispatch: str = "tma"):
             if clustered:
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(nbytes))
             for stage in T.serial(stages):
-                dst, src = T.meta_var(regions(stage, smem, A))
-                if g2s:
-                    Tx.copy_async(dst, src, dispatch=dispatch, mbar=mbar.ptr_to([0]),
-                                  cache_hint=case.cache_hint, **_copy_options(case, rank))
-                else:
-                    Tx.copy_async(dst, src, dispatch=dispatch, cache_hint=case.cache_hint,
-                                  **_copy_options(case, rank))
+                if device:  # read and clamp where the copy stands: the facts hold there
+                    units[0] = clamp.units(V[0])
+                    rows[0] = clamp.rows(V[1])
+                    A = T.decl_buffer(device_shape(case, rows[0]), dtype, G.data,
+                                      elem_offset=clamp.offset(units[0]),
+                                      layout=device_layout(case, rows[0]))
+                copy(stage, smem, A, mbar, rank, W)
             if expect_last:
                 T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]), T.uint32(nbytes))
             elif not g2s:
@@ -420,5 +476,22 @@ def build_kernel(case: CopyCase, dispatch: str = "tma"):
                 D[_dump_index(case, rank, flat)] = smem[tuple(_unravel(flat, s_shape))]
         if clustered:
             T.cuda.cluster_sync()  # no CTA exits while a peer may still multicast into it
+
+    # Only the kernel of the case is parsed: the other's arguments would not fit the body.
+    if device:
+        @T.prim_func
+        def main(A_ptr: T.handle, D_ptr: T.handle, V_ptr: T.handle, W_ptr: T.handle):
+            G = T.match_buffer(A_ptr, arg_shape, dtype, layout=arg_layout)
+            D = T.match_buffer(D_ptr, d_shape, dtype, layout=TileLayout(S[tuple(d_shape)]))
+            V = T.match_buffer(V_ptr, (2,), "int32")
+            W = T.match_buffer(W_ptr, (WORKSPACE_BYTES,), "uint8")
+            body(G, D, V, W)
+    else:
+        @T.prim_func
+        def main(A_ptr: T.handle, D_ptr: T.handle):
+            G = T.match_buffer(A_ptr, arg_shape, dtype, layout=arg_layout,
+                               **({} if in_kernel else g_args))
+            D = T.match_buffer(D_ptr, d_shape, dtype, layout=TileLayout(S[tuple(d_shape)]))
+            body(G, D, None, None)
     # fmt: on
     return main

@@ -12,7 +12,12 @@ with a random op (``reduce=``), mostly on a dtype PTX defines the op for, someti
 (:mod:`.fuzz_loops`): one of the loop forms kernel authors write (guarded rounds with the
 tile index a meta variable or a local scalar, exact rounds, a strided loop, a while loop over
 a counter, an inner K loop) or an unsafe neighbour that runs a tile past the tensor, on a
-tensor that holds whole tiles or cuts the last one (with ``oob=``). The planner must either
+tensor that holds whole tiles or cuts the last one (with ``oob=``). About one in twelve views
+declared in the one-CTA kernel is device-side (:mod:`.device_view_case`): the kernel reads its
+offset and rows from an argument and clamps them, the dispatch rebinds its map on the device;
+the planner sees the same view and facts, the model runs the plan at the launch's values (the
+static case's, then a view placed elsewhere and shorter), and a refusal names a rule of
+device-side views or the static case's. The planner must either
 refuse with a rule of
 :data:`~tvm_tma.planner.RULES`, or return plans that satisfy the hardware invariants (checked
 in :mod:`.fuzz_oracle` independently of the planner's own rules) and that, run on the TMA
@@ -33,11 +38,14 @@ many safe, edge and unsafe loops were accepted and refused.
 A failing case is minimized (:func:`shrink`) and saved as a regression test
 (:func:`save_regression`). ``--gpu`` builds the accepted cases' kernels in worker processes and
 runs them on the GPU, comparing every byte of both buffers: a multicast case's kernel runs one
-cluster and checks every CTA's image, a reduce case's kernel reduces on the hardware, and a
-loop case's kernel runs its CTAs over every tile (every image and the whole allocation).
+cluster and checks every CTA's image, a reduce case's kernel reduces on the hardware, a loop
+case's kernel runs its CTAs over every tile (every image and the whole allocation), and a
+device-view case's kernel runs at each of its launches (``V``: its own view, then one placed
+elsewhere and shorter; ``W``: the map workspace). ``--gpu-feature KEY`` runs only the
+accepted cases with that coverage key (``device-view``, ``multicast``, ...).
 
     python -m tvm_tma.testing.fuzz --cases 10000 --seed 1 [--jobs 2] [--gpu] [--save-failures D]
-                                   [--coverage]
+                                   [--coverage] [--gpu-feature KEY] [--gpu-limit N]
 
 prints ``seed S`` first and ``N cases, A accepted, R refused, M mismatches`` last, and exits 1
 on any mismatch (an invariant violation, a crash or a refusal without a known rule count as
@@ -146,6 +154,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--gpu-loops-first", action="store_true",
                         help="in --gpu mode, take the accepted loop cases first, then the "
                         "others (up to --gpu-limit)")
+    parser.add_argument("--gpu-feature", default=None, metavar="KEY",
+                        help="in --gpu mode, take only the accepted cases with this coverage "
+                        "key (e.g. device-view, multicast, reduce; see --coverage)")
     parser.add_argument("--save-failures", type=Path, default=None, metavar="DIR",
                         help="minimize each mismatch and save it as DIR/test_case_<hash>.py "
                         f"(the suite collects {REGRESSION_DIR})")
@@ -185,6 +196,9 @@ def main(argv: list[str] | None = None) -> int:
         accepted = [(index, random_case(seed, index)) for index in summary.accepted_indices]
         if args.gpu_loops_first:
             accepted.sort(key=lambda item: item[1].loop is None)  # stable: index order kept
+        if args.gpu_feature is not None:
+            accepted = [(i, case) for i, case in accepted
+                        if args.gpu_feature in coverage_keys(case)]
         chosen = []
         for index, case in accepted:
             if args.gpu_limit is not None and len(chosen) >= args.gpu_limit:

@@ -16,15 +16,19 @@ global region (a reshape), one of seven dtypes and either direction. A share of 
 are variants (:mod:`.fuzz_variants`): multicast loads split among a cluster of 2 or 4 CTAs,
 and stores that reduce with a random op, on a dtype PTX defines it for or, sometimes, not.
 About one in ten is a persistent tile loop around a plain copy (:mod:`.fuzz_loops`): one of
-the loop forms kernel authors write, or an unsafe neighbour of it.
+the loop forms kernel authors write, or an unsafe neighbour of it. A few of the views declared
+in the one-CTA kernel are device-side (:func:`device_view`): their offset and rows are read
+from a kernel argument, as a grouped kernel reads a group's rows.
 """
 
 from __future__ import annotations
 
 import math
 import random
+from dataclasses import replace
 
 from .copy_cases import CopyCase
+from .device_view_case import device_eligible
 from .fuzz_loops import draw_loop, loop_case
 from .fuzz_variants import PLAIN, REDUCE_ONLY_DTYPES, Variant, draw_variant
 from .fuzz_views import global_strides, pieces, view_offset, weighted
@@ -44,6 +48,10 @@ MAX_GLOBAL_ELEMS = 1 << 18
 DEFAULT_SEED = 20251122
 FLOAT_DTYPES = ("float16", "bfloat16", "float32")  #: the dtypes oob="nan" fills
 
+#: Share of the cases whose view may be device-side (declared in the one-CTA kernel at an
+#: offset) that read its offset and rows from a kernel argument: about 1% of the stream.
+DEVICE_VIEW_SHARE = 0.08
+
 _OUTER = {1: 3, 2: 4, 3: 2, 4: 3, 5: 1, 8: 3, 16: 2, 64: 1, 256: 1, 512: 1}  # outer extents
 
 
@@ -57,7 +65,7 @@ def random_case(seed: int, index: int) -> CopyCase:
         if case is not None and loop is not None:
             case = loop_case(case, loop, MAX_GLOBAL_ELEMS)
         if case is not None:
-            return case
+            return device_view(case, seed, index)
     raise RuntimeError(f"generator found no case for seed {seed} index {index}")
 
 
@@ -111,6 +119,16 @@ def _draw(rng: random.Random, name: str, variant: Variant) -> CopyCase | None:
         oob=oob, global_tiles=tiles, cluster=variant.cluster, reduce=variant.reduce,
     )
     return case if case.global_storage_elems <= MAX_GLOBAL_ELEMS else None
+
+
+def device_view(case: CopyCase, seed: int, index: int) -> CopyCase:
+    """``case``, its view made device-side (:mod:`.device_view_case`) for a share of the
+    cases that may have one. The roll comes from a stream of its own, so every case draws
+    exactly the numbers it always drew and only this flag changes."""
+    if not device_eligible(case):
+        return case
+    rng = random.Random(f"tvm-tma-fuzz-device-view:{seed}:{index}")
+    return replace(case, device_view=True) if rng.random() < DEVICE_VIEW_SHARE else case
 
 
 def _edges(rng: random.Random, oob: str | None, direction: str, extents: list[int],

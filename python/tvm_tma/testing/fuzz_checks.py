@@ -5,7 +5,8 @@ every oracle judges plans by the same checks: the one-copy cases of :mod:`.fuzz_
 the persistent loops of :mod:`.fuzz_loop_oracle`, which plan a whole kernel and check its
 plan at every tile the loop runs. The checks are the hardware invariants an accepted plan
 must satisfy on concrete values (:func:`plan_invariants`, with the variants' own promises)
-and the bytes the plans move on the TMA model against numpy's copy (:func:`model_mismatch`).
+and the bytes the plans move on the TMA model against numpy's copy (:func:`model_mismatch`;
+for a device-side view also at another launch of its kernel, :func:`relaunch_mismatch`).
 """
 
 from __future__ import annotations
@@ -21,10 +22,11 @@ import numpy as np
 from ..planner.plan_types import DESCRIPTOR_DTYPE_BYTES, SWIZZLE_GEOMETRY
 from .copy_cases import CopyCase, shared_layout_of
 from .copy_expected import expected_after
+from .device_view_case import launches, mentions_device_values, relaunched
 from .fuzz_cases import MAX_RANK
 from .layout_eval import evaluate, layout_offsets
-from .runner import inputs, model_buffers, run_model_buffers
-from .tma_model import box_addresses
+from .runner import inputs, model_buffers, plans_of, run_model_buffers
+from .tma_model import bound_spec, box_addresses
 
 if TYPE_CHECKING:
     from ..planner import TmaPlan
@@ -80,7 +82,8 @@ def plan_invariants(case: CopyCase, plans: list[tuple[TmaPlan, dict]]
     storage_bytes = case.global_storage_elems * width
     shared_seen: list[np.ndarray] = []
     for copy_plan, env in plans:
-        spec = copy_plan.tensor_map
+        problems.extend(device_view_invariants(case, copy_plan))
+        spec = bound_spec(copy_plan.tensor_map, env)  # a rebound map's fields at the launch
         rank = spec.rank
         if copy_plan.direction != case.direction:
             fail("direction", f"plan direction {copy_plan.direction} for a {case.direction} copy")
@@ -172,6 +175,23 @@ def plan_invariants(case: CopyCase, plans: list[tuple[TmaPlan, dict]]
     return problems
 
 
+def device_view_invariants(case: CopyCase, copy_plan: TmaPlan) -> list[tuple[str, str]]:
+    """A plan is device-born exactly when its map reads a device-side value (the view's
+    local scalars): such a map has no host encode, so the dispatch must rebind it
+    (``device_view``), and a map the host can encode must not pay for a rebind. Judged from
+    the map's own fields, apart from the planner's reading of them; only a device-view case
+    has such values at all."""
+    spec = copy_plan.tensor_map
+    fields = (copy_plan.base_offset, *spec.global_dims, *spec.global_strides)
+    device_born = any(mentions_device_values(value) for value in fields)
+    if device_born and not case.device_view:
+        return [("device-view", "a static case's map reads a device-side value")]
+    if copy_plan.device_view != device_born:
+        return [("device-view", f"device_view={copy_plan.device_view} for a map whose base, "
+                                f"dims and strides are {fields}")]
+    return []
+
+
 def variant_invariants(case: CopyCase, copy_plan: TmaPlan, env: Mapping
                        ) -> list[tuple[str, str]]:
     """What a variant's plan promises: a reduction computes on the tensor's own elements (a
@@ -252,16 +272,33 @@ def arena_offsets(case: CopyCase) -> np.ndarray:
     return offsets
 
 
-def model_mismatch(case: CopyCase, plans: list[tuple[TmaPlan, dict]], data_seed: int = 0
-                   ) -> str:
-    """'' when the plans, run on the TMA model, move exactly the bytes numpy's copy moves."""
+def model_mismatch(case: CopyCase, plans: list[tuple[TmaPlan, dict]], data_seed: int = 0,
+                   storage_elems: int | None = None) -> str:
+    """'' when the plans, run on the TMA model, move exactly the bytes numpy's copy moves
+    (in an allocation of ``storage_elems`` elements, default the case's own)."""
     offsets = arena_offsets(case)
     global_in, shared_in = inputs(case, data_seed)
-    want = model_buffers(case, *expected_after(case, global_in, shared_in), offsets)
-    got = run_model_buffers(case, global_in, shared_in, plans=plans, arena_offsets=offsets)
+    want = model_buffers(case, *expected_after(case, global_in, shared_in), offsets,
+                         storage_elems)
+    got = run_model_buffers(case, global_in, shared_in, plans, offsets, storage_elems)
     problems = []
     for label, have, expect in zip(("global", "shared"), got, want):
         wrong = np.flatnonzero(have != expect)
         if wrong.size:
             problems.append(f"{label}: {wrong.size} bytes differ, first at byte {wrong[0]}")
     return "; ".join(problems)
+
+
+def relaunch_mismatch(case: CopyCase, data_seed: int = 0) -> str:
+    """'' when a device-view case's plans, run at each of its other launches (the view
+    elsewhere and shorter: :func:`~.device_view_case.launches`), move on the model exactly
+    the bytes of the static case that launch performs, in the case's allocation (as on the
+    GPU): the map follows the device's values, not the static view's."""
+    if not case.device_view:
+        return ""
+    for launch in launches(case)[1:]:
+        problem = model_mismatch(relaunched(case, launch), plans_of(case, launch), data_seed,
+                                 case.global_storage_elems)
+        if problem:
+            return f"launch V={launch}: {problem}"
+    return ""

@@ -17,6 +17,13 @@ reduction keeps the element type, is refused with rule ``reduce`` exactly when P
 define its (op, dtype) pair, and leaves numpy's reduction of the region in global memory
 (``expected_after`` computes it apart from the TMA model).
 
+A device-view case (``case.device_view``) is planned as its kernel's copy is (the view over
+the kernel argument, the facts of its clamps); its plan is device-born exactly when its map
+reads the device's values, it must move the right bytes at the case's own launch and at one
+that places the view elsewhere and makes it shorter, and a refusal must name a rule of
+device-side views, the rule its static twin is refused with, or ``oob`` for a store that
+crosses the device-side end.
+
 A loop case (``case.loop``: a persistent kernel around the copy) is judged by
 :mod:`.fuzz_loop_oracle`, which plans the whole kernel as the build does and checks the plan
 at every tile the loop runs; the checks both apply live in :mod:`.fuzz_checks`.
@@ -28,9 +35,11 @@ import contextlib
 import signal
 import threading
 from collections.abc import Iterator
+from dataclasses import replace
 
 from ..planner import RULES, PlanError
 from .copy_cases import CopyCase
+from .device_view_case import DEVICE_VIEW_RULES
 from .fuzz_checks import (
     MAX_BOX,
     SMEM_ALIGN,
@@ -40,6 +49,7 @@ from .fuzz_checks import (
     crash_outcome,
     model_mismatch,
     plan_invariants,
+    relaunch_mismatch,
     split_invariants,
     variant_invariants,
 )
@@ -103,6 +113,10 @@ def _check_case(case: CopyCase, data_seed: int) -> Outcome:
         problem = _reduce_refusal_problem(case, error.rule)
         if problem:
             return Outcome("mismatch", kind="reduce-refusal", problem=f"{problem}: {error}")
+        problem = _device_refusal_problem(case, error.rule)
+        if problem:
+            return Outcome("mismatch", kind="device-view-refusal",
+                           problem=f"{problem}: {error}")
         return Outcome("refused", rule=error.rule)
     except CaseTimeout:
         raise
@@ -121,7 +135,7 @@ def _check_case(case: CopyCase, data_seed: int) -> Outcome:
         name, detail = problems[0]
         return Outcome("mismatch", kind=f"invariant:{name}", problem=detail)
     try:
-        problem = model_mismatch(case, plans, data_seed)
+        problem = model_mismatch(case, plans, data_seed) or relaunch_mismatch(case, data_seed)
     except CaseTimeout:
         raise
     except Exception as error:  # noqa: BLE001
@@ -130,6 +144,26 @@ def _check_case(case: CopyCase, data_seed: int) -> Outcome:
     if problem:
         return Outcome("mismatch", kind="bytes", problem=problem, issues=issues)
     return Outcome("accepted", issues=issues)
+
+
+def _device_refusal_problem(case: CopyCase, rule: str) -> str:
+    """'' when refusing a device-view case with ``rule`` is explained: a rule of device-side
+    views (:data:`~.device_view_case.DEVICE_VIEW_RULES`: its base, dims, strides, bounds
+    are proven or refused by name), the rule its static twin is refused with, or ``oob`` for
+    a store that crosses the view's end along the device-side dim 0 (a store's crossed end
+    must be provably on 16 bytes, and the device's row count is not)."""
+    if not case.device_view or rule in DEVICE_VIEW_RULES:
+        return ""
+    reach = case.global_start[0] + case.global_extent[0] * max(case.stages, 1)
+    if rule == "oob" and case.direction == "s2g" and reach > case.global_shape[0]:
+        return ""
+    try:
+        plans_of(replace(case, device_view=False))
+    except PlanError as error:
+        if error.rule == rule:
+            return ""
+        return f"the device-side view refused with {rule!r}, its static twin with {error.rule!r}"
+    return f"the device-side view refused with {rule!r}, its static twin planned"
 
 
 def _reduce_refusal_problem(case: CopyCase, rule: str) -> str:

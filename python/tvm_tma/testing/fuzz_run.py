@@ -114,6 +114,8 @@ def coverage_keys(case: CopyCase) -> list[str]:
         keys.append("starts-before")
     if case.global_tiles is not None:
         keys.append("pieces")
+    if case.device_view:
+        keys.append("device-view")
     if is_reshape(case):
         keys.append("reshape")
     return keys + variant_keys(case) + loop_keys(case)

@@ -23,7 +23,7 @@ REGRESSION_DIR = Path("tests/python/fuzz_regressions")
 
 #: Fields added to :class:`CopyCase` after digests were first written: left out of the digest
 #: at their defaults, so every older case keeps its digest (and its regression file's name).
-_LATER_FIELDS = {"cluster": 0, "reduce": None, "loop": None}
+_LATER_FIELDS = {"cluster": 0, "reduce": None, "loop": None, "device_view": False}
 
 
 def case_digest(case: CopyCase) -> str:

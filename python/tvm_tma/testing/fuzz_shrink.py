@@ -3,10 +3,10 @@
 It exists apart from the oracle and the drivers because minimizing is a search over case
 *edits* (drop a stage, a stride, a dimension, layout pieces, the view's offset or ``oob=``,
 pull the region back inside the view, undo a reshape, halve an extent, simplify the layout
-or dtype, load in one CTA or a smaller cluster, store without reducing, drop a persistent
-loop or make it smaller), driven only by a failure predicate; it knows nothing about plans.
-:func:`minimize_failure` keeps the failure's ``kind`` fixed while it shrinks;
-:mod:`.fuzz_save` writes the result as a regression test.
+or dtype, load in one CTA or a smaller cluster, store without reducing, make a device-side
+view static, drop a persistent loop or make it smaller), driven only by a failure predicate;
+it knows nothing about plans. :func:`minimize_failure` keeps the failure's ``kind`` fixed
+while it shrinks; :mod:`.fuzz_save` writes the result as a regression test.
 """
 
 from __future__ import annotations
@@ -73,8 +73,13 @@ def shrink(case: CopyCase, fails: Callable[[CopyCase], bool], budget: int = 400)
     return current
 
 
-def _replace(case: CopyCase, **changes: object) -> CopyCase:
-    return dataclasses.replace(case, **changes)
+def _replace(case: CopyCase, **changes: object) -> CopyCase | None:
+    """``case`` changed, or None where the change leaves no case (a device-side view whose
+    offset went to 0, say: :class:`CopyCase` refuses it)."""
+    try:
+        return dataclasses.replace(case, **changes)
+    except ValueError:
+        return None
 
 
 def _simpler(case: CopyCase) -> Iterator[CopyCase | None]:
@@ -108,9 +113,10 @@ def _simpler(case: CopyCase) -> Iterator[CopyCase | None]:
         yield _replace(case, direction="g2s", oob="zero" if case.oob else None, reduce=None)
 
 
-def _plainer(case: CopyCase) -> Iterator[CopyCase]:
-    """The variant undone: a one-CTA load (or a cluster of two), a plain store; the loop
-    dropped, or made smaller (fewer tiles or CTAs, one tile per row, one K step)."""
+def _plainer(case: CopyCase) -> Iterator[CopyCase | None]:
+    """The variant undone: a one-CTA load (or a cluster of two), a plain store, a static
+    view; the loop dropped, or made smaller (fewer tiles or CTAs, one tile per row, one K
+    step)."""
     if case.loop is not None:
         yield _replace(case, loop=None)
         yield from (_replace(case, loop=loop) for loop in case.loop.smaller())
@@ -120,6 +126,8 @@ def _plainer(case: CopyCase) -> Iterator[CopyCase]:
             yield _replace(case, cluster=2)
     if case.reduce is not None:
         yield _replace(case, reduce=None)
+    if case.device_view:
+        yield _replace(case, device_view=False)
 
 
 def tile_groups(shape: tuple[int, ...], pieces: tuple[int, ...]) -> list[list[int]] | None:
@@ -143,7 +151,7 @@ def _global(case: CopyCase, dropped: int | None = None, **changes: object
     a dim of a tiled layout shrinks through its outermost piece, a dropped dim takes its
     pieces along (None when the pieces cannot express the new shape)."""
     new = _replace(case, **changes)
-    if case.global_tiles is None or "global_shape" not in changes:
+    if new is None or case.global_tiles is None or "global_shape" not in changes:
         return new
     (pieces, strides), shape = case.global_tiles, new.global_shape
     groups = tile_groups(case.global_shape, pieces)

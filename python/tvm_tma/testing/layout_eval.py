@@ -30,17 +30,21 @@ _BINARY = {
 
 
 def evaluate(expr, env: Mapping) -> np.ndarray:
-    """Value of ``expr`` with each Var replaced by ``env[var]`` (int64 numpy arrays)."""
+    """Value of ``expr`` with each Var replaced by ``env[var]`` (int64 numpy arrays).
+
+    A local scalar's load ``x[0]`` (a device-side value a plan may depend on) takes the
+    value ``env`` binds to the buffer ``x``."""
     if isinstance(expr, int):
         return np.int64(expr)
     kind = type(expr).__name__
     if kind == "IntImm":
         return np.int64(expr.value)
     if kind == "Var":
-        for var, value in env.items():
-            if var.same_as(expr):
-                return np.asarray(value, dtype=np.int64)
-        raise KeyError(f"unbound variable {expr}")
+        return _bound(expr, env)
+    if kind == "TensorLoad":
+        if any(int(evaluate(index, env)) != 0 for index in expr.indices):
+            raise NotImplementedError(f"a load of a scalar's element 0 only: {expr}")
+        return _bound(expr.source, env)
     if kind == "Cast":
         return evaluate(expr.value, env)
     if kind == "Let":  # a raw swizzle ComposeLayout names its intermediate values
@@ -48,6 +52,14 @@ def evaluate(expr, env: Mapping) -> np.ndarray:
     if kind in _BINARY:
         return _BINARY[kind](evaluate(expr.a, env), evaluate(expr.b, env))
     raise NotImplementedError(f"{kind} in layout expression: {expr}")
+
+
+def _bound(var, env: Mapping) -> np.ndarray:
+    """``env``'s value of ``var`` (looked up by identity: TIR variables compare as exprs)."""
+    for key, value in env.items():
+        if key.same_as(var):
+            return np.asarray(value, dtype=np.int64)
+    raise KeyError(f"unbound variable {var}")
 
 
 def layout_offsets(layout, shape) -> np.ndarray:

@@ -18,8 +18,17 @@ from .copy_cases import (
     global_storage,
     planner_regions,
     shared_layout_of,
+    storage_argument,
 )
 from .copy_expected import expected_after, numpy_dtype, random_array, reduction_array
+from .device_view_case import (
+    WORKSPACE_BYTES,
+    Launch,
+    launch_array,
+    launches,
+    planner_view,
+    relaunched,
+)
 from .layout_eval import layout_offsets
 from .loop_kernel import build_loop_kernel, run_loop_on_gpu
 from .tma_model import execute_multicast, execute_plan
@@ -73,16 +82,26 @@ def assemble(cuda_source: str, arch: str = "sm_90a") -> bytes:
                                              compiler="nvcc")
 
 
-def plans_of(case: CopyCase) -> list[tuple[TmaPlan, dict]]:
+def plans_of(case: CopyCase, launch: Launch | None = None) -> list[tuple[TmaPlan, dict]]:
     """The plan of every stage, with the variable binding that selects the stage (split
-    among the cluster's CTAs in a cluster case, reducing in a reduce case)."""
+    among the cluster's CTAs in a cluster case, reducing in a reduce case).
+
+    A device-view case is planned as its kernel's copy is (the view over the kernel
+    argument, with the facts of its clamps: :func:`~.device_view_case.planner_view`); its
+    binding also gives the view's local scalars the values a launch with ``V = launch``
+    (default: the case's own) leaves in them."""
     options = dict(oob=case.oob, reduce=case.reduce, multicast_ctas=case.cluster or None)
+    device, env = None, {}
+    if case.device_view:
+        device = planner_view(case, storage_argument(case), launch)
+        options.update(facts=device.facts, argument=device.storage)
+        env = dict(device.env)
     if not case.stages:
-        return [(plan(*planner_regions(case), **options), {})]
+        return [(plan(*planner_regions(case, device=device), **options), env)]
     stage = tvm.tirx.Var("stage", "int32")
     ranges = {stage: tvm.ir.Range.from_min_extent(0, case.stages)}
-    staged = plan(*planner_regions(case, stage), var_ranges=ranges, **options)
-    return [(staged, {stage: value}) for value in range(case.stages)]
+    staged = plan(*planner_regions(case, stage, device), var_ranges=ranges, **options)
+    return [(staged, {**env, stage: value}) for value in range(case.stages)]
 
 
 def _arena_offsets(case: CopyCase) -> np.ndarray:
@@ -96,18 +115,21 @@ def _element_bytes(offsets: np.ndarray, width: int) -> np.ndarray:
 
 
 def model_buffers(case: CopyCase, global_logical: np.ndarray, shared_logical: np.ndarray,
-                  arena_offsets: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+                  arena_offsets: np.ndarray | None = None, storage_elems: int | None = None
+                  ) -> tuple[np.ndarray, np.ndarray]:
     """(global allocation, shared arena) as flat bytes holding the two logical arrays.
 
     The allocation's bytes outside the view are padding (``GLOBAL_PAD_BYTE``); the arena's
     bytes that no logical shared element occupies (the elem_offset prefix, padded rows) are
     poison, so a copy that touches either shows in a byte comparison of the whole buffers.
-    A cluster case has one arena per CTA: the rows of a 2-D array.
+    A cluster case has one arena per CTA: the rows of a 2-D array. ``storage_elems`` sizes
+    the allocation (default: the case's; a device-view kernel relaunched at another view
+    runs in its own case's).
     """
     offsets = _arena_offsets(case) if arena_offsets is None else arena_offsets
     images = shared_logical.reshape(-1, *case.shared_shape)
     arenas = np.stack([_arena(offsets, case.element_bytes, image) for image in images])
-    return global_storage(case, global_logical).view(np.uint8), (
+    return global_storage(case, global_logical, storage_elems).view(np.uint8), (
         arenas if case.cluster else arenas[0])
 
 
@@ -119,7 +141,8 @@ def _arena(offsets: np.ndarray, width: int, logical: np.ndarray) -> np.ndarray:
 
 
 def run_model_buffers(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray,
-                      plans=None, arena_offsets: np.ndarray | None = None):
+                      plans=None, arena_offsets: np.ndarray | None = None,
+                      storage_elems: int | None = None):
     """Execute the planned issues on the numpy TMA model over whole buffers.
 
     Returns the (global allocation, shared arena) bytes after the copy, see
@@ -127,7 +150,8 @@ def run_model_buffers(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarr
     every CTA's share of each plan as a multicast into every CTA's arena; a reduce case
     reduces into the global allocation.
     """
-    global_bytes, arena = model_buffers(case, global_in, shared_in, arena_offsets)
+    global_bytes, arena = model_buffers(case, global_in, shared_in, arena_offsets,
+                                        storage_elems)
     width = case.element_bytes
     for copy_plan, env in plans if plans is not None else plans_of(case):
         if case.cluster:
@@ -137,11 +161,11 @@ def run_model_buffers(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarr
     return global_bytes, arena
 
 
-def run_model(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray):
-    """Execute the planned issues on the numpy TMA model; returns (global, shared) after
-    (shared: one image per CTA in a cluster case)."""
+def run_model(case: CopyCase, global_in: np.ndarray, shared_in: np.ndarray, plans=None):
+    """Execute the planned issues (``plans``, default :func:`plans_of`) on the numpy TMA
+    model; returns (global, shared) after (shared: one image per CTA in a cluster case)."""
     offsets = _arena_offsets(case)
-    global_bytes, arena = run_model_buffers(case, global_in, shared_in, arena_offsets=offsets)
+    global_bytes, arena = run_model_buffers(case, global_in, shared_in, plans, offsets)
     shared_out = np.ascontiguousarray(arena[..., _element_bytes(offsets, case.element_bytes)])
     shared_out = shared_out.view(shared_in.dtype).reshape(shared_in.shape)
     global_out = global_bytes.view(global_in.dtype)[global_offsets(case).reshape(-1)]
@@ -164,35 +188,65 @@ def inputs(case: CopyCase, seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return global_in, shared_in
 
 
+def device_view_arguments(launch: Launch | None) -> tuple:
+    """The kernel's arguments after ``A`` and ``D``: for a device-view case's ``launch``,
+    ``V`` (the view's offset in 16-byte units and its rows) and the zeroed map workspace
+    ``W`` (torch allocations start at least 256-byte aligned, and the slots need 128);
+    none for the other cases (``launch`` None)."""
+    if launch is None:
+        return ()
+    import torch
+
+    values = torch.from_numpy(launch_array(launch)).cuda()
+    return values, torch.zeros(WORKSPACE_BYTES, dtype=torch.uint8, device="cuda")
+
+
 def run_on_gpu(case: CopyCase, built: Built, seed: int = 0) -> tuple[bool, str]:
     """Run on device 0; compare every byte of both buffers with the expected result.
 
     The global side is the view's whole allocation (:func:`global_storage`, padding
     included): the kernel gets a strided view of it when the view is not dense. The shared
-    side is ``D``: every CTA's image in a cluster case.
+    side is ``D``: every CTA's image in a cluster case. A device-view case's kernel runs at
+    each of its :func:`~.device_view_case.launches` (``V`` and ``W``:
+    :func:`device_view_arguments`), each judged as the static case it performs.
     ``built`` needs only an ``executable`` with a ``"main"`` function. A loop case runs its
     persistent kernel (:func:`~.loop_kernel.run_loop_on_gpu`: ``D`` holds every tile's image).
     """
     if case.loop is not None:
         return run_loop_on_gpu(case, built, seed)
+    if not case.device_view:
+        problems = _run_once(case, built, seed, None)
+    else:
+        problems = [f"launch V={launch}: {problem}" for launch in launches(case)
+                    for problem in _run_once(case, built, seed, launch)]
+    return not problems, "; ".join(problems)
+
+
+def _run_once(case: CopyCase, built: Built, seed: int, launch: Launch | None) -> list[str]:
+    """One launch of ``case``'s kernel (with ``V = launch`` for a device-view case, which
+    then copies as :func:`~.device_view_case.relaunched` says, in the case's allocation);
+    the differences from the truth, buffer by buffer."""
     import torch
 
-    global_in, shared_in = inputs(case, seed)
-    want_global, want_shared = expected_after(case, global_in, shared_in)
-    want_global = global_storage(case, want_global)
+    truth = case if launch is None else relaunched(case, launch)
+    size = case.global_storage_elems
+    global_in, shared_in = inputs(truth, seed)
+    want_global, want_shared = expected_after(truth, global_in, shared_in)
+    want_global = global_storage(truth, want_global, size)
 
     def to_device(array):
         raw = torch.from_numpy(array.reshape(-1).view(np.uint8).copy())
         return raw.view(getattr(torch, case.dtype)).reshape(array.shape).cuda()
 
-    glob, shared = to_device(global_storage(case, global_in)), to_device(shared_in)
+    glob = to_device(global_storage(truth, global_in, size))
+    shared = to_device(shared_in)
     if case.view_in_kernel:
         view = glob  # the kernel declares the view over the whole allocation
     elif case.global_is_dense:
         view = glob.reshape(case.global_shape)
     else:
         view = glob.as_strided(case.global_shape, case.g_strides, case.global_offset)
-    built.executable["main"](view, shared)
+    built.executable["main"](view, shared, *device_view_arguments(launch))
     torch.cuda.synchronize()
 
     def to_bytes(tensor):
@@ -204,4 +258,4 @@ def run_on_gpu(case: CopyCase, built: Built, seed: int = 0) -> tuple[bool, str]:
         wrong = np.flatnonzero(got_bytes != want_bytes)
         if wrong.size:
             problems.append(f"{label}: {wrong.size} bytes differ, first at byte {wrong[0]}")
-    return not problems, "; ".join(problems)
+    return problems

@@ -16,6 +16,7 @@ elements of dimension 0 up to the next 16-byte boundary of that dimension.
 from __future__ import annotations
 
 from collections.abc import Mapping
+from dataclasses import replace
 
 import numpy as np
 
@@ -170,6 +171,14 @@ def numpy_type(dtype: str):
     return np.dtype(dtype).type
 
 
+def bound_spec(spec: TensorMapSpec, env: Mapping) -> TensorMapSpec:
+    """``spec`` with its global dims and strides evaluated under ``env``: a map the device
+    rebinds (a device-side view's) has expressions there, which the model runs at the
+    values the launch gives them."""
+    return replace(spec, global_dims=tuple(int(evaluate(d, env)) for d in spec.global_dims),
+                   global_strides=tuple(int(evaluate(s, env)) for s in spec.global_strides))
+
+
 def execute_plan(
     plan: TmaPlan,
     global_bytes: np.ndarray,
@@ -186,8 +195,8 @@ def execute_plan(
     element type); ``cta`` runs only that CTA's slice of a plan split among a cluster.
     """
     env = env or {}
-    spec = plan.tensor_map
-    dims = [int(evaluate(d, env)) for d in spec.global_dims]
+    spec = bound_spec(plan.tensor_map, env)
+    dims = list(spec.global_dims)
     base = int(evaluate(plan.base_offset, env)) * element_bytes
     for issue in plan.issues(cta):
         coords = [int(evaluate(c, env)) for c in issue.coordinates]
