@@ -280,7 +280,8 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
                 "epilogue_n": cfg.epilogue_cols, "cluster": cfg.cluster,
                 "cluster_n": cfg.cluster_n,
                 "split_k": cfg.split_k, "split_k_ordered": cfg.split_k_ordered,
-                "stream_k": cfg.stream_k, "tiles": cfg.num_tiles,
+                "stream_k": cfg.stream_k, "l2_promotion": cfg.l2_promotion,
+                "tiles": cfg.num_tiles,
                 "correct": ok and ok_after,
                 "worst_error_over_bound": round(max(worst, worst_after), 4),
                 "ms": round(ms, 5), "median_ms": round(median, 5),
@@ -366,6 +367,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--cluster-n", type=int, choices=(1, 2, 4),
                         help="CTAs per cluster along N (sharing A)")
     parser.add_argument("--split-k", type=int)
+    parser.add_argument("--l2-promotion", type=int, choices=(64, 128, 256),
+                        help="bytes the L2 fetches per miss of the operand loads")
     parser.add_argument("--split-k-ordered", action="store_true", default=None,
                         help="with --split-k: part 0 stores, the others add after it "
                              "(C = A @ B, no memset)")
@@ -384,6 +387,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 ("split_k", args.split_k),
                                                 ("split_k_ordered", args.split_k_ordered),
                                                 ("stream_k", args.stream_k),
+                                                ("l2_promotion", args.l2_promotion),
                                                 ("ctas", args.ctas))
                if value is not None}
     fp8 = args.dtype in FP8_DTYPES
