@@ -175,3 +175,17 @@ def test_a_scalar_read_from_memory_is_a_fact_about_an_unknown_value():
     fact = scalar_value(tvm.tirx.BufferStore(start, T.min(T.max(offs[1], 0), 64), [0]))
     assert str(fact) == "start == T.min(T.max(loaded, 0), 64)"  # printed as a scalar
     assert scalar_value(tvm.tirx.BufferStore(start, start[0] + 1, [0])) is None
+
+
+def test_explain_says_the_map_is_rebound_on_the_device():
+    from tvm_tma.explainer.report import format_kernel
+
+    text = format_kernel(tvm_tma.explain(view_copy_kernel("ok")))
+    assert text.count("device-side view: a template encoded on the host, rebound") == 2
+    assert text.count("globalDim = [64, rows]") == 2
+    assert "map base: the global buffer's data + start * 64 elements" in text
+    # What the plan rests on, each obligation by name.
+    for obligation in ("global-dim (Ag dimension 0): rows >= 1",
+                       "global-address-align (device-side base): start * 128 % 16 == 0",
+                       "tensormap-slot (alignment): cta * 512 % 128 == 0"):
+        assert obligation in text, obligation

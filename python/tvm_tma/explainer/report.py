@@ -35,6 +35,10 @@ def _planned(copy: CopyExplanation) -> list[str]:
                      f"({', '.join(str(o) for o in plan.im2col_offsets)})")
     if not (isinstance(plan.base_offset, int) and plan.base_offset == 0):
         lines.append(f"    map base: the global buffer's data + {plan.base_offset} elements")
+    if plan.device_view:
+        lines.append("    device-side view: a template encoded on the host, rebound on the "
+                     "device (address, dims, strides above) in the copy's tensormap= slots "
+                     "whenever the view changes")
     if plan.edge_dims:
         fate = ("skipped" if plan.direction == "s2g" else
                 "NaN" if plan.tensor_map.oob_fill else "zeros")
