@@ -158,3 +158,58 @@ def test_the_default_fills_l2_256_bytes_only_where_weights_stream():
     assert GroupedGemmConfig.for_problem(64, 1040, 2048, 7168).gemm.l2_promotion == 256
     assert GroupedGemmConfig.for_problem(64, 15888, 2048, 7168).gemm.l2_promotion == 128
     assert GroupedGemmConfig.for_problem(8, 8128, 14336, 4096).gemm.l2_promotion == 128
+
+
+def test_weights_past_2_to_the_31_elements_are_indexed_in_64_bits():
+    """256 experts of 2048 x 7168 (DeepSeek-V3-like): B holds 3.76e9 elements, so B[g]'s
+    offset is computed in 64 bits, the planner's spans do not wrap (B's bytes end at
+    7516192768, not at a negative number), and the map's coordinates are narrowed to the
+    instruction's 32 bits where they provably fit (g * 2048 + n0 < 2^19 here)."""
+    import tvm
+
+    from tvm_tma.planner.proofs import Prover
+    from tvm_tma.planner.views import buffer_span
+
+    weights = tvm.tirx.decl_buffer((256, 2048, 7168), "bfloat16", "B")
+    assert buffer_span(weights, Prover()) == (0, 7516192768)
+    gcfg = GroupedGemmConfig.for_problem(256, 16384, 2048, 7168)
+    source = compile_kernel(grouped_gemm_kernel(gcfg)).cuda_source
+    body = source[source.rindex("__global__ void"):]
+    # B's map merges experts and rows (524288 rows of 7168): row g * 2048 + n0, computed in
+    # 64 bits and narrowed (proven below 2^31) for the instruction.
+    assert ("(ks * 64), ((int)((((int64_t)g_ptr[0]) * (int64_t)2048) + "
+            "(((int64_t)nb_ptr[0]) * (int64_t)256)))") in body
+    assert len(assemble(source)) > 0
+
+
+def test_a_32_bit_view_offset_that_may_wrap_is_refused_by_name():
+    """Expert ``g`` of 256 at ``g * 2048 * 7168`` in 32 bits passes 2^31 for g >= 147: the
+    kernel would wrap while the proofs (over the integers) would call the view inside B."""
+    import tvm
+    from tvm.tirx.layout import S, TileLayout
+
+    from tvm_tma.planner import PlanError, plan
+    from tvm_tma.planner.proofs import Prover
+
+    g = tvm.tirx.Var("g", "int32")
+    weights = tvm.tirx.decl_buffer((256, 2048, 7168), "bfloat16", "B")
+    tile = tvm.tirx.decl_buffer((256, 64), "bfloat16", "tile", scope="shared.dyn",
+                                layout=TileLayout(S[256, 64]))
+
+    def region(buffer, extents):
+        return tvm.tirx.BufferRegion(buffer, [tvm.ir.Range.from_min_extent(0, e)
+                                              for e in extents])
+
+    for offset, refused in ((g * (2048 * 7168), True),
+                            (tvm.tirx.Cast("int64", g) * (2048 * 7168), False)):
+        expert = tvm.tirx.decl_buffer((2048, 7168), "bfloat16", "Bg", data=weights.data,
+                                      elem_offset=offset, layout=TileLayout(S[2048, 7168]))
+        prover = Prover({g: tvm.ir.Range(0, 256)})
+        if refused:
+            with pytest.raises(PlanError, match=r"\[global-view-bounds\].*32-bit offset"):
+                plan(region(tile, (256, 64)), region(expert, (256, 64)), prover=prover,
+                     argument=weights)
+        else:
+            copy = plan(region(tile, (256, 64)), region(expert, (256, 64)), prover=prover,
+                        argument=weights)
+            assert not copy.device_view  # B[g] lies inside B: its host map at row g * 2048

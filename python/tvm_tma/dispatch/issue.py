@@ -21,6 +21,7 @@ from tvm.script.ir_builder import IRBuilder
 
 from .. import intrin
 from ..intrin.operands import cluster_known
+from ..planner.errors import refuse
 from ..planner.plan_types import TmaPlan
 from .build import build_prim_func
 from .config import CopyOptions
@@ -55,6 +56,20 @@ def _issue(plan: TmaPlan, address, shared_buffer, options: CopyOptions, arch: st
         return intrin.reduce(options.reduce, address, coords, source, cache_hint=policy,
                              arch=arch)
     return intrin.store(address, coords, source, cache_hint=policy, arch=arch)
+
+
+def _signed_32(coordinate, prover):
+    """A tensor coordinate as the instruction's ``.s32`` operand. A view past 2^31 elements
+    (256 experts' weights) is indexed in 64 bits; its coordinates are narrowed where they
+    provably fit, and refused where they may not (a wrapped coordinate reads elsewhere)."""
+    if isinstance(coordinate, int) or str(coordinate.ty.dtype) != "int64":
+        return coordinate
+    fits = tvm.tirx.all(coordinate >= tvm.tirx.const(-(1 << 31), "int64"),
+                        coordinate < tvm.tirx.const(1 << 31, "int64"))
+    if not prover.establish(fits, "global-dim (a 32-bit coordinate)"):
+        raise refuse("global-dim", f"tensor coordinate {coordinate} may not fit the "
+                     "instruction's 32-bit signed coordinate")
+    return tvm.tirx.Cast("int32", coordinate)
 
 
 def _tap_offsets(plan: TmaPlan) -> list:
@@ -109,8 +124,8 @@ def emit_issues(plan: TmaPlan, tensor_map, shared_buffer, options: CopyOptions, 
 
     def issue(offset, coords, policy):
         T.evaluate(_issue(plan, address[0], shared_buffer, options, arch,
-                          prover.simplify(offset), [prover.simplify(c) for c in coords],
-                          policy))
+                          prover.simplify(offset),
+                          [_signed_32(prover.simplify(c), prover) for c in coords], policy))
 
     def body():
         address.append(T.address_of(tensor_map) if locate_map is None else locate_map())

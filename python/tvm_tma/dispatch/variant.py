@@ -124,15 +124,15 @@ def lower_tma_copy(op, sctx):
     view = planned.global_region.source
     argument = argument_of(op.config)
     host_buffer = view if argument is None else argument
-    if planned.plan.device_view:
-        try:
+    try:
+        if planned.plan.device_view:
             return _lower_device_view(planned, op, sctx, host_buffer)
-        except PlanError as error:
-            fail(str(error))
-    base_bytes = planned.plan.base_offset * (tvm.DataType(str(view.dtype)).bits // 8)
-    tensor_map = tensor_map_for(planned.plan.tensor_map, host_buffer, sctx, base_bytes)
-    return emit_issues(planned.plan, tensor_map, planned.shared_region.source,
-                       planned.options, str(sctx.target.arch), planned.prover)
+        base_bytes = planned.plan.base_offset * (tvm.DataType(str(view.dtype)).bits // 8)
+        tensor_map = tensor_map_for(planned.plan.tensor_map, host_buffer, sctx, base_bytes)
+        return emit_issues(planned.plan, tensor_map, planned.shared_region.source,
+                           planned.options, str(sctx.target.arch), planned.prover)
+    except PlanError as error:  # a coordinate that may not fit 32 bits, say
+        fail(str(error))
 
 
 def _lower_device_view(planned: PlannedCopy, op, sctx, host_buffer):

@@ -184,6 +184,12 @@ def make_grouped_work(gcfg: GroupedGemmConfig):
     load_unit, mma_unit, store_unit = make_load_unit(cfg), make_mma_unit(cfg), \
         make_store_unit(cfg)
 
+    def b_offset(group):
+        # B[g]'s first element: past 2^31 elements (256 experts of 2048 x 7168) in 64 bits.
+        if gcfg.groups * n * k < 1 << 31:
+            return group * (n * k)
+        return T.Cast("int64", group) * (n * k)
+
     # fmt: off
     @T.inline
     def each_tile(offs, worker, visit, context):
@@ -211,7 +217,7 @@ def make_grouped_work(gcfg: GroupedGemmConfig):
         g, mb, nb, start, rows = T.meta_var(tile)
         Ag = T.decl_buffer((rows[0], k), dtype, A.data, elem_offset=start[0] * k,
                            layout=TileLayout(S[rows[0], k]))
-        Bg = T.decl_buffer((n, k), dtype, B.data, elem_offset=g[0] * (n * k),
+        Bg = T.decl_buffer((n, k), dtype, B.data, elem_offset=b_offset(g[0]),
                            layout=TileLayout(S[n, k]))
         load_unit(ring, a_ring, b_ring, Ag, Bg, j, mb[0], nb[0], 0, 0, 0,
                   maps.ptr_to([worker, 0, 0]), maps.ptr_to([worker, 3, 0]))

@@ -137,6 +137,7 @@ def global_placements(region, prover: Prover, direction: str, oob: str | None = 
     checks: list[HostCheck] = []
     dims = _bound(_pieces(region, prover), prover, direction, oob, checks)
     offset = prover.simplify(buffer.elem_offset + memory_offset(layout))
+    _check_offset_width(buffer, offset, prover)
     return tuple(GlobalView(dtype, width, tuple(_merge_whole(placed, prover)), base, oob,
                             direction, tuple(checks))
                  for placed, base in _place_view(dims, offset, width, buffer, prover, argument))
@@ -288,6 +289,22 @@ def _place_view(dims: list[GlobalDim], offset: Expr, width: int, buffer, prover:
         "encode checks it)")
 
 
+def _check_offset_width(buffer, offset: Expr, prover: Prover) -> None:
+    """A view's offset computed in 32 bits must provably stay in 32 bits: the kernel computes
+    it with wrapping arithmetic, while the proofs here are over the integers, so an offset
+    that may pass 2^31 (expert ``g`` of 256 at ``g * 2048 * 7168``) would be proven inside
+    its tensor and then read elsewhere."""
+    if as_int(offset) is not None or str(offset.ty.dtype) != "int32":
+        return
+    wide = tvm.tirx.Cast("int64", offset)
+    if not prover.establish(tvm.tirx.all(wide >= tvm.tirx.const(-(1 << 31), "int64"),
+                                         wide < tvm.tirx.const(1 << 31, "int64")),
+                            f"global-view-bounds ({buffer.name}'s offset in 32 bits)"):
+        raise refuse("global-view-bounds", f"global view {buffer.name} starts at the 32-bit "
+                     f"offset {offset}, which may pass 2^31 elements and wrap; compute it in "
+                     "64 bits (T.Cast(\"int64\", ...))")
+
+
 def _device_base_aligned(offset: Expr, width: int, prover: Prover) -> bool:
     """``data + offset`` computed on the device is provably 16-byte aligned: no host encode
     sees that address, so the proof is the only check it gets (a misaligned base faults)."""
@@ -396,7 +413,7 @@ def _in_argument(dims: list[GlobalDim], offset: Expr, prover: Prover, argument
 
 def _is_zero(value: Expr, prover: Prover) -> bool:
     return as_int(value) == 0 if as_int(value) is not None else prover.prove(
-        tvm.tirx.EQ(value, 0))
+        tvm.tirx.EQ(value, tvm.tirx.const(0, value.ty.dtype)))
 
 
 def _whole_region(buffer):

@@ -168,10 +168,12 @@ def buffer_span(buffer, prover: Prover) -> tuple[Expr, Expr]:
     """
     width = tvm.DataType(str(buffer.dtype)).bits // 8
     tile = buffer_tile(buffer)
-    lo: Expr = buffer.elem_offset + memory_offset(tile)
+    # In 64 bits: a tensor of more than 2^31 elements (a mixture of 256 experts' weights)
+    # is an ordinary kernel argument, and its span must not wrap.
+    lo: Expr = _wide(buffer.elem_offset + memory_offset(tile))
     hi: Expr = lo + 1
     for iterator in tile.shard:
-        reach = (iterator.extent - 1) * iterator.stride
+        reach = _wide(iterator.extent - 1) * _wide(iterator.stride)
         if prover.prove(reach >= 0):
             hi = hi + reach
         else:
@@ -182,6 +184,16 @@ def buffer_span(buffer, prover: Prover) -> tuple[Expr, Expr]:
         row = 16 << mode
         hi = prover.simplify(tvm.tirx.floordiv(hi + row - 1, row) * row)
     return lo, hi
+
+
+def _wide(value) -> Expr:
+    """``value`` as a 64-bit integer (Python ints are exact already)."""
+    if isinstance(value, int):
+        return value
+    constant = as_int(value)
+    if constant is not None:
+        return tvm.tirx.const(constant, "int64")
+    return value if str(value.ty.dtype) == "int64" else tvm.tirx.Cast("int64", value)
 
 
 def element_offset(buffer, indices, prover: Prover) -> Expr:
