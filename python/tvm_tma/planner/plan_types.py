@@ -189,7 +189,7 @@ class TmaPlan:
     im2col_offsets: tuple[Expr, ...] = field(default=())
     #: The map's base, dims or strides are device-side values (a view the device places,
     #: e.g. rows ``offs[g - 1]:offs[g]``): the host encodes a template and the issuing
-    #: thread rebinds a copy of it (``tvm_tma.dispatch.device_view``) before the issues.
+    #: thread rebinds a copy of it before the issues (the lowering's device-view step).
     device_view: bool = False
 
     @property
