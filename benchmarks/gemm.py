@@ -48,6 +48,7 @@ from tvm_tma.kernels.gemm import gemm_kernel
 from tvm_tma.kernels.gemm_config import DTYPES_16, FP8_DTYPES, GemmConfig
 from tvm_tma.kernels.reference import error_bound, fp8_error_bound
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
+from tvm_tma.kernels.tiling import estimate, ranked
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.timing import back_to_back, per_launch_median
 
@@ -64,8 +65,9 @@ FP8_PROBLEMS = [*PROBLEMS[:-1], (1000, 2000, 3008)]
 #: The sweep's tilings: (schedule, block_m, block_n, stages, epilogue_n). Cooperative
 #: warpgroups share a 128-row tile; ping-pong ones each take whole tiles in turns.
 SWEEP_TILINGS = [("cooperative", 128, 256, 4, 128), ("cooperative", 128, 256, 3, 0),
-                 ("cooperative", 128, 128, 6, 0), ("pingpong", 128, 128, 6, 64),
-                 ("pingpong", 128, 128, 5, 128), ("pingpong", 64, 256, 4, 128)]
+                 ("cooperative", 128, 192, 5, 64), ("cooperative", 128, 128, 6, 0),
+                 ("pingpong", 128, 128, 6, 64), ("pingpong", 128, 128, 5, 128),
+                 ("pingpong", 64, 256, 4, 128)]
 
 
 def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
@@ -83,7 +85,7 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
         for cluster, cluster_n in ((1, 1), (2, 1), (1, 2)):
             tiling = replace(base, schedule=schedule, block_m=block_m, block_n=block_n,
                              stages=stages, epilogue_n=epilogue_n, cluster=cluster,
-                             cluster_n=cluster_n)
+                             cluster_n=cluster_n, stream_k=False, stream_k_waves=1)
             if tiling.cluster > tiling.m_blocks or tiling.cluster_n > tiling.n_blocks:
                 continue  # a CTA of every cluster would hold padding only
             splits = (1, 2) if tiling.num_tiles < 2 * ctas else (1,)
@@ -97,15 +99,19 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                         continue
                     found.append(cfg)
         if schedule == "cooperative" and block_m == 128:
-            # Stream-K: the same tiles, every CTA an equal run of K steps.
-            streamed = replace(base, schedule=schedule, block_m=block_m, block_n=block_n,
-                               stages=stages, epilogue_n=epilogue_n, cluster=1,
-                               cluster_n=1, split_k=1, stream_k=True)
-            try:
-                streamed.check()
-            except ValueError:
-                continue
-            found.append(streamed)
+            # Stream-K: the same tiles, every CTA an equal run of K steps (sharing the
+            # partial wave, or the last full wave too).
+            for waves in (1, 2):
+                streamed = replace(base, schedule=schedule, block_m=block_m,
+                                   block_n=block_n, stages=stages, epilogue_n=epilogue_n,
+                                   cluster=1, cluster_n=1, split_k=1, stream_k=True,
+                                   stream_k_waves=waves)
+                try:
+                    streamed.check()
+                except ValueError:
+                    continue
+                if streamed not in found:
+                    found.append(streamed)
     return found
 
 
@@ -280,8 +286,10 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
                 "epilogue_n": cfg.epilogue_cols, "cluster": cfg.cluster,
                 "cluster_n": cfg.cluster_n,
                 "split_k": cfg.split_k, "split_k_ordered": cfg.split_k_ordered,
-                "stream_k": cfg.stream_k, "l2_promotion": cfg.l2_promotion,
+                "stream_k": cfg.stream_k, "stream_k_waves": cfg.stream_k_waves,
+                "l2_promotion": cfg.l2_promotion,
                 "tiles": cfg.num_tiles,
+                "model_cost": round(estimate(cfg).cost, 1),
                 "correct": ok and ok_after,
                 "worst_error_over_bound": round(max(worst, worst_after), 4),
                 "ms": round(ms, 5), "median_ms": round(median, 5),
@@ -310,6 +318,22 @@ def kernel_label(m: int, n: int, k: int, cfg: GemmConfig) -> str:
             f"{'-sk' if cfg.stream_k else ''}")
 
 
+def explain(m: int, n: int, k: int, **options) -> None:
+    """What ``GemmConfig.for_problem`` chose for one problem, and the model's estimate of
+    every candidate (K steps of a 128 x 256 tile), cheapest first."""
+    chosen = GemmConfig.for_problem(m, n, k, **options)
+    print(f"{m}x{n}x{k}: {describe(chosen)}")
+    for candidate in ranked(GemmConfig, m, n, k, **options):
+        print(f"  {candidate.cost:9.1f}  {describe(candidate.config)}: {candidate.why}")
+
+
+def describe(cfg: GemmConfig) -> str:
+    return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n} stages={cfg.stages} "
+            f"cluster={cfg.cluster}x{cfg.cluster_n} split_k={cfg.split_k}"
+            f"{' ordered' if cfg.split_k_ordered else ''} stream_k={cfg.stream_k}"
+            f"{f' ({cfg.stream_k_waves} waves)' if cfg.stream_k else ''}")
+
+
 def compile_only(problems, dtypes: list[tuple[str, str | None]], sweep: bool,
                  dump: Path | None, **options) -> int:
     """Build and assemble (sm_90a) every kernel a run of ``dtypes`` ((A, B) pairs, B None
@@ -330,10 +354,7 @@ def compile_only(problems, dtypes: list[tuple[str, str | None]], sweep: bool,
                     cubin = assemble(source)
                     count += 1
                     types = "x".join(dict.fromkeys(cfg.input_dtypes))
-                    print(f"{m}x{n}x{k} {types} {b_layout} {cfg.schedule} "
-                          f"{cfg.block_m}x{cfg.block_n} stages={cfg.stages} "
-                          f"cluster={cfg.cluster}x{cfg.cluster_n} split_k={cfg.split_k} "
-                          f"stream_k={cfg.stream_k}: "
+                    print(f"{m}x{n}x{k} {types} {b_layout} {describe(cfg)}: "
                           f"{len(cubin)} bytes of sm_90a cubin")
     return count
 
@@ -374,8 +395,13 @@ def main(argv: list[str] | None = None) -> int:
                              "(C = A @ B, no memset)")
     parser.add_argument("--stream-k", action="store_true", default=None,
                         help="every CTA an equal run of the problem's K steps")
+    parser.add_argument("--stream-k-waves", type=int, choices=(1, 2),
+                        help="with --stream-k: the trailing waves it shares out")
     parser.add_argument("--ctas", type=int, help="persistent CTAs (default: one per SM)")
     parser.add_argument("--json", type=Path)
+    parser.add_argument("--explain", action="store_true",
+                        help="print the tiling model's candidates per problem, cheapest "
+                             "first (tvm_tma.kernels.tiling; no GPU) and exit")
     args = parser.parse_args(argv)
     options = {name: value for name, value in (("schedule", args.schedule),
                                                 ("block_m", args.block_m),
@@ -387,6 +413,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 ("split_k", args.split_k),
                                                 ("split_k_ordered", args.split_k_ordered),
                                                 ("stream_k", args.stream_k),
+                                                ("stream_k_waves", args.stream_k_waves),
                                                 ("l2_promotion", args.l2_promotion),
                                                 ("ctas", args.ctas))
                if value is not None}
@@ -398,6 +425,11 @@ def main(argv: list[str] | None = None) -> int:
                      f"('nk')")
     problems = ([tuple(int(x) for x in p.split("x")) for p in args.problem]
                 or (FP8_PROBLEMS if fp8 else PROBLEMS))
+    if args.explain:
+        for m, n, k in problems:
+            explain(m, n, k, **options, **({"dtype": args.dtype} if args.dtype else {}),
+                    b_layout=args.b_layout)
+        return 0
     if args.compile_only:
         dtypes = ([(args.dtype, args.b_dtype)] if args.dtype is not None
                   else [(dtype, None) for dtype in DTYPES_16])

@@ -60,6 +60,10 @@ FEATURE_CASES = [
     GemmConfig(200, 520, 144, dtype=E4, block_m=64, stages=4, schedule="pingpong", ctas=3),
     # 160-wide tiles: C staged 32 columns at a time (64B swizzle).
     GemmConfig(200, 320, 144, dtype=E5, block_n=160, epilogue_n=32, stages=5),
+    # The default 128 x 192 tiles of a problem whose 128 x 256 ones leave a wave a quarter
+    # empty (C in 64-column stages, 5 ring stages).
+    GemmConfig.for_problem(768, 4096, 1024, dtype=E4),
+    GemmConfig(520, 648, 1008, dtype=E5, stream_k=True, stream_k_waves=2, ctas=9),
 ]
 CASES = DEFAULT_CASES + FEATURE_CASES
 
@@ -68,7 +72,8 @@ def _name(cfg: GemmConfig) -> str:
     a, b = (PTX[t] for t in cfg.input_dtypes)
     return (f"{cfg.m}x{cfg.n}x{cfg.k}-{a}x{b}-bm{cfg.block_m}-bn{cfg.block_n}-s{cfg.stages}"
             f"-e{cfg.epilogue_cols}-c{cfg.ctas}-{cfg.schedule}-x{cfg.cluster}-k{cfg.split_k}"
-            f"{'-sk' if cfg.stream_k else ''}{'-ordered' if cfg.split_k_ordered else ''}")
+            f"{'-sk' if cfg.stream_k else ''}{'2' if cfg.stream_k_waves == 2 else ''}"
+            f"{'-ordered' if cfg.split_k_ordered else ''}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -137,7 +142,9 @@ def test_fp8_default_tiling(dtype):
     ragged = GemmConfig.for_problem(1000, 2000, 3008, dtype=dtype)
     assert (ragged.block_n, ragged.block_k, ragged.stages, ragged.epilogue_cols,
             ragged.cluster) == (128, 128, 6, 128, 2)
-    assert GemmConfig.for_problem(2048, 7168, 4096, dtype=dtype).stream_k
+    # Stream-K where the model finds it clearly cheaper: 68 tiles past the full waves, 80
+    # K blocks of 128 (2048 x 7168 x 4096 has 32: stream-K estimated only 5% cheaper).
+    assert GemmConfig.for_problem(2560, 2560, 10240, dtype=dtype).stream_k
     assert not GemmConfig.for_problem(4096, 4096, 4096, dtype=dtype).stream_k
     for cfg in (square, ragged):
         assert cfg.shared_bytes <= MAX_SHARED < replace(cfg, stages=cfg.stages + 1).shared_bytes

@@ -33,6 +33,17 @@ CASES = [
     GemmConfig(256, 512, 256, stages=3, epilogue_n=0),
     GemmConfig.for_problem(1000, 2000, 3000),
     GemmConfig.for_problem(300, 128, 2048),  # 3 tiles: 4 ordered K parts, ping-pong
+    # The wave model's 128 x 192 tiles (C in 64-column stages): filling one wave, in 2x1
+    # clusters where the rows straddle L2 lines (K = 1000, N = 4040 ragged), and with
+    # stream-K sharing the last wave's 60 tiles.
+    GemmConfig.for_problem(768, 4096, 1024),
+    GemmConfig.for_problem(700, 4040, 1000),
+    GemmConfig(1536, 3072, 1024, block_n=192, stages=5, epilogue_n=64, stream_k=True),
+    # Stream-K sharing the last full wave with the partial one (stream_k_waves=2): 15
+    # tiles on 9 CTAs all cut into runs; and 32 cluster tiles on 7 clusters (4 past 4 full
+    # waves: 11 shared).
+    GemmConfig(520, 648, 1000, stream_k=True, stream_k_waves=2, ctas=9),
+    GemmConfig(1000, 2000, 3000, cluster=2, stream_k=True, stream_k_waves=2, ctas=14),
     GemmConfig(200, 136, 328),
     GemmConfig(1000, 2000, 3000, ctas=16),
     GemmConfig(128, 256, 40, b_layout="kn"),
@@ -131,7 +142,8 @@ def _name(cfg: GemmConfig) -> str:
     return (f"{cfg.m}x{cfg.n}x{cfg.k}-{cfg.dtype}-{cfg.b_layout}-bm{cfg.block_m}"
             f"-bn{cfg.block_n}-s{cfg.stages}-e{cfg.epilogue_cols}-c{cfg.ctas}"
             f"-{cfg.schedule}-x{cfg.cluster}x{cfg.cluster_n}-k{cfg.split_k}"
-            f"{'-sk' if cfg.stream_k else ''}{'-ordered' if cfg.split_k_ordered else ''}"
+            f"{'-sk' if cfg.stream_k else ''}{'2' if cfg.stream_k_waves == 2 else ''}"
+            f"{'-ordered' if cfg.split_k_ordered else ''}"
             f"{f'-pieces{cfg.a_copy_k}' if cfg.a_copy_k else ''}")
 
 

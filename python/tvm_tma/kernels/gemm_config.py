@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import tvm
 
+from .tiling import choose
+
 #: Bytes at the front of dynamic shared memory for the ring's mbarriers; the tiles start
 #: right after, on the 1024-byte period of the 128B swizzle.
 BARRIER_BYTES = 1024
@@ -107,6 +109,13 @@ class GemmConfig:
     #: the others' fp32 partial tiles from a workspace (:mod:`.stream_k`) before the
     #: epilogue.
     stream_k: bool = False
+    #: With ``stream_k``, the trailing waves of tiles it shares out: 1, the partial last
+    #: wave only (the full waves before it run data-parallel); 2, the last full wave too.
+    #: A partial wave of few tiles (1536 x 3072 x 4096: 144 tiles of 128 x 256 on 132
+    #: workers, 12 past one wave) cut alone gives each of its tiles ~11 runs, whose
+    #: partials the tile's owner then reads one after another; shared with the full wave
+    #: before it, a tile has at most two or three.
+    stream_k_waves: int = 1
     #: Columns of K one A copy covers: 0, the whole K block (one copy per slot into a
     #: swizzled slot); or 8, the 16-column K block in two 8-column pieces, each its own copy
     #: into an unswizzled K-major slot (wgmma core matrices of 8 rows x 16 bytes, the two
@@ -132,54 +141,19 @@ class GemmConfig:
 
     @classmethod
     def for_problem(cls, m: int, n: int, k: int, **options) -> GemmConfig:
-        """The default tiling for a problem: cooperative 128 x 256 tiles (4 stages, C staged
-        128 columns at a time), or, when 128 x 256 tiles would leave SMs idle, 128 x 128
-        tiles (6 stages) in 2x1 clusters that multicast B.
+        """The default tiling for a problem (:func:`.tiling.choose`, where the model and its
+        measurements are explained): cooperative 128-row tiles 256, 192 or 128 wide,
+        whichever the wave count makes fastest, data-parallel or with stream-K sharing a
+        last wave at most half full; 2x1 clusters multicasting B where the operands' rows
+        straddle 128-byte L2 lines; and where 128 x 128 tiles fill at most half the SMs,
+        K cut into ordered parts on ping-pong tiles (:attr:`ordered_parts`).
 
-        From the sweep in benchmarks/RESULTS.md (H200): cooperative 128 x 256 x 64 with 4
-        stages is fastest wherever there are at least as many tiles as SMs (ping-pong 128 x
-        128 reaches 90% of it at 8192^3; clusters change nothing there). A 1000 x 2000
-        problem has only 64 such tiles for 132 SMs: 128 x 128 tiles in clusters run it
-        1.5x faster (97% of cuBLAS against 64%), the cluster alone being worth 1.23x.
-
-        Where even 128 x 128 tiles fill at most half the SMs (skinny M or N, few tiles),
-        K is cut into ordered parts (:attr:`ordered_parts`: C = A @ B, part 0 storing)
-        on ping-pong 128 x 128 tiles, 5 stages.
-
-        Where the 128 x 256 tiles fill some waves and leave the last one at most half
-        full, stream-K shares that partial wave's K steps among all the SMs (H100, same
-        run: 2048 x 7168 x 4096, 3 waves and 52 tiles, 734 against 696 TFLOP/s, 94.8%
-        against 88.9% of cuBLAS). A fuller last wave gains nothing and pays the fix-up
-        (4096^3, 0.88 of a wave: 699 against 779; 8192 x 1024 x 8192, 0.94: 696 against
-        795), so it stays data-parallel.
-
-        FP8 inputs take the same tiles with a K block of 128: the slots have the 16-bit
-        slots' bytes (128-byte rows), so the same stage counts are the most that fit beside
-        the bf16 C stage (4 of 48 KiB beside 32 KiB of C; 6 of 32 KiB beside 32 KiB), and
-        the same wave rules pick stream-K and the narrow tiles. (Not yet measured for FP8:
-        ``benchmarks/gemm.py --dtype float8_e4m3fn --sweep`` times the alternatives.)
+        Every option the caller gives is kept; the model fills in the rest. FP8 inputs take
+        the same tiles with a K block of 128: their slots have the 16-bit slots' bytes
+        (128-byte rows), so the same stage counts are the most that fit beside the bf16 C
+        stage, and the same costs apply (measured on 16-bit inputs).
         """
-        wide = cls(m, n, k, **options)
-        if wide.num_tiles >= wide.ctas:
-            partial = wide.num_tiles % wide.workers
-            if ("stream_k" not in options and wide.schedule == "cooperative"
-                    and wide.split_k == 1 and wide.cluster_n == 1
-                    and 0 < 2 * partial <= wide.workers):
-                return cls(m, n, k, **{"stream_k": True, **options})
-            return wide
-        # Ping-pong keeps two C stages: 64-column ones leave room for 5 ring stages.
-        pingpong = {"block_n": 128, "stages": 5, "epilogue_n": 64, "schedule": "pingpong"}
-        narrow = ({**pingpong} if wide.schedule == "pingpong" else
-                  {"block_n": 128, "stages": 6, "epilogue_n": 0})
-        chosen = {"schedule", "cluster", "cluster_n", "split_k", "split_k_ordered",
-                  "stream_k"} & set(options)
-        split = 1 if chosen else cls(m, n, k, **{**options, **narrow}).ordered_parts
-        if split > 1:
-            return cls(m, n, k, **{**pingpong, "split_k": split, "split_k_ordered": True,
-                                   **options})
-        if wide.m_blocks >= 2 and wide.ctas % 2 == 0 and wide.cluster_n == 1:
-            narrow["cluster"] = 2
-        return cls(m, n, k, **{**narrow, **options})
+        return choose(cls, m, n, k, **options)
 
     @property
     def ordered_parts(self) -> int:
@@ -269,10 +243,12 @@ class GemmConfig:
         worker. (Cutting the last full wave too, as a first version did, spread the tiles
         in flight over twice as many blocks: 4096^3 lost 20%, its L2 hit rate falling from
         73% to 58%.) Where the partial wave has fewer K steps than there are workers, the
-        last full wave joins it, so every run has at least one."""
+        last full wave joins it, so every run has at least one; with ``stream_k_waves`` 2
+        it always does."""
         tiles, workers = self.m_groups * self.n_groups, self.workers
         whole = tiles // workers * workers
-        if whole >= workers and 0 < (tiles - whole) * self.k_steps < workers:
+        few_steps = 0 < (tiles - whole) * self.k_steps < workers
+        if whole >= workers and (self.stream_k_waves == 2 or few_steps):
             whole -= workers
         return whole
 
@@ -480,6 +456,10 @@ class GemmConfig:
         if self.split_k < 1 or (self.split_k - 1) * self.steps_per_unit >= self.k_steps:
             raise ValueError(f"split_k={self.split_k}: 1 up to the point where every part "
                              f"keeps at least one of the {self.k_steps} K steps")
+        if self.stream_k_waves not in (1, 2) or (self.stream_k_waves == 2
+                                                  and not self.stream_k):
+            raise ValueError(f"stream_k_waves={self.stream_k_waves}: 1, or 2 with stream_k "
+                             f"(the trailing waves stream-K shares out)")
         if self.stream_k:
             self._check_stream_k()
         if self.split_k_ordered:

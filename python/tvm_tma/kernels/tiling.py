@@ -1,0 +1,235 @@
+"""The default tiling of a GEMM problem: a wave-quantization cost model over measured tilings.
+
+A persistent kernel runs its tiles in waves of ``workers`` at a time, and a problem's time is
+its number of waves times the time of one tile. A tiling that fills 97% of one wave with
+128 x 256 tiles (2048^3: 128 tiles on 132 SMs) beats one that fills two waves with 128 x 128
+tiles, whose K steps each do half the products for two thirds of the bytes; a tiling that
+leaves a quarter of a wave empty (768 x 4096: 96 tiles of 128 x 256) loses to 128 x 192
+tiles that fill it (132 tiles). :func:`choose` estimates each candidate's time in units of
+one K step of a 128 x 256 tile and takes the cheapest:
+
+* **Data-parallel**: ``rounds x steps_per_unit x STEP_COST[block_n]``.
+* **Stream-K** (tiles of at least :data:`STREAM_K_MIN_STEPS` K steps, a partial last
+  wave): the full waves as above, then the partial wave's K steps shared out
+  (``iterations / workers``), plus the fix-up: a tile cut into ``pieces`` runs costs its
+  peers a write and its owner a read of one fp32 partial tile per peer
+  (:data:`FIXUP_COST_PER_BYTE` per byte). It is a candidate only where it is estimated
+  :data:`STREAM_K_MARGIN` cheaper than the same tiles in plain waves: where it gains
+  little it loses what the model does not see (4096^3's L2 hit rate fell from 73% to 58%).
+  Sharing the last full wave as well (``stream_k_waves=2``, each tile in about two pieces)
+  is estimated cheaper still on a partial wave of few tiles but measured slower on every
+  problem but one (RESULTS.md section 6d), so the model never takes it.
+
+Where the rows of a K-major operand are not whole 128-byte lines (K x element bytes not a
+multiple of 128: K = 2000, 3000, 5000, 6000 in 16-bit elements), every 128-byte box row TMA
+fetches straddles two L2 lines, and 2x1 clusters that multicast B (each CTA fetching half of
+it) were faster in every measured case (12000 x 1000 x 5000: 129% of cuBLAS against 83%;
+1000 x 2000 x 3000 96% against 74%), while on aligned rows they were slower in every one
+(2048^3 82% against 92%, 512 x 4096 x 4096 88% against 95%). So the cluster follows the row
+alignment, not the tile count.
+
+Problems whose 128 x 128 tiles fill at most half the SMs keep the rule of
+:meth:`~.gemm_config.GemmConfig.ordered_parts` (ping-pong 128 x 128 tiles, K cut into
+ordered parts), which the model is not asked about. A caller's options always win: the
+candidates are the measured tilings with the caller's fields laid over them, and those the
+kernel cannot run (:meth:`~.gemm_config.GemmConfig.check`) are dropped.
+
+The costs are measurements (H100, benchmarks/RESULTS.md section 6d), not a roofline, and
+:func:`ranked` lists every candidate's estimate so ``benchmarks/gemm.py --sweep`` can set
+them beside measured times.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+
+class Tiling(Protocol):
+    """What the model reads of a configuration (:class:`~.gemm_config.GemmConfig`, which
+    calls the model from ``for_problem``: the model takes the class as an argument rather
+    than importing it, so the two modules import one way)."""
+
+    m: int
+    n: int
+    k: int
+    block_m: int
+    block_n: int
+    b_layout: str
+    schedule: str
+    cluster_n: int
+    ctas: int
+    stream_k: bool
+    stream_k_waves: int
+    split_k: int
+
+    @property
+    def element_bytes(self) -> int: ...
+    @property
+    def m_blocks(self) -> int: ...
+    @property
+    def k_steps(self) -> int: ...
+    @property
+    def work_units(self) -> int: ...
+    @property
+    def workers(self) -> int: ...
+    @property
+    def steps_per_unit(self) -> int: ...
+    @property
+    def stream_k_dp_rounds(self) -> int: ...
+    @property
+    def iterations(self) -> int: ...
+    @property
+    def stream_k_peers(self) -> int: ...
+    @property
+    def partial_floats(self) -> int: ...
+    @property
+    def ordered_parts(self) -> int: ...
+    def check(self) -> None: ...
+
+
+#: Builds a configuration from (m, n, k, **fields): the GemmConfig class.
+MakeTiling = Callable[..., Tiling]
+
+#: Time of one K step of a 128-row tile of each width, in K steps of a 128 x 256 tile
+#: (H100, same-run ratios of the three tilings on problems of equal wave counts:
+#: 128 x 192 0.81-0.83 over 3000 x 5000 x 2000, 2048 x 4096 x 2048, 4096 x 2048 x 2048 and
+#: 768 x 4096 x 4096; 128 x 128 0.54-0.64 over 2048^3, 1024 x 2048 x 4096, 512 x 4096 x
+#: 4096 and 2048 x 4096 x 2048). The wider the tile, the more products per byte loaded.
+STEP_COST = {256: 1.0, 192: 0.81, 128: 0.57}
+#: Bytes one K step of a 128 x 256 tile loads (16-bit A and B tiles of 64 columns): the
+#: unit the fix-up's partial tiles are priced in (each SM's loads run at about the same
+#: rate whatever they carry, RESULTS.md section 8).
+STEP_BYTES = (128 + 256) * 64 * 2
+#: Cost of moving one byte of a stream-K partial tile (written by a peer, read by the
+#: owner), in 128 x 256 K steps.
+FIXUP_COST_PER_BYTE = 1.0 / STEP_BYTES
+#: Fewest K steps a tile needs for stream-K to be a candidate: each piece of a cut tile
+#: pays a ring fill and an epilogue of its own, and the owner waits for its peers, none
+#: of which the model prices (2304 x 4608 x 768, 12 K steps: 71% of cuBLAS with stream-K
+#: against 98% for plain waves of 128 x 128 tiles; 2048 x 7168 x 4096, 64 steps: 94.8%
+#: against 88.9% without).
+STREAM_K_MIN_STEPS = 32
+#: How much cheaper than the same tiles in plain waves stream-K must be estimated to be:
+#: it loses what the model does not see (L2 hits, the owners' waits) where it gains
+#: little. 4096^3 (116 of 132 tiles in the last wave, estimated 1% cheaper) ran at 88.9%
+#: of cuBLAS with stream-K against 99.5% without; 2048 x 7168 x 4096 (52 of 132, 10%
+#: cheaper) 93.6-94.8% against 88.9-89.5%; 2560 x 2560 x 10240 (68 of 132, 21% cheaper)
+#: 106.5% against 91.9%.
+STREAM_K_MARGIN = 0.05
+#: The measured tilings, widest first (ties go to the wider): cooperative 128-row tiles,
+#: each with the most ring stages that fit beside its C stage.
+TILINGS = (
+    {"block_n": 256, "stages": 4, "epilogue_n": 128},
+    {"block_n": 192, "stages": 5, "epilogue_n": 64},
+    {"block_n": 128, "stages": 6, "epilogue_n": 0},
+)
+#: The ping-pong tiling (a caller's ``schedule="pingpong"``, and ordered split-K): each
+#: warpgroup its own 128 x 128 tile and 64-column C stage, leaving room for 5 ring stages.
+PINGPONG = {"block_n": 128, "stages": 5, "epilogue_n": 64, "schedule": "pingpong"}
+#: Alignment, in bytes, of the rows TMA reads best: one L2 line.
+LINE_BYTES = 128
+#: Fields that, given by the caller, say how the work is split: the model adds neither a
+#: cluster nor stream-K over them (and, with ``schedule``, no ordered split-K either).
+SPLIT_FIELDS = frozenset({"cluster", "cluster_n", "split_k", "split_k_ordered", "stream_k",
+                          "stream_k_waves"})
+
+
+@dataclass(frozen=True)
+class Estimate:
+    """One candidate tiling and its estimated time (K steps of a 128 x 256 tile)."""
+
+    config: Tiling
+    cost: float
+    #: How the cost was made up, for a person reading ``ranked``.
+    why: str
+
+
+def rows_straddle_lines(cfg: Tiling) -> bool:
+    """Whether a K-major operand's rows are not whole 128-byte L2 lines (A's rows are K
+    long; B's are K long as N x K, N long as K x N)."""
+    pitches = [cfg.k * cfg.element_bytes]
+    pitches.append((cfg.k if cfg.b_layout == "nk" else cfg.n) * cfg.element_bytes)
+    return any(pitch % LINE_BYTES for pitch in pitches)
+
+
+def step_cost(cfg: Tiling) -> float:
+    """One K step of ``cfg``'s tile, in K steps of a 128 x 256 tile (by area where the
+    width was not measured)."""
+    cost = STEP_COST.get(cfg.block_n, cfg.block_n / 256)
+    return cost * cfg.block_m / 128
+
+
+def estimate(cfg: Tiling) -> Estimate:
+    """The estimated time of ``cfg`` (data-parallel or stream-K)."""
+    step = step_cost(cfg)
+    if not cfg.stream_k:
+        rounds = math.ceil(cfg.work_units / cfg.workers)
+        cost = rounds * cfg.steps_per_unit * step
+        return Estimate(cfg, cost, f"{rounds} rounds x {cfg.steps_per_unit} steps x {step:.2f}")
+    dp_rounds = cfg.stream_k_dp_rounds
+    run = cfg.iterations / cfg.workers
+    pieces = min(cfg.k_steps / run + 1, cfg.stream_k_peers + 1) if run else 1
+    fixup = 2 * (pieces - 1) * cfg.partial_floats * 4 * FIXUP_COST_PER_BYTE
+    cost = (dp_rounds * cfg.k_steps + run) * step + fixup
+    return Estimate(cfg, cost, f"stream-K over {cfg.stream_k_waves} wave(s): {dp_rounds} "
+                               f"rounds x {cfg.k_steps} steps + a run of {run:.1f}, x "
+                               f"{step:.2f}; fix-up {fixup:.1f} ({pieces:.1f} pieces a tile)")
+
+
+def has_partial_wave(cfg: Tiling) -> bool:
+    """Whether ``cfg``'s data-parallel tiles fill at least one wave and leave a partial
+    one: what stream-K shares out."""
+    return cfg.work_units > cfg.workers and cfg.work_units % cfg.workers > 0
+
+
+def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[Tiling]:
+    """The measured tilings, with the caller's options over them, that the kernel runs:
+    each data-parallel, and with stream-K where that is clearly cheaper; in 2x1
+    clusters where the operands' rows straddle L2 lines (unless the caller chose how the
+    work is split)."""
+    free = not (SPLIT_FIELDS & set(options))
+    found: list[Tiling] = []
+    for tiling in (PINGPONG,) if options.get("schedule") == "pingpong" else TILINGS:
+        cfg = make(m, n, k, **{**tiling, **options})
+        if free and rows_straddle_lines(cfg) and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0:
+            cfg = replace(cfg, cluster=2)
+        variants = [cfg]
+        if (free and cfg.schedule == "cooperative" and cfg.cluster_n == 1
+                and cfg.k_steps >= STREAM_K_MIN_STEPS and has_partial_wave(cfg)):
+            streamed = replace(cfg, stream_k=True)
+            if estimate(streamed).cost <= (1 - STREAM_K_MARGIN) * estimate(cfg).cost:
+                variants.append(streamed)
+        for variant in variants:
+            try:
+                variant.check()
+            except ValueError:
+                continue
+            if variant not in found:
+                found.append(variant)
+    return found
+
+
+def ranked(make: MakeTiling, m: int, n: int, k: int, **options) -> list[Estimate]:
+    """Every candidate of :func:`candidates` with its estimate, cheapest first (a stable
+    sort: equal costs keep the wider tile first)."""
+    return sorted((estimate(cfg) for cfg in candidates(make, m, n, k, options)),
+                  key=lambda e: e.cost)
+
+
+def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
+    """The default configuration of ``GemmConfig.for_problem``: ordered split-K on
+    ping-pong 128 x 128 tiles where those tiles fill at most half the SMs, else the
+    cheapest candidate of :func:`ranked` (the caller's options laid over the default
+    tiling when none of the candidates runs, so that ``check`` names what is wrong)."""
+    wide = make(m, n, k, **options)
+    narrow = PINGPONG if wide.schedule == "pingpong" else TILINGS[-1]
+    split = (1 if (SPLIT_FIELDS | {"schedule"}) & set(options) else
+             make(m, n, k, **{**options, **narrow}).ordered_parts)
+    if split > 1:
+        return make(m, n, k, **{**PINGPONG, "split_k": split,
+                                      "split_k_ordered": True, **options})
+    best = ranked(make, m, n, k, **options)
+    return best[0].config if best else wide

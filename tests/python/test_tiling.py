@@ -1,0 +1,155 @@
+"""The GEMM's default tiling (tvm_tma.kernels.tiling): the wave model's estimates, its
+choices on the shapes it was measured on, the row-alignment rule for clusters, and the
+caller's options winning."""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import replace
+
+import pytest
+
+from tvm_tma.kernels.gemm_config import GemmConfig
+from tvm_tma.kernels.tiling import (
+    STEP_BYTES,
+    STEP_COST,
+    candidates,
+    choose,
+    estimate,
+    ranked,
+    rows_straddle_lines,
+)
+
+
+def shape(cfg: GemmConfig) -> tuple:
+    return (cfg.schedule, cfg.block_n, cfg.stages, cfg.cluster, cfg.stream_k, cfg.split_k)
+
+
+def test_a_data_parallel_estimate_is_rounds_times_steps_times_the_step_cost():
+    # 2048^3 in 128 x 256 tiles: 16 x 8 = 128 tiles on 132 CTAs, one round of 32 K steps.
+    wide = GemmConfig(2048, 2048, 2048)
+    assert estimate(wide).cost == 32 * STEP_COST[256] == 32.0
+    # The same in 128 x 128 tiles: 256 tiles, two rounds.
+    narrow = GemmConfig(2048, 2048, 2048, block_n=128, stages=6, epilogue_n=0)
+    assert estimate(narrow).cost == pytest.approx(2 * 32 * STEP_COST[128])
+    # In 2x1 clusters the rounds count cluster units over clusters: 64 units / 66.
+    clustered = GemmConfig(2048, 2048, 2048, cluster=2)
+    assert estimate(clustered).cost == 32.0
+
+
+def test_a_stream_k_estimate_adds_the_shared_run_and_the_fix_up():
+    # 2048 x 7168 x 4096: 16 x 28 = 448 tiles, 3 full waves and 52 tiles of 64 K steps.
+    cfg = GemmConfig(2048, 7168, 4096, stream_k=True)
+    run = 52 * 64 / 132
+    pieces = 64 / run + 1
+    fixup = 2 * (pieces - 1) * 128 * 256 * 4 / STEP_BYTES
+    assert estimate(cfg).cost == pytest.approx(3 * 64 + run + fixup)
+    assert "stream-K" in estimate(cfg).why
+
+
+@pytest.mark.parametrize(("problem", "expected"), [
+    # One wave of 128 x 256 tiles 97% full beats two of 128 x 128 (H100: 99.7% of cuBLAS
+    # against 92.4%; the 2x1-cluster tiles it had before, 80-82%).
+    ((2048, 2048, 2048), ("cooperative", 256, 4, 1, False, 1)),
+    ((1024, 4096, 4096), ("cooperative", 256, 4, 1, False, 1)),
+    # 96 tiles of 128 x 256 leave a wave a quarter empty; 132 of 128 x 192 fill it
+    # (100.9% against 83.6%).
+    ((768, 4096, 4096), ("cooperative", 192, 5, 1, False, 1)),
+    # 64 wide tiles, 88 of 192, 128 of 128: the narrow ones fill the wave (95-97%).
+    ((512, 4096, 4096), ("cooperative", 128, 6, 1, False, 1)),
+    ((1024, 2048, 4096), ("cooperative", 128, 6, 1, False, 1)),
+    # K = 3000 and 5000: rows of 6000 and 10000 bytes straddle L2 lines: 2x1 clusters
+    # (96% against 74%; 129% against 83%).
+    ((1000, 2000, 3000), ("cooperative", 128, 6, 2, False, 1)),
+    ((12000, 1000, 5000), ("cooperative", 256, 4, 2, False, 1)),
+    # 12 K steps: stream-K's fix-up costs more than a fifth round of narrow tiles
+    # (95.8% against 71%).
+    ((2304, 4608, 768), ("cooperative", 128, 6, 1, False, 1)),
+    # A last wave of 52 of 132 tiles: stream-K (94.8% against 88.9%).
+    ((2048, 7168, 4096), ("cooperative", 256, 4, 1, True, 1)),
+    # 68 of 132 tiles past the full waves, 160 K steps: stream-K 21% cheaper (106.5%
+    # against 91.9%).
+    ((2560, 2560, 10240), ("cooperative", 256, 4, 1, True, 1)),
+    # A last wave 88% full (stream-K estimated 1% cheaper), and the big squares: plain
+    # waves of wide tiles.
+    ((4096, 4096, 4096), ("cooperative", 256, 4, 1, False, 1)),
+    ((8192, 8192, 8192), ("cooperative", 256, 4, 1, False, 1)),
+    ((8192, 1024, 8192), ("cooperative", 256, 4, 1, False, 1)),
+    # Few tiles: ordered split-K on ping-pong 128 x 128 tiles (the rule before the model).
+    ((4096, 128, 4096), ("pingpong", 128, 5, 1, False, 4)),
+    ((16, 8192, 8192), ("pingpong", 128, 5, 1, False, 2)),
+], ids=str)
+def test_the_default_tiling_on_the_measured_shapes(problem, expected):
+    assert shape(GemmConfig.for_problem(*problem)) == expected
+
+
+def test_clusters_follow_the_row_alignment():
+    assert not rows_straddle_lines(GemmConfig(512, 4096, 4096))
+    assert rows_straddle_lines(GemmConfig(512, 4096, 3000))  # 6000-byte rows
+    assert rows_straddle_lines(GemmConfig(512, 4096, 3008, dtype="float8_e4m3fn"))
+    assert not rows_straddle_lines(GemmConfig(512, 4096, 4096, dtype="float8_e4m3fn"))
+    # B as K x N: its rows are N long.
+    assert rows_straddle_lines(GemmConfig(512, 4040, 4096, b_layout="kn"))
+    assert not rows_straddle_lines(GemmConfig(512, 4040, 4096))
+    # Straddling rows but one row block: nothing to pair; an odd grid: no pairs.
+    assert GemmConfig.for_problem(128, 16384, 3000).cluster == 1
+    assert GemmConfig.for_problem(1000, 2000, 3000, ctas=131).cluster == 1
+    assert GemmConfig.for_problem(2048, 2048, 2048 + 8).cluster == 2
+
+
+def test_every_candidate_runs_and_the_choice_is_the_cheapest():
+    for m, n, k in [(2048, 2048, 2048), (768, 4096, 4096), (1536, 3072, 4096),
+                    (1000, 2000, 3000), (6000, 6000, 6000)]:
+        found = candidates(GemmConfig, m, n, k, {})
+        assert found and len(found) == len(set(found))
+        for cfg in found:
+            cfg.check()
+        best = ranked(GemmConfig, m, n, k)
+        assert [e.cost for e in best] == sorted(e.cost for e in best)
+        assert GemmConfig.for_problem(m, n, k) == best[0].config == choose(GemmConfig, m, n, k)
+
+
+@pytest.mark.parametrize("options", [{"cluster": 1}, {"stream_k": False}, {"block_n": 128},
+                                     {"schedule": "pingpong"}, {"split_k": 2},
+                                     {"dtype": "float16", "b_layout": "kn"},
+                                     {"ctas": 114}], ids=str)
+def test_the_model_keeps_what_the_caller_chose(options):
+    for m, n, k in [(768, 4096, 4096), (1000, 2000, 3000), (2048, 7168, 4096),
+                    (2304, 4608, 768)]:
+        cfg = GemmConfig.for_problem(m, n, k, **options)
+        cfg.check()
+        assert all(getattr(cfg, name) == value for name, value in options.items())
+        if "cluster" in options or "split_k" in options:
+            assert not cfg.stream_k
+
+
+def test_the_default_runs_on_any_problem():
+    """Random M, N, K from 1 (M) and 8 (N, K) to 16384, 16-bit and FP8: the choice always
+    passes check and is one the model ranked (or the ordered split-K rule's)."""
+    extents = [1, 7, 8, 16, 77, 128, 136, 520, 1000, 2048, 3000, 4096, 5000, 16384]
+    for m, n, k in itertools.islice(itertools.product(extents, repeat=3), 0, None, 7):
+        n, k = max(8, n // 8 * 8), max(16, k // 16 * 16)
+        for dtype in ("bfloat16", "float8_e4m3fn"):
+            cfg = GemmConfig.for_problem(m, n, k, dtype=dtype)
+            cfg.check()
+            if cfg.split_k == 1:
+                assert cfg in candidates(GemmConfig, m, n, k, {"dtype": dtype})
+
+
+def test_stream_k_over_two_waves_shares_the_last_full_wave_too():
+    # 1536 x 3072 x 4096: 12 x 12 = 144 tiles of 128 x 256 on 132 CTAs.
+    one = GemmConfig(1536, 3072, 4096, stream_k=True)
+    two = replace(one, stream_k_waves=2)
+    assert (one.stream_k_dp_tiles, one.iterations) == (132, 12 * 64)
+    assert (two.stream_k_dp_tiles, two.iterations) == (0, 144 * 64)
+    # One wave: a tile's 64 steps over runs of 5 or 6 (up to 13 peers); two: runs of 69
+    # or 70 (one).
+    assert (one.stream_k_peers, two.stream_k_peers) == (13, 1)
+    # Measured slower (1536 x 3072 x 4096: 70.8% of cuBLAS against 79.8% for 128 x 192
+    # tiles sharing the partial wave alone), so the model never takes it.
+    chosen = GemmConfig.for_problem(1536, 3072, 4096)
+    assert shape(chosen) == ("cooperative", 192, 5, 1, True, 1)
+    assert chosen.stream_k_waves == 1
+    for bad in ({"stream_k_waves": 2}, {"stream_k_waves": 3, "stream_k": True}):
+        with pytest.raises(ValueError, match="stream_k_waves="):
+            GemmConfig(1536, 3072, 4096, **bad).check()
