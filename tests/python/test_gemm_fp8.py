@@ -221,9 +221,10 @@ def test_fp8_descriptors_and_tma_maps(built):
             "uint8", (cfg.k, cfg.m), (cfg.k,), (128, cfg.block_m))
     assert (b_map.dtype, b_map.global_dims, b_map.global_strides, b_map.box_dims) == (
         "uint8", (cfg.k, cfg.n), (cfg.k,), (128, cfg.block_n // cfg.cluster))
+    promotion = {128: 2, 256: 3}[cfg.l2_promotion]  # CU_TENSOR_MAP_L2_PROMOTION_L2_128B/256B
     for tensor_map in (a_map, b_map):
         assert (tensor_map.element_strides, tensor_map.swizzle, tensor_map.interleave,
-                tensor_map.l2_promotion, tensor_map.oob_fill) == ((1, 1), 3, 0, 2, 0)
+                tensor_map.l2_promotion, tensor_map.oob_fill) == ((1, 1), 3, 0, promotion, 0)
     sixteen = replace(cfg, dtype="bfloat16", b_dtype=None, block_k=64)
     same_store = tvm_tma.explain(gemm_kernel(sixteen)).copies[-1].plan
     assert plan_fields(copies[-1].plan) == plan_fields(same_store)

@@ -33,6 +33,7 @@ CASES = [
     GemmConfig(256, 512, 256, stages=3, epilogue_n=0),
     GemmConfig.for_problem(1000, 2000, 3000),
     GemmConfig.for_problem(300, 128, 2048),  # 3 tiles: 4 ordered K parts, ping-pong
+    GemmConfig.for_problem(7, 1000, 2048),  # one row block: ordered parts, 256B L2 fills
     # The wave model's 128 x 192 tiles (C in 64-column stages): filling one wave, in 2x1
     # clusters where the rows straddle L2 lines (K = 1000, N = 4040 ragged), and with
     # stream-K sharing the last wave's 60 tiles.

@@ -133,7 +133,8 @@ def test_the_default_runs_on_any_problem():
             cfg = GemmConfig.for_problem(m, n, k, dtype=dtype)
             cfg.check()
             if cfg.split_k == 1:
-                assert cfg in candidates(GemmConfig, m, n, k, {"dtype": dtype})
+                ranked_as = replace(cfg, l2_promotion=128)  # 256 where M is one row block
+                assert ranked_as in candidates(GemmConfig, m, n, k, {"dtype": dtype})
 
 
 def test_stream_k_over_two_waves_shares_the_last_full_wave_too():
@@ -153,3 +154,12 @@ def test_stream_k_over_two_waves_shares_the_last_full_wave_too():
     for bad in ({"stream_k_waves": 2}, {"stream_k_waves": 3, "stream_k": True}):
         with pytest.raises(ValueError, match="stream_k_waves="):
             GemmConfig(1536, 3072, 4096, **bad).check()
+
+
+def test_one_row_block_streams_b_with_256_byte_l2_fills():
+    for m, n, k in [(16, 8192, 8192), (1, 16384, 16384), (128, 8192, 8192)]:
+        assert GemmConfig.for_problem(m, n, k).l2_promotion == 256
+        assert GemmConfig.for_problem(m, n, k, dtype="float8_e4m3fn").l2_promotion == 256
+    for m, n, k in [(129, 8192, 8192), (512, 4096, 4096), (8192, 8192, 8192)]:
+        assert GemmConfig.for_problem(m, n, k).l2_promotion == 128
+    assert GemmConfig.for_problem(16, 8192, 8192, l2_promotion=128).l2_promotion == 128

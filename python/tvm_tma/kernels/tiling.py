@@ -108,10 +108,12 @@ STEP_BYTES = (128 + 256) * 64 * 2
 FIXUP_COST_PER_BYTE = 1.0 / STEP_BYTES
 #: Fewest K steps a tile needs for stream-K to be a candidate: each piece of a cut tile
 #: pays a ring fill and an epilogue of its own, and the owner waits for its peers, none
-#: of which the model prices (2304 x 4608 x 768, 12 K steps: 71% of cuBLAS with stream-K
-#: against 98% for plain waves of 128 x 128 tiles; 2048 x 7168 x 4096, 64 steps: 94.8%
-#: against 88.9% without).
-STREAM_K_MIN_STEPS = 32
+#: of which the model prices. H100, same runs: with 12 K steps (2304 x 4608 x 768) 71% of
+#: cuBLAS against 98-102% for plain waves of 128 x 128 tiles; with 32 (640 x 8192 x 2048,
+#: 8192 x 640 x 2048) 77.3% and 79.0% against 82.6% and 80.5% in plain waves; with 64 and
+#: more it won every time it was estimated clearly cheaper (2048 x 7168 x 4096 93.6-94.8%
+#: against 88.9-89.5%, 1536 x 3072 x 4096 79.0% against 69.7%, 2560 x 2560 x 10240).
+STREAM_K_MIN_STEPS = 64
 #: How much cheaper than the same tiles in plain waves stream-K must be estimated to be:
 #: it loses what the model does not see (L2 hits, the owners' waits) where it gains
 #: little. 4096^3 (116 of 132 tiles in the last wave, estimated 1% cheaper) ran at 88.9%
@@ -129,6 +131,12 @@ TILINGS = (
 #: The ping-pong tiling (a caller's ``schedule="pingpong"``, and ordered split-K): each
 #: warpgroup its own 128 x 128 tile and 64-column C stage, leaving room for 5 ring stages.
 PINGPONG = {"block_n": 128, "stages": 5, "epilogue_n": 64, "schedule": "pingpong"}
+#: L2 fill of the operand loads where the problem streams B (:func:`streams_weights`).
+#: H100, same runs: 16 x 8192 x 8192 92.9% -> 94.5% of cuBLAS (92.3% -> 94.2% in another
+#: session), 1 x 16384 x 16384 90.8% -> 93.5%, 128 x 8192 x 8192 96.8% -> 97.1% (94.7% ->
+#: 96.3%), 64 x 16384 x 4096 98.6% -> 98.2%; where M spans row blocks it was mixed
+#: (512 x 4096 x 4096 95.2% -> 94.4%, 1024 x 2048 x 4096 93.4% -> 95.3%).
+WEIGHT_STREAM_PROMOTION = 256
 #: Alignment, in bytes, of the rows TMA reads best: one L2 line.
 LINE_BYTES = 128
 #: Fields that, given by the caller, say how the work is split: the model adds neither a
@@ -223,13 +231,26 @@ def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
     """The default configuration of ``GemmConfig.for_problem``: ordered split-K on
     ping-pong 128 x 128 tiles where those tiles fill at most half the SMs, else the
     cheapest candidate of :func:`ranked` (the caller's options laid over the default
-    tiling when none of the candidates runs, so that ``check`` names what is wrong)."""
+    tiling when none of the candidates runs, so that ``check`` names what is wrong); with
+    256-byte L2 fills where M is one row block (:func:`streams_weights`)."""
     wide = make(m, n, k, **options)
     narrow = PINGPONG if wide.schedule == "pingpong" else TILINGS[-1]
     split = (1 if (SPLIT_FIELDS | {"schedule"}) & set(options) else
              make(m, n, k, **{**options, **narrow}).ordered_parts)
     if split > 1:
-        return make(m, n, k, **{**PINGPONG, "split_k": split,
-                                      "split_k_ordered": True, **options})
-    best = ranked(make, m, n, k, **options)
-    return best[0].config if best else wide
+        chosen = make(m, n, k, **{**PINGPONG, "split_k": split, "split_k_ordered": True,
+                                  **options})
+    else:
+        best = ranked(make, m, n, k, **options)
+        chosen = best[0].config if best else wide
+    if "l2_promotion" not in options and streams_weights(chosen):
+        chosen = replace(chosen, l2_promotion=WEIGHT_STREAM_PROMOTION)
+    return chosen
+
+
+def streams_weights(cfg: Tiling) -> bool:
+    """Whether the problem reads B once from DRAM with little reuse: M is a single row
+    block (a decode step's GEMM, a GEMV), so the kernel is bound by B's bytes, and the
+    L2 fetching 256 bytes per miss rather than 128 serves the streaming rows better (as
+    for the grouped GEMM's decode problems)."""
+    return cfg.m_blocks == 1
