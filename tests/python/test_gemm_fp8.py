@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import re
+from collections import Counter
 from dataclasses import replace
 from pathlib import Path
 
@@ -259,9 +260,13 @@ def test_fp8_epilogue_scales_every_accumulator_once(built):
     assert src.count(read) == 1
     consumer = src.index("tvm_builtin_ptx_setmaxnreg_inc_sync_aligned_u32_232();")
     assert consumer < src.index(read) < src.index("tvm_builtin_ptx_wgmma_fp8_ss_", consumer)
-    stores = re.findall(r"\(\(nv_bfloat16\)\(acc_ptr\[(\d+)\]( \* scale_ptr\[0\])?\)\)", src)
-    assert stores and all(scaled for _, scaled in stores)
-    assert {int(i) for i, _ in stores} == set(range(cfg.accumulators))
+    # Rounded two at a time (cvt.rn.bf16x2.f32: the higher column first), each scaled.
+    pairs = re.findall(r"cvt_bf16x2_f32_rn_bf16x2_f32\(words_ptr\w*\[\d\], \(acc_ptr\[(\d+)\] "
+                       r"\* scale_ptr\[0\]\), \(acc_ptr\[(\d+)\] \* scale_ptr\[0\]\)\);", src)
+    rounded = Counter(int(i) for pair in pairs for i in pair)  # once per epilogue site
+    assert set(rounded) == set(range(cfg.accumulators)) and len(set(rounded.values())) == 1
+    assert all(int(high) == int(low) + 1 for high, low in pairs)
+    assert src.count("cvt_bf16x2_f32_rn_bf16x2_f32(") == len(pairs) + 1  # + its definition
     a, b = cfg.input_dtypes
     tail = (f", partials: Tensor([{cfg.ctas}, {cfg.partial_floats}], float32), flags: "
             f"Tensor([{cfg.ctas}], int32)" if cfg.stream_k else

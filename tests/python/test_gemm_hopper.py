@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 import math
 import re
+from collections import Counter
 from pathlib import Path
 
 import numpy as np
@@ -286,6 +287,29 @@ def test_gemm_issues_the_expected_instructions(built):
     arrivals = cfg.ring_consumers * cfg.cluster_size
     assert inits == {**{str(s): "1" for s in range(cfg.stages)},
                      **{str(cfg.stages + s): str(arrivals) for s in range(cfg.stages)}}
+
+
+def test_epilogue_rounds_accumulator_pairs_and_stores_whole_matrices(built):
+    """The epilogue rounds two neighbouring columns' accumulators into one register
+    (``cvt.rn.bf16x2.f32`` / ``.f16x2``, the higher column in the upper half) and writes
+    the C stage with ``stmatrix .x4`` (four 8 x 8 blocks per instruction, eight
+    accumulators per thread), never one 16-bit element at a time."""
+    cfg, kernel = built
+    src = kernel.cuda_source
+    packed = "bf16x2" if cfg.out_dtype == "bfloat16" else "f16x2"
+    assert f'"cvt.rn.{packed}.f32 %0, %1, %2;"' in src
+    pairs = re.findall(rf"cvt_{packed}_f32_rn_{packed}_f32\(words_ptr\w*\[(\d)\], "
+                       r"acc_ptr\[(\d+)\], acc_ptr\[(\d+)\]\);", src)
+    assert pairs and all(int(high) == int(low) + 1 and int(low) % 8 == 2 * int(word)
+                         for word, high, low in pairs)
+    rounded = Counter(int(low) for _, _, low in pairs)
+    assert set(rounded) == set(range(0, cfg.accumulators, 2))
+    sites = set(rounded.values())  # one epilogue per mainloop (two with stream-K runs)
+    assert len(sites) == 1
+    stmatrix = "stmatrix_sync_aligned_m8n8_x4_shared_b16(tvm_builtin_cuda_cvta_generic_to_shared("
+    assert src.count(stmatrix) == cfg.accumulators // 8 * sites.pop()
+    assert '"stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"' in src
+    assert not re.search(r"\((nv_bfloat16|half)\)\(?acc_ptr\[", src)  # no scalar rounding
 
 
 def test_stream_k_publishes_with_release_and_gathers_with_acquire(built):
