@@ -121,7 +121,7 @@ class Operands:
     dataclass's annotations need.)"""
 
     def __init__(self, a, b, extra: list, out_dtype, reference, magnitude,
-                 part_magnitude: Callable[[int], object], accumulation=None) -> None:
+                 part_magnitude: Callable[[list], object], accumulation=None) -> None:
         self.a, self.b = a, b
         #: Kernel arguments after C (the FP8 scales), as TVM tensors.
         self.extra = extra
@@ -129,7 +129,8 @@ class Operands:
         self.out_dtype = out_dtype
         #: fp32 reference and ``|A| @ |B|`` (FP8: times the scales' product).
         self.reference, self.magnitude = reference, magnitude
-        #: ``width -> sum_p |A_p @ B_p|`` over K parts ``width`` wide (split-K's bound).
+        #: ``bounds -> sum_p |A_p @ B_p|`` over the K parts' column ranges
+        #: (``GemmConfig.part_bounds``: split-K's bound).
         self.part_magnitude = part_magnitude
         #: FP8: the tensor core's accumulation term, scaled (None for 16-bit inputs).
         self.accumulation = accumulation
@@ -158,9 +159,8 @@ def sixteen_bit_operands(torch, m: int, n: int, k: int, dtype: str, b_layout: st
                     dtype=torch_dtype, generator=gen)
     b_kn = b.t() if b_layout == "nk" else b
 
-    def parts(width: int):
-        return sum((a[:, k0:k0 + width].float() @ b_kn[k0:k0 + width].float()).abs()
-                   for k0 in range(0, k, width))
+    def parts(bounds: list):
+        return sum((a[:, k0:k1].float() @ b_kn[k0:k1].float()).abs() for k0, k1 in bounds)
 
     operands = Operands(a, b, [], torch_dtype, a.float() @ b_kn.float(),
                         a.float().abs() @ b_kn.float().abs(), parts)
@@ -181,9 +181,8 @@ def fp8_operands(torch, m: int, n: int, k: int, a_dtype: str, b_dtype: str,
     a32, b_kn32 = a.float(), b.float().t()
     _, accumulation = accumulation_terms(a32, b_kn32)
 
-    def parts(width: int):
-        return scale * sum((a32[:, k0:k0 + width] @ b_kn32[k0:k0 + width]).abs()
-                           for k0 in range(0, k, width))
+    def parts(bounds: list):
+        return scale * sum((a32[:, k0:k1] @ b_kn32[k0:k1]).abs() for k0, k1 in bounds)
 
     operands = Operands(a, b, [tvm.runtime.from_dlpack(t) for t in (scale_a, scale_b)],
                         torch.bfloat16, (a32 @ b_kn32) * scale,
@@ -219,7 +218,7 @@ def check(torch, c, operands: Operands, cfg: GemmConfig) -> tuple[bool, float]:
     split = {}
     if cfg.split_k > 1:
         split = dict(split_k=cfg.split_k,
-                     parts=operands.part_magnitude(cfg.steps_per_unit * cfg.block_k),
+                     parts=operands.part_magnitude(cfg.part_bounds()),
                      initial=torch.zeros_like(reference))
     if cfg.fp8:
         bound = fp8_error_bound(reference, magnitude, cfg.k, operands.accumulation, **split)

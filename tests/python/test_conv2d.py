@@ -121,6 +121,16 @@ SMALL = [
                                                             "stream_k": True}),
     ("streamk-cluster-3x7x7x256-k256", _layer(3, 7, 7, 256, 256),
      {"block_n": 128, "stream_k": True, "cluster": 2, "ctas": 20}),
+    # Ordered K parts that do not divide the 9 K steps: part 0 takes 4, part 1 5 (one unit
+    # per CTA); and 5 tiles in 2 parts on 4 CTAs, each CTA always on the same part (ring
+    # uses j * count over 3 rounds), cooperative and ping-pong.
+    ("ordered-short-part0-2x8x8x64-k64", _layer(2, 8, 8, 64, 64),
+     {"split_k": 2, "split_k_ordered": True}),
+    ("ordered-rounds-4x12x12x64-k128", _layer(4, 12, 12, 64, 128),
+     {"block_n": 128, "split_k": 2, "split_k_ordered": True, "ctas": 4}),
+    ("ordered-rounds-pingpong-4x12x12x64-k128", _layer(4, 12, 12, 64, 128),
+     {"block_n": 128, "split_k": 2, "split_k_ordered": True, "ctas": 4,
+      "schedule": "pingpong"}),
 ]
 DEFAULT = [(name, geometry, {}) for name, geometry, _ in BENCHMARK.PROBLEMS]
 
@@ -145,7 +155,7 @@ def test_default_layers_get_the_documented_tiling():
         "resnet50-56x56x64": (64, 64, 8, (1, 1), 784),  # K = 64: one column block
         "resnet50-28x28x128": (128, 128, 6, (1, 1), 196),
         "resnet50-14x14x256": (128, 128, 6, (1, 1), 98),  # 98 >= 132 / 2 tiles: 128 wide
-        # 13 row blocks: 256 wide leaves 26 tiles, whose K is cut into 4 ordered parts.
+        # 13 row blocks: 256 wide leaves 26 tiles, whose K is cut into 5 ordered parts.
         "resnet50-7x7x512": (256, 128, 4, (1, 1), 26),
         # No whole-atom width >= 128 divides 320: two 160-wide tiles, C 32 columns at a
         # time (64B swizzle), no cluster.
@@ -161,21 +171,30 @@ def test_default_layers_get_the_documented_tiling():
         assert cfg.schedule == "cooperative"
         # K in ordered parts only where the widest tiles are too few for the SMs.
         assert (cfg.split_k, cfg.split_k_ordered) == (
-            (4, True) if name == "resnet50-7x7x512" else (1, False))
+            (5, True) if name == "resnet50-7x7x512" else (1, False))
         got[name] = (cfg.block_n, cfg.epilogue_cols, cfg.stages,
                      (cfg.cluster, cfg.cluster_n), cfg.num_tiles)
     assert got == want
 
 
-def test_few_wide_tiles_take_ordered_k_parts_that_divide_the_k_steps():
+def test_few_wide_tiles_take_as_many_ordered_k_parts_as_the_ctas_hold():
     """Where the widest tiles leave at most half the SMs a tile, K is cut into ordered
-    parts (Y = conv: part 0 stores): at most 4, each at least 4 K steps, and dividing the K
-    steps, since no part may run past R*S*C."""
+    parts (Y = conv: part 0 stores): as many as the CTAs hold with one unit each, each at
+    least 4 K steps, and where they do not divide the K steps part 0 is the short one (no
+    part runs past R*S*C)."""
     stride2 = conv2d_config(_layer(2, 8, 8, 128, 128, stride=2))  # 1 tile, 18 K steps
-    assert (stride2.block_n, stride2.split_k, stride2.split_k_ordered) == (128, 3, True)
-    assert stride2.k_steps % stride2.split_k == 0
+    # 18 // 4 = 4 parts: 5 steps each but part 0's 3.
+    assert (stride2.block_n, stride2.split_k, stride2.split_k_ordered) == (128, 4, True)
+    assert [stride2.part_steps(p) for p in range(4)] == [(0, 3), (3, 5), (8, 5), (13, 5)]
     seven = conv2d_config(_layer(32, 7, 7, 512, 512))  # 26 tiles, 72 K steps
-    assert (seven.block_n, seven.split_k, seven.work_units) == (256, 4, 104)
+    assert (seven.block_n, seven.split_k, seven.work_units) == (256, 5, 130)
+    assert (seven.part_shortfall, seven.part_steps(0), seven.part_steps(4)) == (3, (0, 12),
+                                                                                (57, 15))
+    # 8 tiles: 132 // 8 = 16 parts would leave the last none (15 x 5 = 75 steps); 15 do.
+    small = conv2d_config(_layer(8, 7, 7, 512, 512))
+    assert (small.num_tiles, small.split_k, small.part_steps(0)) == (8, 15, (0, 2))
+    fourteen = conv2d_config(_layer(8, 14, 14, 256, 256))  # 13 tiles, 36 K steps: 9 x 4
+    assert (fourteen.num_tiles, fourteen.split_k, fourteen.part_shortfall) == (13, 9, 0)
     # 2 K steps (a 1x1 filter over 128 channels): too few to cut.
     assert conv2d_config(_layer(4, 10, 10, 128, 128, 1, 1, pad=0)).split_k == 1
     # A chosen cluster or split is kept as given.
@@ -260,14 +279,24 @@ def test_conv2d_refuses_a_configuration_that_is_not_its_gemm():
                          (replace(cfg, split_k=2), "split_k=2: conv2d computes Y = conv(X, "
                                                    "F); plain split-K adds into Y (Y +=): "
                                                    "take split_k_ordered=True"),
-                         # 9 K steps (3x3 taps of 64 channels) do not cut into 2 parts.
-                         (replace(cfg, split_k=2, split_k_ordered=True),
-                          "split_k=2: the 9 K steps of N=2 8x8x64 -> K=64"),
                          (replace(cfg, block_n=80), "block_n=80: a multiple of 32"),
                          (replace(cfg, block_n=160, epilogue_n=64),
                           "epilogue_n=64 (64 columns): whole 64-column atoms")):
         with pytest.raises(ValueError, match=re.escape(message)):
             conv2d_kernel(g, bad)
+    # 9 K steps (3x3 taps of 64 channels) do not cut into 2 equal parts, and of 3 workers
+    # one takes units of both parts (a short part 0 would then shift its ring uses).
+    g4 = _layer(4, 8, 8, 64, 64)
+    with pytest.raises(ValueError, match=re.escape(
+            "split_k=2: the 9 K steps of N=4 8x8x64 -> K=64, 3x3, stride 1, pad 1 must divide "
+            "into equal parts, or into a shorter part 0 and equal others with at most one "
+            "unit per worker (4 units on 3 workers)")):
+        conv2d_kernel(g4, replace(conv2d_config(g4), split_k=2, split_k_ordered=True,
+                                  ctas=3))
+    # The same 9 steps in 2 parts with a unit per worker: part 0 takes 4, part 1 takes 5.
+    two = replace(cfg, split_k=2, split_k_ordered=True)
+    assert (two.part_shortfall, two.part_steps(0), two.part_steps(1)) == (1, (0, 4), (4, 5))
+    assert two.part_bounds() == [(0, 256), (256, 576)]
     with pytest.raises(ValueError, match=re.escape("m=8: set by the geometry")):
         conv2d_config(g, m=8)
     with pytest.raises(ValueError, match=re.escape("block_x: not a GemmConfig field")):
@@ -434,11 +463,12 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
                 mb, nb, part = (int(analyzer.simplify(tvm.tirx.const(0) + v))
                                 for v in unit_coordinates(cfg, unit, rank))
                 loaded.append((mb, nb, part))
-                for ks in range(cfg.steps_per_unit):
-                    # (ordered split-K: part p holds K steps p * steps_per_unit ..)
+                first, count = cfg.part_steps(part)
+                for ks in range(count):
+                    # (ordered split-K: part p holds K steps part_steps(p); every unit of
+                    # a worker has the same length, so round j starts at ring use j * count)
                     check_slot({"worker": worker, "rank": rank, "j": j, "ks": ks},
-                               j * cfg.steps_per_unit + ks, mb,
-                               part * cfg.steps_per_unit + ks)
+                               j * count + ks, mb, first + ks)
     tiles = {(mb, nb, part) for mb in range(cfg.m_blocks) for nb in range(cfg.n_blocks)
              for part in range(cfg.split_k)}
     assert sorted(t for t in loaded

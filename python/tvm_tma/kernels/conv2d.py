@@ -41,6 +41,7 @@ as :mod:`.reference` has them for the GEMM.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -171,8 +172,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     * **split_k**: but first, where the widest exact tile leaves at most half the SMs a
       tile and K has enough steps, that tile is kept and K cut into ordered parts
       (``split_k_ordered``: part 0 stores, the others add after it; as many parts as the
-      CTAs hold, at most 4): 7x7x512 in 26 tiles of 128 x 256 and 4 parts ran at 0.95x
-      cuDNN against 0.84x for the 64-wide tiles in clusters (H100, same run).
+      CTAs hold with one unit each, each at least 4 K steps, part 0 the short one where
+      they do not divide the K steps: :func:`_conv_parts`): 7x7x512 in 26 tiles of 128 x
+      256 and 5 parts ran at 1.17-1.24x cuDNN, in 4 parts 0.97-0.99x, against 0.84x for
+      the 64-wide tiles in clusters (H100, same runs).
 
     The cost model is not a measurement of conv layers: ``benchmarks/conv2d.py --sweep``
     times the alternatives (widths, stages, clusters, ping-pong).
@@ -205,7 +208,8 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
         # A layer whose wide tiles are too few (7x7x512: 26 of 128 x 256) keeps them and
         # cuts K into ordered parts instead of falling back to 64-wide tiles: 4 parts
         # ran 7x7x512 at 381.7 TFLOP/s against 326 for the 64-wide tiles in 1x2 clusters
-        # (0.95x and 0.84x cuDNN in the same run, H100).
+        # (0.95x and 0.84x cuDNN in the same run, H100); 5 parts (12 + 4 x 15 K steps)
+        # at 469-473.
         chosen = replace(widest, split_k=parts, split_k_ordered=True)
     elif fallback:
         # A layer left on 64-wide tiles because wider ones are too few (7x7x512): each
@@ -224,10 +228,18 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
 
 
 def _conv_parts(cfg: GemmConfig) -> int:
-    """The most ordered K parts up to ``cfg.ordered_parts`` that divide the K steps: a part
-    of a convolution cannot run past K = R*S*C (an im2col copy reads inside the filter's
-    taps), so every part must hold whole K steps."""
-    return next(p for p in range(cfg.ordered_parts, 0, -1) if cfg.k_steps % p == 0)
+    """The most ordered K parts the CTAs hold with one unit each (``ctas // tiles``), each
+    part at least 4 K steps, for which every part keeps a step (where the parts do not
+    divide the K steps, part 0 is the short one: :attr:`GemmConfig.part_shortfall`; no
+    part runs past K = R*S*C, where an im2col copy would read another tap's pixels).
+
+    More parts than the GEMM's :data:`~.gemm_config.MAX_ORDERED_SPLIT` pay off on these
+    layers (H100, same runs, x cuDNN): ResNet 7x7x512 at N=32 (26 tiles of 128 x 256, 72 K
+    steps) in 4 parts 387-392 TFLOP/s (0.97-0.99x), in 5 469-473 (1.17-1.24x); at N=8 (8
+    tiles) in 4, 8, 12 and 15 parts 105, 133, 155 and 192 (0.71x to 1.29x); 14x14x256 at
+    N=8 (13 tiles, 36 K steps) in 4 and 9 parts 147 and 162."""
+    steps, most = cfg.k_steps, max(1, min(cfg.ctas // cfg.num_tiles, cfg.k_steps // 4))
+    return next(p for p in range(most, 0, -1) if (p - 1) * math.ceil(steps / p) < steps)
 
 
 def _exact_widths(base: GemmConfig) -> list[int]:
@@ -273,11 +285,13 @@ def check_config(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
         raise ValueError(f"split_k={cfg.split_k}: conv2d computes Y = conv(X, F); plain "
                          f"split-K adds into Y (Y +=): take split_k_ordered=True (part 0 "
                          f"stores, the other parts add after it)")
-    if cfg.k_steps % cfg.split_k:
+    if cfg.k_steps % cfg.split_k and not cfg.part_shortfall:
         raise ValueError(f"split_k={cfg.split_k}: the {cfg.k_steps} K steps of "
-                         f"{geometry.describe()} must divide into equal parts (a part cannot "
-                         f"run past K = R*S*C: its im2col copies read inside the filter's "
-                         f"taps)")
+                         f"{geometry.describe()} must divide into equal parts, or into a "
+                         f"shorter part 0 and equal others with at most one unit per worker "
+                         f"({cfg.work_units} units on {cfg.workers} workers) or one part per "
+                         f"worker (a part cannot run past K = R*S*C: its im2col copies read "
+                         f"inside the filter's taps)")
     cfg.check()
     _check_block_k(geometry, cfg)
 

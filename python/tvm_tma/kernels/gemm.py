@@ -116,6 +116,7 @@ from .scheduler import (
     stream_k_tiles,
     unit_coordinates,
     unit_of,
+    unit_steps,
 )
 from .stream_k import make_fixup, workspace_shapes
 from .wgmma import a_slot_layout, make_mma_steps, make_mma_unit, swizzled_layout
@@ -224,16 +225,17 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
 
 def make_load_unit(cfg: GemmConfig) -> Callable[..., None]:
     """``load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place)``: the
-    producer's loads (:func:`make_load_steps`) for work unit ordinal ``j``: tile (``mb``, ``nb``), K
-    part ``part``, on ring uses ``j * steps ..`` (``steps = cfg.steps_per_unit``)."""
-    steps = cfg.steps_per_unit
+    producer's loads (:func:`make_load_steps`) for work unit ordinal ``j``: tile (``mb``,
+    ``nb``), K part ``part``, on the ring uses and K steps of :func:`.scheduler.unit_steps`
+    (``j * steps ..`` and ``part * steps ..`` with equal parts)."""
     load_steps = make_load_steps(cfg)
 
     @T.inline
     def load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place, a_map=None,
                   b_map=None):
-        load_steps(ring, a_ring, b_ring, A, B, j * steps, part * steps, steps, mb, nb, rank,
-                   place, a_map, b_map)
+        it0, k_step0, count = T.meta_var(unit_steps(cfg, j, part))
+        load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank, place,
+                   a_map, b_map)
 
     return load_unit
 

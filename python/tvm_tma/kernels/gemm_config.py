@@ -230,9 +230,43 @@ class GemmConfig:
 
     @property
     def steps_per_unit(self) -> int:
-        """K steps of one work unit (the last part's trailing ones lie past K: TMA fills
-        them with zeros, so every unit runs the same number of ring uses)."""
+        """K steps of the longest work unit: ``ceil(k_steps / split_k)`` (every part but
+        part 0, which runs :attr:`part_shortfall` fewer)."""
         return math.ceil(self.k_steps / self.split_k)
+
+    @property
+    def part_shortfall(self) -> int:
+        """K steps part 0 of a split-K tile runs fewer than the other parts, where
+        ``split_k`` does not divide the K steps (72 steps in 5 parts: 12, then 15, 15, 15,
+        15).
+
+        The short part is part 0 because with ordered split-K it is the one the others
+        wait for: it finishes its MMAs first and its store is in C when they come to add.
+        The producer and the consumers number their ring uses ``j * count`` for a worker's
+        round ``j`` (:func:`.scheduler.unit_steps`), which holds only if the units of one
+        worker all have the same length: one unit per worker (``work_units <= workers``,
+        what the default tilings pick), or one part per worker (``workers`` a multiple of
+        ``split_k``). Otherwise (0 here) every part runs ``steps_per_unit`` steps and the
+        last one's trailing steps lie past K, where TMA fills the tile with zeros: wasted
+        work, but correct for a GEMM (a convolution refuses it: a step past R*S*C would
+        read another filter tap's pixels)."""
+        short = self.split_k * self.steps_per_unit - self.k_steps
+        if short and (self.work_units <= self.workers or self.workers % self.split_k == 0):
+            return short
+        return 0
+
+    def part_steps(self, part: int) -> tuple[int, int]:
+        """(first K step, K steps) of K part ``part`` of every tile (host-side twin of
+        :func:`.scheduler.unit_steps`)."""
+        steps, short = self.steps_per_unit, self.part_shortfall
+        if part == 0:
+            return 0, steps - short
+        return part * steps - short, steps
+
+    def part_bounds(self) -> list[tuple[int, int]]:
+        """The K columns ``(begin, end)`` each K part sums (the last may reach past K)."""
+        return [(self.block_k * first, self.block_k * (first + count))
+                for first, count in map(self.part_steps, range(self.split_k))]
 
     @property
     def stream_k_dp_tiles(self) -> int:

@@ -44,9 +44,7 @@ def part_magnitude(a: np.ndarray, b: np.ndarray, cfg: GemmConfig) -> np.ndarray:
     products are that the kernel rounds and adds into C one by one."""
     a32, b32 = a.astype(np.float32), b.astype(np.float32)
     b_kn = b32.T if cfg.b_layout == "nk" else b32
-    width = cfg.steps_per_unit * cfg.block_k
-    return sum(np.abs(a32[:, k0:k0 + width] @ b_kn[k0:k0 + width])
-               for k0 in range(0, cfg.k, width))
+    return sum(np.abs(a32[:, k0:k1] @ b_kn[k0:k1]) for k0, k1 in cfg.part_bounds())
 
 
 def error_bound(ref, magnitude, k: int, dtype: str, split_k: int = 1, parts=None,

@@ -22,7 +22,8 @@ With ``stream_k`` the workers first take whole tiles as above, every full wave
 holds its K step 0 (:mod:`.stream_k`).
 
 Producer and consumers call the same functions on the same unit numbers, which is what
-keeps their ring counters (``it = j * steps + k``) in step without any communication. The
+keeps their ring counters (``it = j * steps + k``, :func:`unit_steps`) in step without any
+communication. The
 functions are TVMScript expression builders: called inside a ``@T.prim_func`` (through
 ``T.meta_var``) on loop variables, they return TIR expressions; a kernel with another
 order (a grouped GEMM's problem table) writes its own with the same signatures.
@@ -46,6 +47,20 @@ def rounds(cfg: GemmConfig) -> int:
 def unit_of(cfg: GemmConfig, worker, j):
     """The work unit of round ``j`` of worker ``worker`` (round-robin over the workers)."""
     return worker + j * cfg.workers
+
+
+def unit_steps(cfg: GemmConfig, j, part):
+    """(first ring use, first K step, K steps) of a worker's round-``j`` unit, which holds
+    K part ``part``: part 0 runs :attr:`~.gemm_config.GemmConfig.part_shortfall` steps
+    fewer than the others and starts at step 0, part ``p > 0`` starts at ``p * steps -
+    shortfall``. Every unit of one worker has the same length when the shortfall is not
+    0 (one unit per worker, or one part per worker), so round ``j``'s ring uses start at
+    ``j * count``; with equal parts that is ``j * steps`` as ever."""
+    steps, short = cfg.steps_per_unit, cfg.part_shortfall
+    if short == 0:
+        return j * steps, part * steps, steps
+    count = T.if_then_else(part == 0, steps - short, steps)
+    return j * count, T.max(part * steps - short, 0), count
 
 
 def tile_coordinates(tile, m_blocks: int, n_blocks: int, group_m: int):

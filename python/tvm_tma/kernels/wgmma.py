@@ -44,6 +44,7 @@ from tvm.script import tirx as T
 from tvm.tirx.layout import S, TileLayout
 
 from .gemm_config import GemmConfig
+from .scheduler import unit_steps
 
 #: K extent of one wgmma instruction for 16-bit inputs.
 MMA_K = 16
@@ -264,15 +265,15 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
 
 def make_mma_unit(cfg: GemmConfig) -> Callable[..., None]:
     """``mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part, row0, lane)``: the
-    mainloop (:func:`make_mma_steps`) over work unit ordinal ``j`` (K part ``part``): ring
-    uses ``j * steps .. j * steps + steps - 1`` with ``steps = cfg.steps_per_unit``, the
-    numbering the producer uses too, holding K steps ``part * steps ..``."""
-    steps = cfg.steps_per_unit
+    mainloop (:func:`make_mma_steps`) over work unit ordinal ``j`` (K part ``part``): the
+    ring uses and K steps of :func:`.scheduler.unit_steps` (ring uses ``j * steps ..``
+    holding K steps ``part * steps ..`` with equal parts), the numbering the producer uses
+    too."""
     mma_steps = make_mma_steps(cfg)
 
     @T.inline
     def mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part, row0, lane):
-        mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, j * steps, part * steps, steps,
-                  row0, lane)
+        it0, k_step0, count = T.meta_var(unit_steps(cfg, j, part))
+        mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, k_step0, count, row0, lane)
 
     return mma_unit

@@ -26,6 +26,14 @@ _BINARY = {
     "BitwiseOr": np.bitwise_or,
     "LShift": np.left_shift,
     "RShift": np.right_shift,
+    "EQ": np.equal,
+    "NE": np.not_equal,
+    "LT": np.less,
+    "LE": np.less_equal,
+    "GT": np.greater,
+    "GE": np.greater_equal,
+    "And": np.logical_and,
+    "Or": np.logical_or,
 }
 
 
@@ -51,6 +59,13 @@ def evaluate(expr, env: Mapping) -> np.ndarray:
         return evaluate(expr.body, {**env, expr.var: evaluate(expr.value, env)})
     if kind in _BINARY:
         return _BINARY[kind](evaluate(expr.a, env), evaluate(expr.b, env))
+    if kind == "Select" or (kind == "Call" and expr.op.name.endswith("if_then_else")):
+        # A unit's length by its K part (ordered split-K with a short part 0).
+        condition, true_value, false_value = ((expr.condition, expr.true_value,
+                                               expr.false_value) if kind == "Select"
+                                              else expr.args)
+        return np.where(evaluate(condition, env), evaluate(true_value, env),
+                        evaluate(false_value, env))
     raise NotImplementedError(f"{kind} in layout expression: {expr}")
 
 
