@@ -33,7 +33,7 @@ CASES = [
     GemmConfig(49, 512, 4608, block_n=64, stages=8, epilogue_n=0, b_layout="kn"),
     GemmConfig(256, 512, 256, stages=3, epilogue_n=0),
     GemmConfig.for_problem(1000, 2000, 3000),
-    GemmConfig.for_problem(300, 128, 2048),  # 3 tiles: 4 ordered K parts, ping-pong
+    GemmConfig.for_problem(300, 128, 2048),  # 3 tiles: 8 ordered K parts, ping-pong
     GemmConfig.for_problem(7, 1000, 2048),  # one row block: ordered parts, 256B L2 fills
     # The wave model's 128 x 192 tiles (C in 64-column stages): filling one wave, in 2x1
     # clusters where the rows straddle L2 lines (K = 1000, N = 4040 ragged), and with
@@ -480,13 +480,21 @@ def test_default_tiling_keeps_every_sm_busy():
     assert not GemmConfig.for_problem(2048, 7168, 4096, stream_k=False).stream_k
     assert not GemmConfig.for_problem(2048, 7168, 4096, schedule="pingpong").stream_k
     # 128 x 128 tiles filling at most half the SMs: K cut into ordered parts (C = A @ B),
-    # as many as the CTAs hold (at most 4, each at least 4 K steps), on ping-pong tiles.
+    # as many as the CTAs hold (at most 16, each at least 4 K steps), on ping-pong tiles.
     skinny = GemmConfig.for_problem(4096, 128, 4096)  # 32 tiles: 4 parts
     assert (skinny.schedule, skinny.block_n, skinny.stages, skinny.cluster) == (
         "pingpong", 128, 5, 1)
     assert (skinny.split_k, skinny.split_k_ordered, skinny.work_units) == (4, True, 128)
     assert GemmConfig.for_problem(16, 8192, 8192).split_k == 2  # 64 tiles
     assert GemmConfig.for_problem(128, 2048, 512).split_k == 2  # 8 K steps: 2 parts
+    # 8 tiles of 128 K steps: 16 parts of 8; 3 tiles of 32 steps: 8 parts of 4.
+    assert GemmConfig.for_problem(128, 1024, 8192).split_k == 16
+    assert GemmConfig.for_problem(300, 128, 2048).split_k == 8
+    # 1 tile of 61 K steps: at most 15 parts (61 // 4), whose longest would be 5 steps;
+    # 13 parts already make it 5 (12 x 5, and part 0 the one left over), 12 would make it 6.
+    one = GemmConfig.for_problem(100, 100, 61 * 64)
+    assert (one.split_k, one.part_steps(0), one.part_steps(1), one.part_steps(12)) == (
+        13, (0, 1), (1, 5), (56, 5))
     assert GemmConfig.for_problem(256, 256, 256).split_k == 1  # 4 K steps
     assert GemmConfig.for_problem(512, 4096, 4096).split_k == 1  # 128 tiles
     assert GemmConfig.for_problem(4096, 128, 4096, cluster=1).split_k == 1  # chosen

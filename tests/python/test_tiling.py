@@ -78,6 +78,9 @@ def test_a_stream_k_estimate_adds_the_shared_run_and_the_fix_up():
     # Few tiles: ordered split-K on ping-pong 128 x 128 tiles (the rule before the model).
     ((4096, 128, 4096), ("pingpong", 128, 5, 1, False, 4)),
     ((16, 8192, 8192), ("pingpong", 128, 5, 1, False, 2)),
+    # 8 tiles of 128 K steps: 16 parts (1.6x 4 parts in one H100 run), 16 tiles of 256: 8.
+    ((128, 1024, 8192), ("pingpong", 128, 5, 1, False, 16)),
+    ((64, 2048, 16384), ("pingpong", 128, 5, 1, False, 8)),
 ], ids=str)
 def test_the_default_tiling_on_the_measured_shapes(problem, expected):
     assert shape(GemmConfig.for_problem(*problem)) == expected

@@ -41,7 +41,6 @@ as :mod:`.reference` has them for the GEMM.
 
 from __future__ import annotations
 
-import math
 from dataclasses import dataclass, fields, replace
 
 import numpy as np
@@ -173,9 +172,9 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       tile and K has enough steps, that tile is kept and K cut into ordered parts
       (``split_k_ordered``: part 0 stores, the others add after it; as many parts as the
       CTAs hold with one unit each, each at least 4 K steps, part 0 the short one where
-      they do not divide the K steps: :func:`_conv_parts`): 7x7x512 in 26 tiles of 128 x
-      256 and 5 parts ran at 1.17-1.24x cuDNN, in 4 parts 0.97-0.99x, against 0.84x for
-      the 64-wide tiles in clusters (H100, same runs).
+      they do not divide the K steps: :attr:`GemmConfig.ordered_parts`): 7x7x512 in 26
+      tiles of 128 x 256 and 5 parts ran at 1.17-1.24x cuDNN, in 4 parts 0.97-0.99x,
+      against 0.84x for the 64-wide tiles in clusters (H100, same runs).
 
     The cost model is not a measurement of conv layers: ``benchmarks/conv2d.py --sweep``
     times the alternatives (widths, stages, clusters, ping-pong).
@@ -203,7 +202,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     caller_chose = {"split_k", "split_k_ordered", "cluster", "cluster_n"} & set(options)
     exact = _exact_widths(base)
     widest = replace(base, block_n=exact[0]) if fallback and exact else None
-    parts = _conv_parts(widest) if widest is not None and not caller_chose else 1
+    parts = widest.ordered_parts if widest is not None and not caller_chose else 1
     if parts > 1:
         # A layer whose wide tiles are too few (7x7x512: 26 of 128 x 256) keeps them and
         # cuts K into ordered parts instead of falling back to 64-wide tiles: 4 parts
@@ -225,21 +224,6 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     best = _epilogue_and_stages(chosen, options)
     check_config(geometry, best)
     return best
-
-
-def _conv_parts(cfg: GemmConfig) -> int:
-    """The most ordered K parts the CTAs hold with one unit each (``ctas // tiles``), each
-    part at least 4 K steps, for which every part keeps a step (where the parts do not
-    divide the K steps, part 0 is the short one: :attr:`GemmConfig.part_shortfall`; no
-    part runs past K = R*S*C, where an im2col copy would read another tap's pixels).
-
-    More parts than the GEMM's :data:`~.gemm_config.MAX_ORDERED_SPLIT` pay off on these
-    layers (H100, same runs, x cuDNN): ResNet 7x7x512 at N=32 (26 tiles of 128 x 256, 72 K
-    steps) in 4 parts 387-392 TFLOP/s (0.97-0.99x), in 5 469-473 (1.17-1.24x); at N=8 (8
-    tiles) in 4, 8, 12 and 15 parts 105, 133, 155 and 192 (0.71x to 1.29x); 14x14x256 at
-    N=8 (13 tiles, 36 K steps) in 4 and 9 parts 147 and 162."""
-    steps, most = cfg.k_steps, max(1, min(cfg.ctas // cfg.num_tiles, cfg.k_steps // 4))
-    return next(p for p in range(most, 0, -1) if (p - 1) * math.ceil(steps / p) < steps)
 
 
 def _exact_widths(base: GemmConfig) -> list[int]:

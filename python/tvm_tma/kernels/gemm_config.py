@@ -44,8 +44,9 @@ FP8_DTYPES = ("float8_e4m3fn", "float8_e5m2")
 FP8_OUT_DTYPE = "bfloat16"
 #: The one K block of FP8 inputs: a 128-byte row (128B swizzle) of four k32 wgmma steps.
 FP8_BLOCK_K = 128
-#: Most K parts the default tiling cuts a problem of few tiles into (ordered split-K).
-MAX_ORDERED_SPLIT = 4
+#: Most K parts the default tiling cuts a problem of few tiles into (ordered split-K): the
+#: most the H100 runs measured (16 parts of 8 K steps: 128 x 1024 x 8192 at 1.6x 4 parts).
+MAX_ORDERED_SPLIT = 16
 
 
 @dataclass(frozen=True)
@@ -158,18 +159,28 @@ class GemmConfig:
     @property
     def ordered_parts(self) -> int:
         """Ordered split-K parts for this tiling when its tiles fill at most half the SMs
-        (1: no split): as many as the CTAs hold, at most :data:`MAX_ORDERED_SPLIT`, each
-        part at least 4 K steps. ``for_problem`` takes them on 128 x 128 tiles unless the
-        caller chose the schedule, a cluster or a K split; ``conv2d_config`` on a layer's
-        widest tiles. (H100: ping-pong 128 x 128 tiles in 2 ordered parts ran 4096 x 128
-        x 4096 at 251 TFLOP/s against 159 for the 2x1-cluster tiles before, 16 x 8192 x
-        8192 at 39.4 against 28.4, 128 x 8192 x 8192 at 314 against 267, 512 x 4096 x 4096 (128
-        tiles, not cut) at 572 against 586; 4096 x 128 x 4096 in 3 and 4 parts at 288 and
-        327, 105.8% of cuBLAS in its run; 16 x 8192 x 8192 in 3 parts at 31.3.)"""
+        (1: no split): as many as the CTAs hold with one unit each (``ctas // tiles``), at
+        most :data:`MAX_ORDERED_SPLIT`, each part at least 4 K steps; of those, the fewest
+        that make the longest part shortest, every part keeping a step (where they do not
+        divide the K steps part 0 is the short one, :attr:`part_shortfall`).
+        ``for_problem`` takes them on ping-pong 128 x 128 tiles unless the caller chose the
+        schedule, a cluster or a K split; ``conv2d_config`` on a layer's widest tiles.
+
+        More parts kept winning while each kept a few K steps (H100, same runs, TFLOP/s
+        for 4 / 8 / 16 parts): 128 x 1024 x 8192 128 / 178 / 202, 256 x 512 x 8192 137 /
+        152 / 200, 32 x 1024 x 4096 21 / 27 / 32; 4 / 6 / 8 parts: 64 x 2048 x 16384 109 /
+        134 / 144 (78.5% -> 104% of cuBLAS), 512 x 512 x 4096 171 / 208 / 206. ResNet
+        7x7x512 at N=32 (26 tiles of 128 x 256, 72 K steps) ran at 387-392 in 4 parts
+        (0.97-0.99x cuDNN) and 469-473 in 5 (1.17-1.24x); at N=8 (8 tiles) 105, 133, 155
+        and 192 in 4, 8, 12 and 15 parts. Each part is rounded to the output type before it
+        is added (:func:`.reference.error_bound` grows with the parts)."""
         if 2 * self.num_tiles > self.ctas:
             return 1
-        return max(1, min(MAX_ORDERED_SPLIT, self.ctas // self.num_tiles,
-                          self.k_steps // 4))
+        steps = self.k_steps
+        most = max(1, min(MAX_ORDERED_SPLIT, self.ctas // self.num_tiles, steps // 4))
+        # The shortest longest part, then the fewest parts (the fewest adds into C).
+        return min((p for p in range(1, most + 1) if (p - 1) * math.ceil(steps / p) < steps),
+                   key=lambda p: (math.ceil(steps / p), p))
 
     @property
     def consumers(self) -> int:
