@@ -201,6 +201,19 @@ def test_few_wide_tiles_take_as_many_ordered_k_parts_as_the_ctas_hold():
     assert conv2d_config(_layer(32, 7, 7, 512, 512), cluster_n=2).split_k == 1
 
 
+def test_a_partial_last_wave_of_long_tiles_is_shared_out_with_stream_k():
+    """The GEMM's stream-K rule (kernels/tiling.py) on a conv layer's tiles: 320 tiles of
+    128 x 256 (2.4 waves on 132 SMs) with 180 K steps are; 80 tiles (no full wave), a
+    layer of 36 K steps, a cluster or split the caller chose are not."""
+    sd = conv2d_config(_layer(8, 32, 32, 1280, 1280))
+    assert (sd.block_n, sd.num_tiles, sd.k_steps, sd.stream_k, sd.split_k) == (
+        256, 320, 180, True, 1)
+    assert not conv2d_config(_layer(8, 16, 16, 1280, 1280)).stream_k  # 80 tiles
+    assert not conv2d_config(_layer(1, 256, 256, 256, 256)).stream_k  # 36 K steps
+    assert not conv2d_config(_layer(8, 32, 32, 1280, 1280), cluster=1).stream_k
+    assert not conv2d_config(_layer(8, 32, 32, 1280, 1280), stream_k=False).stream_k
+
+
 def test_options_are_kept_and_the_rest_fits_them():
     g = _layer(8, 64, 64, 320, 320)
     cfg = conv2d_config(g, block_n=128, schedule="pingpong", ctas=114)

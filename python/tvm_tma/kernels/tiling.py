@@ -193,6 +193,16 @@ def has_partial_wave(cfg: Tiling) -> bool:
     return cfg.work_units > cfg.workers and cfg.work_units % cfg.workers > 0
 
 
+def stream_k_pays(cfg: Tiling) -> bool:
+    """Whether stream-K is a candidate for ``cfg``'s tiles: at least
+    :data:`STREAM_K_MIN_STEPS` K steps a tile, a partial last wave, and an estimate
+    :data:`STREAM_K_MARGIN` cheaper than the plain waves."""
+    if cfg.k_steps < STREAM_K_MIN_STEPS or not has_partial_wave(cfg):
+        return False
+    streamed = replace(cfg, stream_k=True)
+    return estimate(streamed).cost <= (1 - STREAM_K_MARGIN) * estimate(cfg).cost
+
+
 def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[Tiling]:
     """The measured tilings, with the caller's options over them, that the kernel runs:
     each data-parallel, and with stream-K where that is clearly cheaper; in 2x1
@@ -206,10 +216,8 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
             cfg = replace(cfg, cluster=2)
         variants = [cfg]
         if (free and cfg.schedule == "cooperative" and cfg.cluster_n == 1
-                and cfg.k_steps >= STREAM_K_MIN_STEPS and has_partial_wave(cfg)):
-            streamed = replace(cfg, stream_k=True)
-            if estimate(streamed).cost <= (1 - STREAM_K_MARGIN) * estimate(cfg).cost:
-                variants.append(streamed)
+                and stream_k_pays(cfg)):
+            variants.append(replace(cfg, stream_k=True))
         for variant in variants:
             try:
                 variant.check()
