@@ -106,9 +106,9 @@ SMALL = [
      {"block_n": 128, "stream_k": True, "ctas": 5}),
     # 1xN clusters multicasting the activation: each CTA loads its own rows of the A tile
     # (one im2col load of 32 or 64 pixels from its own first pixel) into every CTA. The
-    # 7x7x512 layer at batch 3 in 1x4 clusters (M = 147, ragged; ping-pong 64-wide
-    # tiles), K = 160 in 1x4 clusters of 64-wide tiles (3 column blocks: the last CTA of
-    # each cluster past K), C = 24 pieces in 1x2 clusters.
+    # 7x7x512 layer at batch 3 in 1x4 clusters (M = 147, ragged; 128-wide tiles, the
+    # cheapest filling width on 8 CTAs), K = 160 in 1x4 clusters of 64-wide tiles (3
+    # column blocks: the last CTA of each cluster past K), C = 24 pieces in 1x2 clusters.
     ("cluster1x4-3x7x7x512-k512", _layer(3, 7, 7, 512, 512), {"cluster_n": 4, "ctas": 8}),
     ("cluster1x4-ragged-n-3x8x8x64-k160", _layer(3, 8, 8, 64, 160),
      {"block_n": 64, "cluster_n": 4, "ctas": 8}),
@@ -203,15 +203,30 @@ def test_few_wide_tiles_take_as_many_ordered_k_parts_as_the_ctas_hold():
 
 def test_a_partial_last_wave_of_long_tiles_is_shared_out_with_stream_k():
     """The GEMM's stream-K rule (kernels/tiling.py) on a conv layer's tiles: 320 tiles of
-    128 x 256 (2.4 waves on 132 SMs) with 180 K steps are; 80 tiles (no full wave), a
-    layer of 36 K steps, a cluster or split the caller chose are not."""
+    128 x 256 (2.4 waves on 132 SMs) with 180 K steps are; a layer of 36 K steps, a
+    cluster or split the caller chose are not."""
     sd = conv2d_config(_layer(8, 32, 32, 1280, 1280))
     assert (sd.block_n, sd.num_tiles, sd.k_steps, sd.stream_k, sd.split_k) == (
         256, 320, 180, True, 1)
-    assert not conv2d_config(_layer(8, 16, 16, 1280, 1280)).stream_k  # 80 tiles
     assert not conv2d_config(_layer(1, 256, 256, 256, 256)).stream_k  # 36 K steps
     assert not conv2d_config(_layer(8, 32, 32, 1280, 1280), cluster=1).stream_k
     assert not conv2d_config(_layer(8, 32, 32, 1280, 1280), stream_k=False).stream_k
+
+
+def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms():
+    """Among exact widths >= 128 whose tiles give at least half the SMs one, the wave model
+    (kernels/tiling.py: rounds x K steps x STEP_COST, stream-K where it pays) picks: K =
+    1280 over 16 row blocks is 80 tiles of 128 x 256 (a wave 61% full, cost 180 x 1.0)
+    or 128 of 128 x 160 (one wave, 180 x 0.66): 160 (measured 1.16-1.17x cuDNN on the
+    H100, 256-wide 0.83x)."""
+    sd = conv2d_config(_layer(8, 16, 16, 1280, 1280))
+    assert (sd.block_n, sd.num_tiles, sd.stream_k, sd.split_k) == (160, 128, False, 1)
+    assert (sd.epilogue_cols, sd.stages) == (32, 6)  # 64B-swizzled C stage, as UNet's
+    # Half as many rows: 40 tiles of 256 or 64 of 160 fill too few SMs; 80 of 128 do.
+    assert conv2d_config(_layer(4, 16, 16, 1280, 1280)).block_n == 128
+    # 320 tiles of 128 x 256 with stream-K (2.4 waves shared out) cost less than 512 of
+    # 128 x 160 in 3.9 rounds.
+    assert conv2d_config(_layer(8, 32, 32, 1280, 1280)).block_n == 256
 
 
 def test_options_are_kept_and_the_rest_fits_them():

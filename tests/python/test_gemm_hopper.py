@@ -492,7 +492,7 @@ def test_default_tiling_keeps_every_sm_busy():
     assert GemmConfig.for_problem(300, 128, 2048).split_k == 8
     # 1 tile of 61 K steps: at most 15 parts (61 // 4), whose longest would be 5 steps;
     # 13 parts already make it 5 (12 x 5, and part 0 the one left over), 12 would make it 6.
-    one = GemmConfig.for_problem(100, 100, 61 * 64)
+    one = GemmConfig.for_problem(104, 104, 61 * 64)
     assert (one.split_k, one.part_steps(0), one.part_steps(1), one.part_steps(12)) == (
         13, (0, 1), (1, 5), (56, 5))
     assert GemmConfig.for_problem(256, 256, 256).split_k == 1  # 4 K steps

@@ -51,7 +51,7 @@ from .gemm import gemm_kernel
 from .gemm_config import K_BLOCKS, MAX_SHARED, GemmConfig
 from .reference import OUTPUT_EPS, error_bound
 from .stream_k import check_workspace_left_clean, workspace
-from .tiling import stream_k_pays
+from .tiling import estimate, stream_k_pays
 
 #: Input/output element types the kernel takes (the GEMM's: 16-bit, one 128-, 64- or
 #: 32-byte swizzle row per 64-, 32- or 16-column K block).
@@ -250,16 +250,28 @@ def _measured_tiling(base: GemmConfig, options: dict) -> tuple[int, int]:
         return replace(base, block_n=width).accumulators <= 128
 
     exact = _exact_widths(base)
-    for width in exact:
-        if 2 * replace(base, block_n=width).num_tiles >= base.ctas:
-            return width, 1
-    if exact:
-        return exact[-1], 1
+    filling = [w for w in exact if 2 * replace(base, block_n=w).num_tiles >= base.ctas]
+    wide = [w for w in filling if w >= 128]
+    if wide:
+        # The cheapest by the GEMM's wave model (ties to the wider): 8x16x16x1280 takes
+        # 128 tiles of 128 x 160 (one wave) over 80 of 128 x 256 (a wave 61% full).
+        return min(wide, key=lambda w: _wave_cost(replace(base, block_n=w))), 1
+    if filling or exact:
+        return (filling or exact)[-1], 1
     # No such width divides K: padded 192-wide tiles in 2x1 clusters where K is wide
     # (measured on K = 320 before 160-wide tiles existed), else 64-wide ones.
     if base.n > 192 and holds(192):
         return 192, 2
     return 64, 1
+
+
+def _wave_cost(cfg: GemmConfig) -> float:
+    """The wave model's estimate of ``cfg``'s tiles (kernels/tiling.py), in plain waves or
+    with stream-K where :func:`~.tiling.stream_k_pays` would take it."""
+    cost = estimate(cfg).cost
+    if stream_k_pays(cfg):
+        cost = min(cost, estimate(replace(cfg, stream_k=True)).cost)
+    return cost
 
 
 def check_config(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:

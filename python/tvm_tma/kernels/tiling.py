@@ -97,8 +97,10 @@ MakeTiling = Callable[..., Tiling]
 #: (H100, same-run ratios of the three tilings on problems of equal wave counts:
 #: 128 x 192 0.81-0.83 over 3000 x 5000 x 2000, 2048 x 4096 x 2048, 4096 x 2048 x 2048 and
 #: 768 x 4096 x 4096; 128 x 128 0.54-0.64 over 2048^3, 1024 x 2048 x 4096, 512 x 4096 x
-#: 4096 and 2048 x 4096 x 2048). The wider the tile, the more products per byte loaded.
-STEP_COST = {256: 1.0, 192: 0.81, 128: 0.57}
+#: 4096 and 2048 x 4096 x 2048; 128 x 160 0.66 from conv2d's UNet 32x32x640, 2 waves of
+#: them against 3 of 128 x 128 tiles at 1.27x their rate). The wider the tile, the more
+#: products per byte loaded.
+STEP_COST = {256: 1.0, 192: 0.81, 160: 0.66, 128: 0.57}
 #: Bytes one K step of a 128 x 256 tile loads (16-bit A and B tiles of 64 columns): the
 #: unit the fix-up's partial tiles are priced in (each SM's loads run at about the same
 #: rate whatever they carry, RESULTS.md section 8).
