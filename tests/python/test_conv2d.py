@@ -214,16 +214,30 @@ def test_a_partial_last_wave_of_long_tiles_is_shared_out_with_stream_k():
 
 
 def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms():
-    """Among exact widths >= 128 whose tiles give at least half the SMs one, the wave model
-    (kernels/tiling.py: rounds x K steps x STEP_COST, stream-K where it pays) picks: K =
+    """Among exact widths >= 128 whose tiles give at least half the SMs one (and the widest
+    in ordered K parts where it does not), the wave model (kernels/tiling.py: rounds x K
+    steps x STEP_COST, stream-K where it pays, the parts' price) picks: K =
     1280 over 16 row blocks is 80 tiles of 128 x 256 (a wave 61% full, cost 180 x 1.0)
     or 128 of 128 x 160 (one wave, 180 x 0.66): 160 (measured 1.16-1.17x cuDNN on the
     H100, 256-wide 0.83x)."""
     sd = conv2d_config(_layer(8, 16, 16, 1280, 1280))
     assert (sd.block_n, sd.num_tiles, sd.stream_k, sd.split_k) == (160, 128, False, 1)
     assert (sd.epilogue_cols, sd.stages) == (32, 6)  # 64B-swizzled C stage, as UNet's
-    # Half as many rows: 40 tiles of 256 or 64 of 160 fill too few SMs; 80 of 128 do.
-    assert conv2d_config(_layer(4, 16, 16, 1280, 1280)).block_n == 128
+    # Half as many rows: 80 tiles of 128 x 128 fill 61% of the SMs in one round of 180 K
+    # steps (180 x 0.57 = 102.6); the widest, 40 of 128 x 256, fill too few, and in 3
+    # ordered parts of 60 steps (120 units) are priced 60 x 1.19 + 2 x 1.5 = 74.4: those
+    # (measured 1.35x cuDNN, the 128-wide 0.95-0.97x).
+    quarter = conv2d_config(_layer(4, 16, 16, 1280, 1280))
+    assert (quarter.block_n, quarter.split_k, quarter.split_k_ordered, quarter.work_units) == (
+        256, 3, True, 120)
+    assert quarter.steps_per_unit == 60 and quarter.part_shortfall == 0
+    # Not where the caller chose how the work is split, nor on ping-pong tiles.
+    assert conv2d_config(_layer(4, 16, 16, 1280, 1280), cluster=1).split_k == 1
+    assert conv2d_config(_layer(4, 16, 16, 1280, 1280), schedule="pingpong").split_k == 1
+    # 14x14x256 at N=32: 98 tiles of 128 x 128 (36 K steps) against 49 of 128 x 256 in
+    # 2 parts of 18, under the 32 a part needs: plain waves (measured 1.06-1.10x against
+    # 1.02-1.05x).
+    assert conv2d_config(_layer(32, 14, 14, 256, 256)).split_k == 1
     # 320 tiles of 128 x 256 with stream-K (2.4 waves shared out) cost less than 512 of
     # 128 x 160 in 3.9 rounds.
     assert conv2d_config(_layer(8, 32, 32, 1280, 1280)).block_n == 256

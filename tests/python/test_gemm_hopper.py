@@ -119,6 +119,11 @@ CASES = [
                split_k=2, split_k_ordered=True, ctas=6),
     GemmConfig(264, 256, 520, b_layout="kn", dtype="float16", cluster=2, split_k=2,
                split_k_ordered=True, ctas=4),
+    # The wave model's ordered parts of wide cooperative tiles: 6 tiles of 128 x 192 (N
+    # ragged) in 2 parts on 12 CTAs; 15 of 128 x 256 in 3 parts of 32, 32 and 30 K steps
+    # (part 0 the short one) over 3 rounds on 18 CTAs, M ragged.
+    GemmConfig.for_problem(256, 512, 4096, ctas=12),
+    GemmConfig(264, 1280, 6000, split_k=3, split_k_ordered=True, ctas=18),
     # Stream-K: every CTA an equal run of K steps; tiles cut between runs are finished by
     # the CTA holding their K step 0. Many tiles per run (ctas=7), a tile shared by four
     # runs (ctas=20, K x N B, fp16), each tile cut into ~17 runs (M = 49, 8 tiles for 132

@@ -11,11 +11,15 @@ import pytest
 
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.tiling import (
+    MIN_PART_STEPS,
+    ORDERED_PART_COST,
+    SPLIT_STEP_FACTOR,
     STEP_BYTES,
     STEP_COST,
     candidates,
     choose,
     estimate,
+    in_ordered_parts,
     ranked,
     rows_straddle_lines,
 )
@@ -47,6 +51,31 @@ def test_a_stream_k_estimate_adds_the_shared_run_and_the_fix_up():
     assert "stream-K" in estimate(cfg).why
 
 
+def test_an_ordered_parts_estimate_prices_the_cut_steps_and_each_later_part():
+    # 1024 x 1280 x 11520: 40 tiles of 128 x 256 in 3 parts of 60 K steps, 120 units.
+    cfg = GemmConfig(1024, 1280, 11520, split_k=3, split_k_ordered=True)
+    assert estimate(cfg).cost == pytest.approx(60 * SPLIT_STEP_FACTOR + 2 * ORDERED_PART_COST)
+    assert "2 later K part(s)" in estimate(cfg).why
+    # A 128 x 192 tile's part pays three quarters of a 128 x 256 one's.
+    narrow = GemmConfig(768, 2048, 8192, block_n=192, split_k=2, split_k_ordered=True)
+    assert estimate(narrow).cost == pytest.approx(
+        64 * STEP_COST[192] * SPLIT_STEP_FACTOR + 0.75 * ORDERED_PART_COST)
+
+
+def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps():
+    parts = in_ordered_parts(GemmConfig(1024, 1280, 11520))
+    assert (parts.split_k, parts.split_k_ordered, parts.steps_per_unit) == (3, True, 60)
+    # 128 x 128 tiles of 1024 x 1280 fill more than half the SMs: no parts.
+    assert in_ordered_parts(GemmConfig(1024, 1280, 11520, block_n=128)) is None
+    # 1024 x 1536 x 1536: 64 tiles of 128 x 192 in 2 parts would keep 12 K steps each.
+    assert GemmConfig(1024, 1536, 1536, block_n=192).ordered_parts == 2
+    assert in_ordered_parts(GemmConfig(1024, 1536, 1536, block_n=192)) is None
+    assert MIN_PART_STEPS == 32
+    # One row block streams B: no parts (64 x 11520 x 4096 ran 0.97x in them).
+    assert GemmConfig(64, 11520, 4096, block_n=192).ordered_parts == 2
+    assert in_ordered_parts(GemmConfig(64, 11520, 4096, block_n=192)) is None
+
+
 @pytest.mark.parametrize(("problem", "expected"), [
     # One wave of 128 x 256 tiles 97% full beats two of 128 x 128 (H100: 99.7% of cuBLAS
     # against 92.4%; the 2x1-cluster tiles it had before, 80-82%).
@@ -55,9 +84,18 @@ def test_a_stream_k_estimate_adds_the_shared_run_and_the_fix_up():
     # 96 tiles of 128 x 256 leave a wave a quarter empty; 132 of 128 x 192 fill it
     # (100.9% against 83.6%).
     ((768, 4096, 4096), ("cooperative", 192, 5, 1, False, 1)),
-    # 64 wide tiles, 88 of 192, 128 of 128: the narrow ones fill the wave (95-97%).
+    # 64 wide tiles, 88 of 192, 128 of 128: the narrow ones fill the wave (95-97%); the
+    # wide ones in 2 ordered parts fill it too but ran 9-10% slower.
     ((512, 4096, 4096), ("cooperative", 128, 6, 1, False, 1)),
     ((1024, 2048, 4096), ("cooperative", 128, 6, 1, False, 1)),
+    # 80 tiles of 128 x 128 fill 61% of the SMs: 40 of 128 x 256 in 3 ordered parts
+    # (120 units) ran 1.34-1.35x faster (107-111% of cuBLAS against 78-83%); 96 of 128 x
+    # 128 against 64 of 128 x 192 in 2 parts: 1.15x at K = 8192, 1.07x at 4096.
+    ((1024, 1280, 11520), ("cooperative", 256, 4, 1, False, 3)),
+    ((768, 2048, 8192), ("cooperative", 192, 5, 1, False, 2)),
+    ((1024, 1536, 4096), ("cooperative", 192, 5, 1, False, 2)),
+    # Parts of 12 K steps ran 0.88x the plain waves: not offered.
+    ((1024, 1536, 1536), ("cooperative", 128, 6, 1, False, 1)),
     # K = 3000 and 5000: rows of 6000 and 10000 bytes straddle L2 lines: 2x1 clusters
     # (96% against 74%; 129% against 83%).
     ((1000, 2000, 3000), ("cooperative", 128, 6, 2, False, 1)),

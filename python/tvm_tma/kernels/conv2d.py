@@ -51,7 +51,7 @@ from .gemm import gemm_kernel
 from .gemm_config import K_BLOCKS, MAX_SHARED, GemmConfig
 from .reference import OUTPUT_EPS, error_bound
 from .stream_k import check_workspace_left_clean, workspace
-from .tiling import estimate, stream_k_pays
+from .tiling import estimate, in_ordered_parts, stream_k_pays
 
 #: Input/output element types the kernel takes (the GEMM's: 16-bit, one 128-, 64- or
 #: 32-byte swizzle row per 64-, 32- or 16-column K block).
@@ -194,7 +194,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     base = GemmConfig(geometry.gemm_m, geometry.k, geometry.gemm_k, dtype=dtype,
                       b_layout="nk", **options)
     _check_block_k(geometry, base)
-    width, cluster = _measured_tiling(base, options)
+    width, cluster, split = _measured_tiling(base, options)
     chosen = replace(base, block_n=width)
     if "cluster" not in options:
         chosen = replace(chosen, cluster=cluster if chosen.ctas % cluster == 0 else 1)
@@ -204,7 +204,12 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     exact = _exact_widths(base)
     widest = replace(base, block_n=exact[0]) if fallback and exact else None
     parts = widest.ordered_parts if widest is not None and not caller_chose else 1
-    if parts > 1:
+    if split > 1:
+        # The widest tiles in ordered parts priced below narrower ones in plain waves by
+        # the wave model (4x16x16x1280: 40 tiles of 128 x 256 in 3 parts, 1.35x cuDNN,
+        # against 80 of 128 x 128 at 0.95-0.97x, H100, same runs).
+        chosen = replace(chosen, split_k=split, split_k_ordered=True)
+    elif parts > 1:
         # A layer whose wide tiles are too few (7x7x512: 26 of 128 x 256) keeps them and
         # cuts K into ordered parts instead of falling back to 64-wide tiles: 4 parts
         # ran 7x7x512 at 381.7 TFLOP/s against 326 for the 64-wide tiles in 1x2 clusters
@@ -241,10 +246,10 @@ def _exact_widths(base: GemmConfig) -> list[int]:
             if base.n % w == 0 and replace(base, block_n=w).accumulators <= 128]
 
 
-def _measured_tiling(base: GemmConfig, options: dict) -> tuple[int, int]:
-    """(block_n, cluster) by the measured rule of :func:`conv2d_config`."""
+def _measured_tiling(base: GemmConfig, options: dict) -> tuple[int, int, int]:
+    """(block_n, cluster, ordered K parts) by the measured rule of :func:`conv2d_config`."""
     if "block_n" in options:
-        return base.block_n, 1
+        return base.block_n, 1, 1
 
     def holds(width: int) -> bool:
         return replace(base, block_n=width).accumulators <= 128
@@ -254,22 +259,31 @@ def _measured_tiling(base: GemmConfig, options: dict) -> tuple[int, int]:
     wide = [w for w in filling if w >= 128]
     if wide:
         # The cheapest by the GEMM's wave model (ties to the wider): 8x16x16x1280 takes
-        # 128 tiles of 128 x 160 (one wave) over 80 of 128 x 256 (a wave 61% full).
-        return min(wide, key=lambda w: _wave_cost(replace(base, block_n=w))), 1
+        # 128 tiles of 128 x 160 (one wave) over 80 of 128 x 256 (a wave 61% full); and
+        # where the widest tiles are too few to fill the SMs, they in ordered K parts
+        # are a candidate too (the GEMM's, kernels/tiling.py).
+        tilings = [replace(base, block_n=w) for w in wide]
+        split_fields = {"split_k", "split_k_ordered", "stream_k", "cluster", "cluster_n"}
+        if (exact[0] not in wide and base.schedule == "cooperative"
+                and not split_fields & set(options)):
+            parts = in_ordered_parts(replace(base, block_n=exact[0]))
+            tilings += [parts] if parts is not None else []
+        best = min(tilings, key=_wave_cost)
+        return best.block_n, 1, best.split_k
     if filling or exact:
-        return (filling or exact)[-1], 1
+        return (filling or exact)[-1], 1, 1
     # No such width divides K: padded 192-wide tiles in 2x1 clusters where K is wide
     # (measured on K = 320 before 160-wide tiles existed), else 64-wide ones.
     if base.n > 192 and holds(192):
-        return 192, 2
-    return 64, 1
+        return 192, 2, 1
+    return 64, 1, 1
 
 
 def _wave_cost(cfg: GemmConfig) -> float:
-    """The wave model's estimate of ``cfg``'s tiles (kernels/tiling.py), in plain waves or
-    with stream-K where :func:`~.tiling.stream_k_pays` would take it."""
+    """The wave model's estimate of ``cfg``'s tiles (kernels/tiling.py): in plain waves or
+    K parts, or with stream-K where :func:`~.tiling.stream_k_pays` would take it."""
     cost = estimate(cfg).cost
-    if stream_k_pays(cfg):
+    if cfg.split_k == 1 and stream_k_pays(cfg):
         cost = min(cost, estimate(replace(cfg, stream_k=True)).cost)
     return cost
 

@@ -19,6 +19,12 @@ one K step of a 128 x 256 tile and takes the cheapest:
   Sharing the last full wave as well (``stream_k_waves=2``, each tile in about two pieces)
   is estimated cheaper still on a partial wave of few tiles but measured slower on every
   problem but one (RESULTS.md section 6d), so the model never takes it.
+* **Ordered K parts** (a tiling whose tiles fill at most half the SMs, each part at least
+  :data:`MIN_PART_STEPS` K steps, M more than one row block): the data-parallel estimate
+  of the parts, their K steps dearer by :data:`SPLIT_STEP_FACTOR`, plus
+  :data:`ORDERED_PART_COST` for each part after the first. So 1024 x 1280 x 11520 runs 40
+  tiles of 128 x 256 in 3 parts (120 units) rather than 80 tiles of 128 x 128 (61% of the
+  SMs), 1.35x faster.
 
 Where the rows of a K-major operand are not whole 128-byte lines (K x element bytes not a
 multiple of 128: K = 2000, 3000, 5000, 6000 in 16-bit elements), every 128-byte box row TMA
@@ -123,6 +129,25 @@ STREAM_K_MIN_STEPS = 64
 #: cheaper) 93.6-94.8% against 88.9-89.5%; 2560 x 2560 x 10240 (68 of 132, 21% cheaper)
 #: 106.5% against 91.9%.
 STREAM_K_MARGIN = 0.05
+#: A tile cut into ordered K parts: each K step costs :data:`SPLIT_STEP_FACTOR` times a
+#: whole tile's, and each part after the first :data:`ORDERED_PART_COST` K steps of a
+#: 128 x 256 tile (scaled by the tile's area: its wait for the part before it and its add
+#: into C). Fit to same-run pairs of 128 x 128 tiles in plain waves against 128 x 256 tiles
+#: in ordered parts filling as many SMs or more (H100; the estimate of the parts against
+#: the time the pair implies, in those units): 512 x 4096 x 4096 and 1024 x 2048 x 4096 in
+#: 2 parts 39.6 / 39.7 and 40.2 (the plain waves 9-10% faster), 6272 x 256 x 2304 22.9 /
+#: 23.0, conv2d 14x14x256 22.9 / 21.4; 1024 x 1280 x 11520 in 3 parts 74.4 / 75.9 (1.35x
+#: faster than 80 tiles of 128 x 128 filling 61% of the SMs), conv2d 4x16x16x1280 74.4 /
+#: 73.2; and ResNet 7x7x512's 26 tiles in 5 parts (15 K steps) 1.22x faster than in 4 (18).
+SPLIT_STEP_FACTOR = 1.19
+ORDERED_PART_COST = 1.5
+#: Fewest K steps a part needs for ordered parts to be a candidate of the model: each pays
+#: a ring fill and an epilogue the estimate does not see. H100, same runs: parts of 32
+#: steps 1.07x (1024 x 1536 x 4096, 128 x 192 tiles in 2 parts against 128 x 128 in plain
+#: waves), 64 1.07-1.15x (256 x 6144 x 8192, 768 x 2048 x 8192), 43 and 60 1.32-1.35x
+#: (768 x 1536 x 8192, 1024 x 1280 x 11520, 128 x 256 in 3); of 12 and 8 0.88x
+#: (1024 x 1536 x 1536, 768 x 2048 x 1000).
+MIN_PART_STEPS = 32
 #: The measured tilings, widest first (ties go to the wider): cooperative 128-row tiles,
 #: each with the most ring stages that fit beside its C stage.
 TILINGS = (
@@ -173,12 +198,19 @@ def step_cost(cfg: Tiling) -> float:
 
 
 def estimate(cfg: Tiling) -> Estimate:
-    """The estimated time of ``cfg`` (data-parallel or stream-K)."""
+    """The estimated time of ``cfg`` (data-parallel, in K parts, or stream-K)."""
     step = step_cost(cfg)
     if not cfg.stream_k:
         rounds = math.ceil(cfg.work_units / cfg.workers)
+        if cfg.split_k > 1:
+            step *= SPLIT_STEP_FACTOR
         cost = rounds * cfg.steps_per_unit * step
-        return Estimate(cfg, cost, f"{rounds} rounds x {cfg.steps_per_unit} steps x {step:.2f}")
+        why = f"{rounds} rounds x {cfg.steps_per_unit} steps x {step:.2f}"
+        if cfg.split_k > 1:
+            adds = (cfg.split_k - 1) * ORDERED_PART_COST * cfg.block_m * cfg.block_n / (128 * 256)
+            cost += adds
+            why += f" + {cfg.split_k - 1} later K part(s) {adds:.1f}"
+        return Estimate(cfg, cost, why)
     dp_rounds = cfg.stream_k_dp_rounds
     run = cfg.iterations / cfg.workers
     pieces = min(cfg.k_steps / run + 1, cfg.stream_k_peers + 1) if run else 1
@@ -205,21 +237,40 @@ def stream_k_pays(cfg: Tiling) -> bool:
     return estimate(streamed).cost <= (1 - STREAM_K_MARGIN) * estimate(cfg).cost
 
 
+def in_ordered_parts(cfg: Tiling) -> Tiling | None:
+    """``cfg``'s tiles with K cut into ordered parts where they fill at most half the
+    SMs (:meth:`~.gemm_config.GemmConfig.ordered_parts`) and each part keeps at least
+    :data:`MIN_PART_STEPS` K steps, else None: what a tiling too wide for the problem
+    offers against narrower tiles in plain waves (1024 x 1280 x 11520: 40 tiles of 128 x
+    256 in 3 parts, 1.34-1.35x the 80 tiles of 128 x 128). Not where M is one row block:
+    there B's bytes bound the time, and more busy SMs do not read them faster (64 x 11520
+    x 4096 in 2 parts of 128 x 192 tiles: 0.97x)."""
+    parts = cfg.ordered_parts
+    if parts == 1 or streams_weights(cfg):
+        return None
+    split = replace(cfg, split_k=parts, split_k_ordered=True)
+    return split if split.steps_per_unit >= MIN_PART_STEPS else None
+
+
 def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[Tiling]:
     """The measured tilings, with the caller's options over them, that the kernel runs:
-    each data-parallel, and with stream-K where that is clearly cheaper; in 2x1
-    clusters where the operands' rows straddle L2 lines (unless the caller chose how the
-    work is split)."""
+    each data-parallel, with stream-K where that is clearly cheaper, and in ordered K
+    parts where its tiles fill at most half the SMs; in 2x1 clusters where the operands'
+    rows straddle L2 lines (unless the caller chose how the work is split)."""
     free = not (SPLIT_FIELDS & set(options))
     found: list[Tiling] = []
     for tiling in (PINGPONG,) if options.get("schedule") == "pingpong" else TILINGS:
-        cfg = make(m, n, k, **{**tiling, **options})
+        plain = make(m, n, k, **{**tiling, **options})
+        cfg = plain
         if free and rows_straddle_lines(cfg) and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0:
             cfg = replace(cfg, cluster=2)
         variants = [cfg]
         if (free and cfg.schedule == "cooperative" and cfg.cluster_n == 1
                 and stream_k_pays(cfg)):
             variants.append(replace(cfg, stream_k=True))
+        parts = in_ordered_parts(plain) if free and plain.schedule == "cooperative" else None
+        if parts is not None:
+            variants.append(parts)
         for variant in variants:
             try:
                 variant.check()
