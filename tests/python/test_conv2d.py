@@ -18,6 +18,7 @@ import tvm_tma
 from tvm_tma.conv import Conv2dGeometry
 from tvm_tma.kernels.conv2d import (
     MAX_STAGES,
+    SHORT_K_STEPS,
     conv2d_config,
     conv2d_error_bound,
     conv2d_kernel,
@@ -52,11 +53,17 @@ def _layer(n, h, w, c, k, r=3, s=3, stride=1, pad=1, dilation=1):
 SMALL = [
     # M = 504: the last of 4 row blocks has 120 rows (rows past M read zeros, stores skip).
     ("ragged-8x9x7x64-k64", _layer(8, 9, 7, 64, 64), {}),
-    # 8 row blocks on 3 CTAs: the ring's phases run across tiles (persistent loop).
-    ("persistent-4x16x16x64-k128-ctas3", _layer(4, 16, 16, 64, 128), {"ctas": 3}),
+    # 8 row blocks on 3 CTAs: the ring's phases run across tiles (persistent loop), with
+    # cooperative tiles and with the ping-pong ones its 9 K steps take by default.
+    ("persistent-4x16x16x64-k128-ctas3", _layer(4, 16, 16, 64, 128),
+     {"ctas": 3, "schedule": "cooperative"}),
+    ("persistent-pingpong-4x16x16x64-k128-ctas3", _layer(4, 16, 16, 64, 128), {"ctas": 3}),
     # Stride 2, C = 128 (two channel blocks per tap), M = 112: one partial tile.
     ("stride2-2x15x13x128-k64", _layer(2, 15, 13, 128, 64, stride=2), {}),
     ("1x1-4x10x10x64-k128", _layer(4, 10, 10, 64, 128, 1, 1, pad=0), {}),
+    # A ResNet bottleneck's 1x1 layer at small size: 4 K steps on ping-pong 128 x 128
+    # tiles (M = 300 ragged, two column blocks).
+    ("1x1-short-k-3x10x10x256-k256", _layer(3, 10, 10, 256, 256, 1, 1, pad=0), {}),
     ("1x1-stride2-2x16x16x128-k64", _layer(2, 16, 16, 128, 64, 1, 1, stride=2, pad=0), {}),
     # K = 320 in 192-wide tiles: the second column block is ragged (128 of 192 columns).
     ("k320-bn192-2x8x8x64", _layer(2, 8, 8, 64, 320), {"block_n": 192}),
@@ -241,6 +248,29 @@ def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms
     # 320 tiles of 128 x 256 with stream-K (2.4 waves shared out) cost less than 512 of
     # 128 x 160 in 3.9 rounds.
     assert conv2d_config(_layer(8, 32, 32, 1280, 1280)).block_n == 256
+
+
+def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles():
+    """At most SHORT_K_STEPS K steps (ResNet's 1x1 layers) and 128 dividing K: ping-pong
+    128 x 128 tiles, no split, no cluster, whatever the tile count; not where the caller
+    chose the tile, the schedule or the split, nor past 16 K steps or for K = 64."""
+    assert SHORT_K_STEPS == 16
+    for layer in [_layer(32, 28, 28, 512, 128, 1, 1, pad=0),  # 8 K steps, 196 tiles
+                  _layer(8, 28, 28, 512, 128, 1, 1, pad=0),  # 49 tiles: no ordered parts
+                  _layer(32, 7, 7, 512, 2048, 1, 1, pad=0),  # 128 x 256 before
+                  _layer(32, 14, 14, 1024, 256, 1, 1, pad=0)]:  # 16 K steps
+        cfg = conv2d_config(layer)
+        assert cfg.k_steps <= 16
+        assert (cfg.schedule, cfg.block_n, cfg.split_k, cfg.cluster_size, cfg.stream_k) == (
+            "pingpong", 128, 1, 1, False)
+        assert (cfg.epilogue_cols, cfg.stages) == (64, 6)
+    seven = conv2d_config(_layer(32, 7, 7, 2048, 512, 1, 1, pad=0))  # 32 K steps
+    assert (seven.schedule, seven.block_n, seven.split_k) == ("cooperative", 256, 5)
+    assert conv2d_config(_layer(32, 56, 56, 64, 64, 1, 1, pad=0)).block_n == 64
+    short = _layer(32, 28, 28, 512, 128, 1, 1, pad=0)
+    assert conv2d_config(short, schedule="cooperative").schedule == "cooperative"
+    assert conv2d_config(short, block_n=64).schedule == "cooperative"
+    assert conv2d_config(short, cluster=2).schedule == "cooperative"
 
 
 def test_options_are_kept_and_the_rest_fits_them():

@@ -64,6 +64,9 @@ PIECE = 8
 #: Stages conv2d_config fills shared memory with, at most: narrow K blocks have small slots
 #: (128 x 256 x 16: 12 KiB), and more stages past this only narrow the C stage.
 MAX_STAGES = 12
+#: K steps (filter taps x channels / block_k) at most of a layer that takes ping-pong
+#: 128 x 128 tiles (:func:`conv2d_config`): the 1x1 layers of a ResNet bottleneck.
+SHORT_K_STEPS = 16
 #: GemmConfig fields that follow from the geometry, not from options.
 _FROM_GEOMETRY = ("m", "n", "k", "dtype", "b_layout")
 
@@ -149,35 +152,37 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       each K block, one im2col load, lies inside one filter tap (C = 96: 32, three K blocks
       per tap; C = 48: 16). A given one must divide C too. Where C is 8 mod 16: 16, with
       **a_copy_k** 8 (two 8-column copies per K block, :func:`a_copy_k`).
-    * **block_n** (output channels per tile) and **cluster**, as the H100 sweeps measured
-      (benchmarks/RESULTS.md section 8): the widest tile that divides K exactly (a
-      multiple of 32 from 256 down to 128, then 64) and still gives at least half as many
-      tiles as CTAs, without a cluster. 14x14x256: 128 (98 tiles, 1.43x the 64-wide
-      tiles' rate); 7x7x512: 64, since 128 leaves 52 tiles for 132 SMs (0.82x); UNet
-      64x64x320: two 160-wide tiles per row block (1.4x the padded 192-wide tiles in
-      clusters it had before); UNet 32x32x640: four 160-wide tiles (727 TFLOP/s against
-      617 for 128-wide ones in the same sweep). A 2x1 cluster cost 14x14x256 24% and
-      7x7x512 20%. Where no such width divides K, two 192-wide tiles cover wide layers in
-      2x1 clusters (1.13x the same tiles without), narrow ones 64-wide tiles.
-    * **epilogue_n / stages**: as many ring stages as shared memory holds (227 KiB), with
-      the widest C stage that costs no stage (128 x 256: C in 128-column halves, 4 stages,
-      the GEMM's measured default; 128 x 128: 6; 128 x 64: 8; 128 x 192: 64-column C, 5;
-      128 x 160: 32-column 64B-swizzled C, 6), at most :data:`MAX_STAGES` (the small
-      slots of 32- and 16-wide K blocks).
-    * **schedule**, **block_m**, **ctas**, **group_m**: the GEMM's defaults (cooperative
-      128-row tiles, 132 CTAs: pass ``ctas=`` the GPU's SM count), but ping-pong where a
-      layer of more than 64 output channels falls back to 64-wide tiles and has at most
-      one per CTA (1.04-1.06x the cooperative tiles on 7x7x512 in two H100 sweeps), in
-      1x2 clusters sharing A where the column blocks pair up (1.15-1.2x there).
-    * **split_k**: but first, where the widest exact tile leaves at most half the SMs a
-      tile and K has enough steps, that tile is kept and K cut into ordered parts
+    * **block_n** (output channels per tile), **cluster**, **split_k**, **stream_k**, as
+      the H100 sweeps measured (benchmarks/RESULTS.md section 8): of the widths dividing
+      K exactly (multiples of 32 from 256 down to 128) whose tiles give at least half
+      the CTAs one, the cheapest by the GEMM's wave model (kernels/tiling.py), the widest
+      in ordered K parts a candidate too where its tiles are fewer, and stream-K where
+      the model takes it: 14x14x256 128 (98 tiles); UNet 64x64x320 and 32x32x640 160;
+      8x16x16x1280 160 (128 tiles in one wave, 1.4x the 80 of 128 x 256); 4x16x16x1280
+      40 tiles of 128 x 256 in 3 ordered parts (1.4x the 80 of 128 x 128). No cluster
+      (one cost 14x14x256 24% and 7x7x512 20%). Where no such width divides K, two
+      192-wide tiles cover wide layers in 2x1 clusters, narrow ones 64-wide tiles.
+    * **schedule**: ping-pong 128 x 128 tiles for a layer of at most
+      :data:`SHORT_K_STEPS` K steps (ResNet's 1x1 layers: 1.04-1.86x the cooperative
+      tiles), and where a layer of more than 64 output channels falls back to 64-wide
+      tiles with at most one per CTA (in 1x2 clusters sharing A where the column blocks
+      pair up).
+    * **split_k** where even the widest exact tile leaves at most half the SMs a tile
+      and K has the steps: that tile is kept and K cut into ordered parts
       (``split_k_ordered``: part 0 stores, the others add after it; as many parts as the
       CTAs hold with one unit each, each at least 4 K steps, part 0 the short one where
       they do not divide the K steps: :attr:`GemmConfig.ordered_parts`): 7x7x512 in 26
       tiles of 128 x 256 and 5 parts ran at 1.17-1.24x cuDNN, in 4 parts 0.97-0.99x,
       against 0.84x for the 64-wide tiles in clusters (H100, same runs).
+    * **epilogue_n / stages**: as many ring stages as shared memory holds (227 KiB), with
+      the widest C stage that costs no stage (128 x 256: C in 128-column halves, 4 stages,
+      the GEMM's measured default; 128 x 128: 6; 128 x 64: 8; 128 x 192: 64-column C, 5;
+      128 x 160: 32-column 64B-swizzled C, 6), at most :data:`MAX_STAGES` (the small
+      slots of 32- and 16-wide K blocks).
+    * **block_m**, **ctas**, **group_m**: the GEMM's defaults (128-row tiles, 132 CTAs:
+      pass ``ctas=`` the GPU's SM count).
 
-    The cost model is not a measurement of conv layers: ``benchmarks/conv2d.py --sweep``
+    The wave model was fit mostly on GEMMs: ``benchmarks/conv2d.py --sweep``
     times the alternatives (widths, stages, clusters, ping-pong).
     """
     check_geometry(geometry, dtype)
@@ -194,6 +199,35 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     base = GemmConfig(geometry.gemm_m, geometry.k, geometry.gemm_k, dtype=dtype,
                       b_layout="nk", **options)
     _check_block_k(geometry, base)
+    if _short_k(base, options):
+        # A layer of few K steps is its epilogues as much as its MMAs: two warpgroups on
+        # 128 x 128 tiles of their own overlap one's epilogue with the other's MMAs. H100,
+        # same runs, ping-pong against the cooperative default (x cuDNN): 1x1 layers at
+        # N=32 56x56x256->128 (4 K steps) 1.17 / 1.06, 28x28x128->512 (2) 1.25 / 1.12,
+        # 14x14x256->1024 (4) 1.11 / 1.07, 28x28x512->128 (8) 0.96-0.98 / 0.91, 7x7x512
+        # ->2048 (8) 0.97 / 0.87, 14x14x1024->256 (16) 1.04 / 1.02; N=8 28x28x512->128
+        # 1.17 / 0.63 (in 2 ordered parts of 4 K steps); 56x56x64->256 (1) 1.17 / 1.16.
+        chosen = replace(base, block_n=128, schedule="pingpong")
+    else:
+        chosen = _by_width(base, options)
+    best = _epilogue_and_stages(chosen, options)
+    check_config(geometry, best)
+    return best
+
+
+def _short_k(base: GemmConfig, options: dict) -> bool:
+    """Whether the layer takes ping-pong 128 x 128 tiles for its few K steps (at most
+    :data:`SHORT_K_STEPS`; 128 a width dividing K), the caller having chosen neither the
+    tile, the schedule nor the split."""
+    chosen = {"block_n", "schedule", "split_k", "split_k_ordered", "stream_k", "cluster",
+              "cluster_n"} & set(options)
+    return not chosen and base.k_steps <= SHORT_K_STEPS and base.n % 128 == 0
+
+
+def _by_width(base: GemmConfig, options: dict) -> GemmConfig:
+    """The tile width, cluster, split and schedule of a layer by the measured rules of
+    :func:`conv2d_config` (the wave model's pick of the exact widths, ordered K parts of
+    the widest tiles where they are too few, the 64-wide ping-pong fallback)."""
     width, cluster, split = _measured_tiling(base, options)
     chosen = replace(base, block_n=width)
     if "cluster" not in options:
@@ -234,9 +268,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
         # 128 x 256, 180 K steps): 789.5 TFLOP/s against 716.7 in plain waves, 1.05x and
         # 0.95x cuDNN (H100, same run).
         chosen = replace(chosen, stream_k=True)
-    best = _epilogue_and_stages(chosen, options)
-    check_config(geometry, best)
-    return best
+    return chosen
 
 
 def _exact_widths(base: GemmConfig) -> list[int]:
