@@ -124,6 +124,12 @@ CASES = [
     # (part 0 the short one) over 3 rounds on 18 CTAs, M ragged.
     GemmConfig.for_problem(256, 512, 4096, ctas=12),
     GemmConfig(264, 1280, 6000, split_k=3, split_k_ordered=True, ctas=18),
+    # The wave model's 128 x 160 tiles (C staged 32 columns at a time, 64B swizzle): in
+    # 2x1 clusters (K = 200: rows straddle L2 lines, M ragged), with stream-K (6 tiles on
+    # 4 CTAs), and in 2 ordered K parts (4 tiles on 8 CTAs).
+    GemmConfig.for_problem(200, 320, 200, ctas=4),
+    GemmConfig.for_problem(264, 320, 4096, ctas=4),
+    GemmConfig.for_problem(200, 320, 4096, ctas=8),
     # Stream-K: every CTA an equal run of K steps; tiles cut between runs are finished by
     # the CTA holding their K step 0. Many tiles per run (ctas=7), a tile shared by four
     # runs (ctas=20, K x N B, fp16), each tile cut into ~17 runs (M = 49, 8 tiles for 132

@@ -96,6 +96,16 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
     ((1024, 1536, 4096), ("cooperative", 192, 5, 1, False, 2)),
     # Parts of 12 K steps ran 0.88x the plain waves: not offered.
     ((1024, 1536, 1536), ("cooperative", 128, 6, 1, False, 1)),
+    # 128 x 160 tiles where they cover N with less waste or fill the waves better than
+    # 128 x 192 (N = 640: 4 column blocks, 1.31-1.51x; 3000 x 1536 x 2048 1.14x, 640 x
+    # 4096 x 1024 1.13x); not in many waves, where 128 x 256 does more per byte (10000 x
+    # 1536 x 1024: 160 0.87x, 8192 x 5680 x 2048 0.90x).
+    ((4096, 640, 4096), ("cooperative", 160, 6, 1, False, 1)),
+    ((8192, 640, 2048), ("cooperative", 160, 6, 1, False, 1)),
+    ((3000, 1536, 2048), ("cooperative", 160, 6, 1, False, 1)),
+    ((640, 4096, 1024), ("cooperative", 160, 6, 1, False, 1)),
+    ((10000, 1536, 1024), ("cooperative", 256, 4, 1, False, 1)),
+    ((8192, 5680, 2048), ("cooperative", 256, 4, 1, False, 1)),
     # K = 3000 and 5000: rows of 6000 and 10000 bytes straddle L2 lines: 2x1 clusters
     # (96% against 74%; 129% against 83%).
     ((1000, 2000, 3000), ("cooperative", 128, 6, 2, False, 1)),
@@ -122,6 +132,17 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
 ], ids=str)
 def test_the_default_tiling_on_the_measured_shapes(problem, expected):
     assert shape(GemmConfig.for_problem(*problem)) == expected
+
+
+def test_160_wide_tiles_are_offered_only_where_they_were_measured():
+    """128 x 160 tiles (C in 32-column 64B-swizzled stages) were measured with B as N x K
+    in 16-bit types: B as K x N and FP8 get the other tilings."""
+    widths = {cfg.block_n for cfg in candidates(GemmConfig, 4096, 640, 4096, {})}
+    assert 160 in widths
+    for options in ({"b_layout": "kn"}, {"dtype": "float8_e4m3fn"}):
+        found = candidates(GemmConfig, 4096, 640, 4096, options)
+        assert found and 160 not in {cfg.block_n for cfg in found}
+        assert GemmConfig.for_problem(4096, 640, 4096, **options).block_n == 192
 
 
 def test_clusters_follow_the_row_alignment():

@@ -100,13 +100,15 @@ class Tiling(Protocol):
 MakeTiling = Callable[..., Tiling]
 
 #: Time of one K step of a 128-row tile of each width, in K steps of a 128 x 256 tile
-#: (H100, same-run ratios of the three tilings on problems of equal wave counts:
-#: 128 x 192 0.81-0.83 over 3000 x 5000 x 2000, 2048 x 4096 x 2048, 4096 x 2048 x 2048 and
-#: 768 x 4096 x 4096; 128 x 128 0.54-0.64 over 2048^3, 1024 x 2048 x 4096, 512 x 4096 x
-#: 4096 and 2048 x 4096 x 2048; 128 x 160 0.66 from conv2d's UNet 32x32x640, 2 waves of
-#: them against 3 of 128 x 128 tiles at 1.27x their rate). The wider the tile, the more
-#: products per byte loaded.
-STEP_COST = {256: 1.0, 192: 0.81, 160: 0.66, 128: 0.57}
+#: (H100, same-run ratios of the tilings on problems of equal wave counts: 128 x 192
+#: 0.81-0.83 over 3000 x 5000 x 2000, 2048 x 4096 x 2048, 4096 x 2048 x 2048 and 768 x
+#: 4096 x 4096; 128 x 128 0.54-0.64 over 2048^3, 1024 x 2048 x 4096, 512 x 4096 x 4096 and
+#: 2048 x 4096 x 2048). 128 x 160 0.72, the median of nine pairs 0.67-0.82: against 128 x
+#: 256 on 10000 x 1536 x 1024 0.77 and 8192 x 5680 x 2048 0.74, against 128 x 192 on 3000
+#: x 1536 x 2048 0.71, 640 x 4096 x 1024 0.72 and 1536 x 1536 x 512 0.75, against 128 x
+#: 128 on 16384 x 640 x 8192 0.69, and conv2d's UNet 32x32x640 0.67, 8x16x16x1280 0.72,
+#: 4x16x16x1280 0.82. The wider the tile, the more products per byte loaded.
+STEP_COST = {256: 1.0, 192: 0.81, 160: 0.72, 128: 0.57}
 #: Bytes one K step of a 128 x 256 tile loads (16-bit A and B tiles of 64 columns): the
 #: unit the fix-up's partial tiles are priced in (each SM's loads run at about the same
 #: rate whatever they carry, RESULTS.md section 8).
@@ -149,10 +151,14 @@ ORDERED_PART_COST = 1.5
 #: (1024 x 1536 x 1536, 768 x 2048 x 1000).
 MIN_PART_STEPS = 32
 #: The measured tilings, widest first (ties go to the wider): cooperative 128-row tiles,
-#: each with the most ring stages that fit beside its C stage.
+#: each with the most ring stages that fit beside its C stage. 128 x 160 (C staged 32
+#: columns at a time, 64B swizzle) covers N = 640 in 4 column blocks where 128 x 192
+#: leaves the fourth a third full (4096 x 640 x 4096: 1.51x, 8192 x 640 x 2048 1.31x); it
+#: was measured with B as N x K in 16-bit types only, and is offered only there.
 TILINGS = (
     {"block_n": 256, "stages": 4, "epilogue_n": 128},
     {"block_n": 192, "stages": 5, "epilogue_n": 64},
+    {"block_n": 160, "stages": 6, "epilogue_n": 32},
     {"block_n": 128, "stages": 6, "epilogue_n": 0},
 )
 #: The ping-pong tiling (a caller's ``schedule="pingpong"``, and ordered split-K): each
@@ -261,6 +267,8 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
     found: list[Tiling] = []
     for tiling in (PINGPONG,) if options.get("schedule") == "pingpong" else TILINGS:
         plain = make(m, n, k, **{**tiling, **options})
+        if plain.block_n % 64 and (plain.b_layout != "nk" or plain.element_bytes != 2):
+            continue
         cfg = plain
         if free and rows_straddle_lines(cfg) and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0:
             cfg = replace(cfg, cluster=2)
