@@ -51,7 +51,7 @@ from .gemm import gemm_kernel
 from .gemm_config import K_BLOCKS, MAX_SHARED, GemmConfig
 from .reference import OUTPUT_EPS, error_bound
 from .stream_k import check_workspace_left_clean, workspace
-from .tiling import estimate, in_ordered_parts, stream_k_pays
+from .tiling import SPLIT_FIELDS, estimate, in_ordered_parts, stream_k_pays
 
 #: Input/output element types the kernel takes (the GEMM's: 16-bit, one 128-, 64- or
 #: 32-byte swizzle row per 64-, 32- or 16-column K block).
@@ -67,6 +67,10 @@ MAX_STAGES = 12
 #: K steps (filter taps x channels / block_k) at most of a layer that takes ping-pong
 #: 128 x 128 tiles (:func:`conv2d_config`): the 1x1 layers of a ResNet bottleneck.
 SHORT_K_STEPS = 16
+#: Options that say how the work is split (the GEMM's :data:`~.tiling.SPLIT_FIELDS`, but
+#: ``stream_k_waves``, which alone shapes only a stream-K the caller did not ask for):
+#: given any, conv2d_config keeps them and adds no split, stream-K or short-K schedule.
+_SPLIT_CHOICES = SPLIT_FIELDS - {"stream_k_waves"}
 #: GemmConfig fields that follow from the geometry, not from options.
 _FROM_GEOMETRY = ("m", "n", "k", "dtype", "b_layout")
 
@@ -219,8 +223,7 @@ def _short_k(base: GemmConfig, options: dict) -> bool:
     """Whether the layer takes ping-pong 128 x 128 tiles for its few K steps (at most
     :data:`SHORT_K_STEPS`; 128 a width dividing K), the caller having chosen neither the
     tile, the schedule nor the split."""
-    chosen = {"block_n", "schedule", "split_k", "split_k_ordered", "stream_k", "cluster",
-              "cluster_n"} & set(options)
+    chosen = (_SPLIT_CHOICES | {"block_n", "schedule"}) & set(options)
     return not chosen and base.k_steps <= SHORT_K_STEPS and base.n % 128 == 0
 
 
@@ -295,9 +298,8 @@ def _measured_tiling(base: GemmConfig, options: dict) -> tuple[int, int, int]:
         # where the widest tiles are too few to fill the SMs, they in ordered K parts
         # are a candidate too (the GEMM's, kernels/tiling.py).
         tilings = [replace(base, block_n=w) for w in wide]
-        split_fields = {"split_k", "split_k_ordered", "stream_k", "cluster", "cluster_n"}
         if (exact[0] not in wide and base.schedule == "cooperative"
-                and not split_fields & set(options)):
+                and not _SPLIT_CHOICES & set(options)):
             parts = in_ordered_parts(replace(base, block_n=exact[0]))
             tilings += [parts] if parts is not None else []
         best = min(tilings, key=_wave_cost)

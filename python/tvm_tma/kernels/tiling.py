@@ -208,15 +208,14 @@ def estimate(cfg: Tiling) -> Estimate:
     step = step_cost(cfg)
     if not cfg.stream_k:
         rounds = math.ceil(cfg.work_units / cfg.workers)
+        adds = 0.0
         if cfg.split_k > 1:
             step *= SPLIT_STEP_FACTOR
-        cost = rounds * cfg.steps_per_unit * step
-        why = f"{rounds} rounds x {cfg.steps_per_unit} steps x {step:.2f}"
-        if cfg.split_k > 1:
             adds = (cfg.split_k - 1) * ORDERED_PART_COST * cfg.block_m * cfg.block_n / (128 * 256)
-            cost += adds
+        why = f"{rounds} rounds x {cfg.steps_per_unit} steps x {step:.2f}"
+        if adds:
             why += f" + {cfg.split_k - 1} later K part(s) {adds:.1f}"
-        return Estimate(cfg, cost, why)
+        return Estimate(cfg, rounds * cfg.steps_per_unit * step + adds, why)
     dp_rounds = cfg.stream_k_dp_rounds
     run = cfg.iterations / cfg.workers
     pieces = min(cfg.k_steps / run + 1, cfg.stream_k_peers + 1) if run else 1
@@ -243,6 +242,12 @@ def stream_k_pays(cfg: Tiling) -> bool:
     return estimate(streamed).cost <= (1 - STREAM_K_MARGIN) * estimate(cfg).cost
 
 
+def measured_width(cfg: Tiling) -> bool:
+    """Whether the model may offer ``cfg``'s tile width: 128 x 160 (no multiple of 64) was
+    measured with B as N x K in 16-bit types only (:data:`TILINGS`)."""
+    return cfg.block_n % 64 == 0 or (cfg.b_layout == "nk" and cfg.element_bytes == 2)
+
+
 def in_ordered_parts(cfg: Tiling) -> Tiling | None:
     """``cfg``'s tiles with K cut into ordered parts where they fill at most half the
     SMs (:meth:`~.gemm_config.GemmConfig.ordered_parts`) and each part keeps at least
@@ -267,7 +272,7 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
     found: list[Tiling] = []
     for tiling in (PINGPONG,) if options.get("schedule") == "pingpong" else TILINGS:
         plain = make(m, n, k, **{**tiling, **options})
-        if plain.block_n % 64 and (plain.b_layout != "nk" or plain.element_bytes != 2):
+        if not measured_width(plain):
             continue
         cfg = plain
         if free and rows_straddle_lines(cfg) and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0:
