@@ -22,6 +22,8 @@ from tvm_tma.kernels.tiling import (
     in_ordered_parts,
     ranked,
     rows_straddle_lines,
+    step_cost,
+    straddled_step_cost,
 )
 
 
@@ -110,6 +112,13 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
     # (96% against 74%; 129% against 83%).
     ((1000, 2000, 3000), ("cooperative", 128, 6, 2, False, 1)),
     ((12000, 1000, 5000), ("cooperative", 256, 4, 2, False, 1)),
+    # Straddled rows price a K step by its bytes (straddled_step_cost): 128 x 256 tiles
+    # where 128 x 128 ones had been the model's (1.17x, 1.14-1.17x, 1.07x, H100 same
+    # runs); 3000^3 keeps 128 x 192, which ran 1.14x faster than 128 x 256.
+    ((10000, 1024, 3000), ("cooperative", 256, 4, 2, False, 1)),
+    ((10000, 1000, 1000), ("cooperative", 256, 4, 2, False, 1)),
+    ((1024, 2000, 4000), ("cooperative", 256, 4, 1, False, 2)),
+    ((3000, 3000, 3000), ("cooperative", 192, 5, 2, False, 1)),
     # 12 K steps: stream-K's fix-up costs more than a fifth round of narrow tiles
     # (95.8% against 71%).
     ((2304, 4608, 768), ("cooperative", 128, 6, 1, False, 1)),
@@ -157,6 +166,43 @@ def test_clusters_follow_the_row_alignment():
     assert GemmConfig.for_problem(128, 16384, 3000).cluster == 1
     assert GemmConfig.for_problem(1000, 2000, 3000, ctas=131).cluster == 1
     assert GemmConfig.for_problem(2048, 2048, 2048 + 8).cluster == 2
+
+
+def test_straddled_rows_price_a_k_step_by_the_bytes_it_loads():
+    """Where rows straddle L2 lines a K step costs at least its bytes against a 128 x 256
+    tile's in the same cluster shape."""
+    def tile(block_n: int, k: int, **fields) -> GemmConfig:
+        stages = {128: 6, 160: 6, 192: 5, 256: 4}[block_n]
+        return GemmConfig(10000, 1024, k, block_n=block_n, stages=stages,
+                          epilogue_n={128: 0, 160: 32, 192: 64, 256: 128}[block_n], **fields)
+    # 2x1 clusters share B: 128 + 128/2 rows against 128 + 256/2.
+    assert straddled_step_cost(tile(128, 3000, cluster=2)) == 0.75
+    assert straddled_step_cost(tile(192, 3000, cluster=2)) == 0.875
+    assert straddled_step_cost(tile(160, 3000, cluster=2)) == 0.8125
+    assert straddled_step_cost(tile(256, 3000, cluster=2)) == 1.0
+    # No cluster: 256 rows against 384; 1x2 clusters share A: 64 + 128 against 64 + 256.
+    assert straddled_step_cost(tile(128, 3000)) == pytest.approx(2 / 3)
+    assert straddled_step_cost(tile(128, 3000, cluster_n=2)) == 0.6
+    # The step cost is the larger of that and the measured one, and only where the rows
+    # straddle: whole lines keep STEP_COST.
+    assert step_cost(tile(128, 3000, cluster=2)) == 0.75
+    assert step_cost(tile(192, 3000)) == max(STEP_COST[192], 40 / 48)
+    assert step_cost(tile(128, 3072, cluster=2)) == STEP_COST[128]
+    # 10000 x 1024 x 3000 in 2x1 clusters: 40 x 8 cluster units of 128 x 128 over 66
+    # clusters, 5 rounds of 47 K steps at 0.75, against 40 x 4 of 128 x 256 in 3 rounds.
+    assert estimate(tile(128, 3000, cluster=2)).cost == 5 * 47 * 0.75
+    assert estimate(tile(256, 3000, cluster=2)).cost == 3 * 47 * 1.0
+
+
+def test_rows_straddle_lines_by_the_pieces_the_loads_read():
+    """A K-major row is read block_k elements at a time: its pieces sit inside 128-byte
+    lines where the pitch is a multiple of one piece (at most a line)."""
+    assert rows_straddle_lines(GemmConfig(512, 512, 1000))  # 2000-byte rows, 128-byte pieces
+    assert not rows_straddle_lines(GemmConfig(512, 512, 1024))
+    # 864 columns (a 3x3 filter of 96 channels): 1728-byte rows read in 64-byte pieces
+    # (32-wide K blocks) stay inside lines; in 128-byte pieces they straddle.
+    assert not rows_straddle_lines(GemmConfig(512, 512, 864, block_k=32, stages=8))
+    assert rows_straddle_lines(GemmConfig(512, 512, 864))
 
 
 def test_every_candidate_runs_and_the_choice_is_the_cheapest():

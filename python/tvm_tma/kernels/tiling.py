@@ -32,7 +32,11 @@ fetches straddles two L2 lines, and 2x1 clusters that multicast B (each CTA fetc
 it) were faster in every measured case (12000 x 1000 x 5000: 129% of cuBLAS against 83%;
 1000 x 2000 x 3000 96% against 74%), while on aligned rows they were slower in every one
 (2048^3 82% against 92%, 512 x 4096 x 4096 88% against 95%). So the cluster follows the row
-alignment, not the tile count.
+alignment, not the tile count. Those straddled loads also bound the time, so there a K
+step costs at least its share of a CTA's bytes against a 128 x 256 tile's
+(:func:`straddled_step_cost`): the narrow tiles, loading the most bytes per product, lose
+the edge :data:`STEP_COST` (measured on whole lines) gives them, and 10000 x 1024 x 3000
+runs 128 x 256 tiles, 1.17x faster than the 128 x 128 ones the model took before.
 
 Problems whose 128 x 128 tiles fill at most half the SMs keep the rule of
 :meth:`~.gemm_config.GemmConfig.ordered_parts` (ping-pong 128 x 128 tiles, K cut into
@@ -63,8 +67,10 @@ class Tiling(Protocol):
     k: int
     block_m: int
     block_n: int
+    block_k: int
     b_layout: str
     schedule: str
+    cluster: int
     cluster_n: int
     ctas: int
     stream_k: bool
@@ -189,18 +195,41 @@ class Estimate:
 
 
 def rows_straddle_lines(cfg: Tiling) -> bool:
-    """Whether a K-major operand's rows are not whole 128-byte L2 lines (A's rows are K
-    long; B's are K long as N x K, N long as K x N)."""
-    pitches = [cfg.k * cfg.element_bytes]
-    pitches.append((cfg.k if cfg.b_layout == "nk" else cfg.n) * cfg.element_bytes)
-    return any(pitch % LINE_BYTES for pitch in pitches)
+    """Whether the pieces of rows the operand loads straddle 128-byte L2 lines: a K-major
+    row (A's, and B's as N x K; K long) is read ``block_k`` elements at a time, so its
+    pieces sit inside lines where the row pitch is a multiple of one piece (at most a
+    line: conv2d's 32- and 64-byte K blocks of 96 or 160 channels do); a K x N B row (N
+    long) in whole lines."""
+    piece = min(cfg.block_k * cfg.element_bytes, LINE_BYTES)
+    row = cfg.k * cfg.element_bytes
+    if row % piece:
+        return True
+    return cfg.b_layout != "nk" and cfg.n * cfg.element_bytes % LINE_BYTES != 0
 
 
 def step_cost(cfg: Tiling) -> float:
     """One K step of ``cfg``'s tile, in K steps of a 128 x 256 tile (by area where the
-    width was not measured)."""
-    cost = STEP_COST.get(cfg.block_n, cfg.block_n / 256)
-    return cost * cfg.block_m / 128
+    width was not measured), at least :func:`straddled_step_cost` where the operands'
+    rows straddle L2 lines."""
+    cost = STEP_COST.get(cfg.block_n, cfg.block_n / 256) * cfg.block_m / 128
+    if rows_straddle_lines(cfg):
+        cost = max(cost, straddled_step_cost(cfg))
+    return cost
+
+
+def straddled_step_cost(cfg: Tiling) -> float:
+    """A K step's share of the bytes a CTA loads, against a 128 x 256 tile's in the same
+    cluster shape (A's rows shared by ``cluster_n`` CTAs, B's by ``cluster``): where the
+    rows straddle L2 lines every row costs two lines' requests, the loads bound the time,
+    and a narrow tile, loading the most bytes per product, loses the edge its
+    :data:`STEP_COST` (measured on whole lines) gives it. In 2x1 clusters a 128 x 128 K
+    step costs 0.75 of a 128 x 256 one (24 KB against 32 KB), not 0.57. H100, same runs,
+    the 128 x 256 or 128 x 192 tiles this favours against the 128 x 128 ones it replaced
+    (TFLOP/s ratios): 10000 x 1024 x 3000 1.21, 10000 x 1000 x 1000 1.16-1.17, 2048 x
+    5000 x 1000 1.15, 1800 x 7000 x 1200 1.09-1.10, 5000 x 2000 x 296 1.07, 5000 x 2048 x
+    4000 1.03, 5680 x 1024 x 1000 1.02."""
+    rows = cfg.block_m / cfg.cluster_n + cfg.block_n / cfg.cluster
+    return rows / (128 / cfg.cluster_n + 256 / cfg.cluster)
 
 
 def estimate(cfg: Tiling) -> Estimate:
