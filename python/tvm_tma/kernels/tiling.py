@@ -223,11 +223,19 @@ def straddled_step_cost(cfg: Tiling) -> float:
     rows straddle L2 lines every row costs two lines' requests, the loads bound the time,
     and a narrow tile, loading the most bytes per product, loses the edge its
     :data:`STEP_COST` (measured on whole lines) gives it. In 2x1 clusters a 128 x 128 K
-    step costs 0.75 of a 128 x 256 one (24 KB against 32 KB), not 0.57. H100, same runs,
-    the 128 x 256 or 128 x 192 tiles this favours against the 128 x 128 ones it replaced
-    (TFLOP/s ratios): 10000 x 1024 x 3000 1.21, 10000 x 1000 x 1000 1.16-1.17, 2048 x
-    5000 x 1000 1.15, 1800 x 7000 x 1200 1.09-1.10, 5000 x 2000 x 296 1.07, 5000 x 2048 x
-    4000 1.03, 5680 x 1024 x 1000 1.02."""
+    step costs 0.75 of a 128 x 256 one (24 KB against 32 KB), not 0.57.
+
+    Fit to same-run sweeps of twelve straddled problems (H100), then checked on sixteen
+    it changes, new default against old in the same run (TFLOP/s ratios, geometric mean
+    1.07): 128 x 256 tiles for 128 x 128 on 10000 x 1024 x 3000 1.17-1.21, 1000 x 10000
+    x 3000 1.16, 1234 x 8192 x 1000 1.15, 10000 x 1000 x 1000 1.14-1.17, 1800 x 7000 x
+    1200 1.09-1.12, 2048 x 5000 x 2000 1.04, 10000 x 1024 x 1200 1.03, 1234 x 10000 x 1200
+    1.02, 5000 x 2048 x 296 1.01, 5680 x 1024 x 3504 0.99, 5680 x 1000 x 2000 0.97; for
+    128 x 192 on 5680 x 5680 x 296 1.13, 3000 x 5680 x 296 1.09, 3000 x 5680 x 2000 1.02;
+    128 x 256 in 2 ordered parts for 128 x 128 on 1024 x 2000 x 4000 1.07 and 2048 x 1000
+    x 4000 1.06. Pricing partial rounds by their share instead (the other reading of
+    these sweeps) lost 12-20% where 128 x 192 tiles or ordered parts were right (3000^3,
+    2000 x 3000 x 4000, 640 x 3000 x 4000)."""
     rows = cfg.block_m / cfg.cluster_n + cfg.block_n / cfg.cluster
     return rows / (128 / cfg.cluster_n + 256 / cfg.cluster)
 
