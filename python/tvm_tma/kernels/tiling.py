@@ -8,7 +8,8 @@ leaves a quarter of a wave empty (768 x 4096: 96 tiles of 128 x 256) loses to 12
 tiles that fill it (132 tiles). :func:`choose` estimates each candidate's time in units of
 one K step of a 128 x 256 tile and takes the cheapest:
 
-* **Data-parallel**: ``rounds x steps_per_unit x STEP_COST[block_n]``.
+* **Data-parallel**: ``rounds x steps_per_unit x step_cost`` (``STEP_COST[block_n]``, or
+  where rows straddle L2 lines at least :func:`straddled_step_cost`).
 * **Stream-K** (tiles of at least :data:`STREAM_K_MIN_STEPS` K steps, a partial last
   wave): the full waves as above, then the partial wave's K steps shared out
   (``iterations / workers``), plus the fix-up: a tile cut into ``pieces`` runs costs its
@@ -234,7 +235,7 @@ def straddled_step_cost(cfg: Tiling) -> float:
     128 x 192 on 5680 x 5680 x 296 1.13, 3000 x 5680 x 296 1.09, 3000 x 5680 x 2000 1.02;
     128 x 256 in 2 ordered parts for 128 x 128 on 1024 x 2000 x 4000 1.07 and 2048 x 1000
     x 4000 1.06. Pricing partial rounds by their share instead (the other reading of
-    these sweeps) lost 12-20% where 128 x 192 tiles or ordered parts were right (3000^3,
+    these sweeps) lost 12-21% where 128 x 192 tiles or ordered parts were right (3000^3,
     2000 x 3000 x 4000, 640 x 3000 x 4000)."""
     rows = cfg.block_m / cfg.cluster_n + cfg.block_n / cfg.cluster
     return rows / (128 / cfg.cluster_n + 256 / cfg.cluster)
