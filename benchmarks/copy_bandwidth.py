@@ -4,7 +4,7 @@ For each problem (16384x8192 float16, 8192x8192 float32, 32768x4096 bfloat16) on
 measures, on the same GPU and in the same process:
 
 - ``copy_``: torch's device-to-device copy, the ceiling;
-- ``persistent``: examples/pipelined_copy.py, a fixed grid (2 CTAs per SM), each CTA a
+- ``persistent``: tvm_tma.kernels.pipelined_copy, a fixed grid (2 CTAs per SM), each CTA a
   ring of shared stages (TMA loads on mbarriers, TMA stores through bulk groups), fed by
   the dynamic tile scheduler (a global atomic counter);
 - ``one-tile``: one CTA per 16 KiB tile (load, wait, store), with shared memory padded so
@@ -42,11 +42,9 @@ from tvm.script.tirx import tile as Tx
 from tvm.tirx.layout import S, TileLayout
 
 import tvm_tma  # noqa: F401  (registers dispatch="tma")
+from tvm_tma.kernels.pipelined_copy import PipelineShape, pipelined_copy_kernel
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.timing import per_launch_median
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "examples"))
-from pipelined_copy import PipelineShape, pipelined_copy_kernel  # noqa: E402
 
 H100_SMS = 132
 #: Shared memory of an H100 SM, and what the hardware reserves of it per resident CTA.

@@ -25,6 +25,7 @@ from seed_kernels import (
 
 from tvm_tma.planner.reductions import REDUCE_TYPES
 from tvm_tma.testing.runner import assemble, compile_kernel
+from tvm_tma.testing.scripts import load_script
 
 MULTICASTS = [  # rows, cols, CTAs per cluster, swizzle, split among the CTAs
     (64, 64, 2, 0, True), (64, 64, 4, 0, True), (128, 128, 2, 3, True),
@@ -164,10 +165,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _example():
-    sys.path.insert(0, str(REPO / "examples"))
-    import cluster_multicast
-
-    return cluster_multicast
+    return load_script("examples/cluster_multicast.py")
 
 
 def test_cluster_multicast_example_shares_b_and_assembles():

@@ -1,4 +1,5 @@
-"""examples/pipelined_copy.py and the streaming-copy benchmarks: generated code and results.
+"""tvm_tma.kernels.pipelined_copy (run by examples/pipelined_copy.py) and the streaming-copy
+benchmarks: generated code and results.
 
 CPU: the persistent kernel's device code (exact TMA instructions, the ring's pipeline
 ops, the dynamic scheduler's draws and reset), its shape checks, and
@@ -20,14 +21,13 @@ import numpy as np
 import pytest
 import tvm
 
+from tvm_tma.kernels.pipelined_copy import PipelineShape, pipelined_copy_kernel
 from tvm_tma.testing.runner import assemble, compile_kernel
+from tvm_tma.testing.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
-sys.path.insert(0, str(REPO / "examples"))
-from pipelined_copy import PipelineShape, pipelined_copy_kernel  # noqa: E402
-
-sys.path.insert(0, str(REPO / "benchmarks"))
-from copy_bandwidth import Problem, one_tile_kernel  # noqa: E402
+_BENCHMARK = load_script("benchmarks/copy_bandwidth.py")
+Problem, one_tile_kernel = _BENCHMARK.Problem, _BENCHMARK.one_tile_kernel
 
 
 def _build(shape: PipelineShape):
