@@ -165,7 +165,7 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 def _example():
-    return load_script("examples/cluster_multicast.py")
+    return load_script(REPO / "examples" / "cluster_multicast.py")
 
 
 def test_cluster_multicast_example_shares_b_and_assembles():

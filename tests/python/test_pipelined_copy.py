@@ -26,7 +26,7 @@ from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
-_BENCHMARK = load_script("benchmarks/copy_bandwidth.py")
+_BENCHMARK = load_script(REPO / "benchmarks" / "copy_bandwidth.py")
 Problem, one_tile_kernel = _BENCHMARK.Problem, _BENCHMARK.one_tile_kernel
 
 

@@ -8,15 +8,12 @@ import sys
 from pathlib import Path
 from types import ModuleType
 
-#: The repository's root (python/tvm_tma/testing/scripts.py is three folders down).
-REPO = Path(__file__).resolve().parents[3]
 
-
-def load_script(relative: str, name: str | None = None) -> ModuleType:
-    """The script at ``REPO / relative`` (e.g. ``"benchmarks/copy_bandwidth.py"``), executed
-    as a module named ``name`` (default: its file stem) and registered under that name in
-    ``sys.modules`` (dataclasses look their module up there)."""
-    path = REPO / relative
+def load_script(path: Path, name: str | None = None) -> ModuleType:
+    """The script at ``path`` executed as a module named ``name`` (default: its file stem)
+    and registered under that name in ``sys.modules`` (dataclasses look their module up
+    there). The caller gives the path: the installed package does not know where the
+    repository is."""
     spec = importlib.util.spec_from_file_location(name or path.stem, path)
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
