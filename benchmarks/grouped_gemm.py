@@ -36,9 +36,10 @@ import numpy as np
 import tvm_tma  # noqa: F401  (registers dispatch="tma")
 from tvm_tma.kernels.grouped_gemm import (
     GroupedGemmConfig,
+    check_workspace_left_clean,
     grouped_gemm_kernel,
     with_tiling,
-    workspace_shape,
+    workspace,
 )
 from tvm_tma.kernels.grouped_reference import group_ends, uneven_sizes
 from tvm_tma.kernels.reference import error_bound
@@ -52,7 +53,8 @@ DEFAULT_PROBLEMS = [(8, 8128, 14336, 4096), (8, 8144, 4096, 14336), (64, 15888, 
 SWEEP = [dict(), dict(l2_promotion=128), dict(l2_promotion=256), dict(block_m=64, stages=5),
          dict(block_m=64, schedule="pingpong", stages=5, epilogue_n=64),
          dict(block_m=64, block_n=128, stages=8), dict(block_k=32, stages=8),
-         dict(schedule="pingpong", block_n=128, epilogue_n=64), dict(block_n=128, stages=6)]
+         dict(schedule="pingpong", block_n=128, epilogue_n=64), dict(block_n=128, stages=6),
+         dict(stream_k=False), dict(stream_k=True)]
 
 
 def parse_problem(text: str) -> tuple[int, int, int, int]:
@@ -86,7 +88,8 @@ def configs_for(problem, sweep: bool, ctas: int) -> list[GroupedGemmConfig]:
 def label(gcfg: GroupedGemmConfig) -> str:
     cfg = gcfg.gemm
     return (f"grouped_{gcfg.groups}x{cfg.m}x{cfg.n}x{cfg.k}_{cfg.schedule}_{cfg.block_m}x"
-            f"{cfg.block_n}x{cfg.block_k}_s{cfg.stages}_l2{cfg.l2_promotion}")
+            f"{cfg.block_n}x{cfg.block_k}_s{cfg.stages}_l2{cfg.l2_promotion}"
+            f"{'_sk' if gcfg.stream_k else ''}")
 
 
 def compile_only(problems, sweep: bool, dump: Path | None) -> list[dict]:
@@ -170,8 +173,8 @@ def measure(problems, sweep: bool, timing: dict, dump: Path | None) -> list[dict
                 (dump / f"{label(gcfg)}.cu").write_text(built.cuda_source)
             kernel = built.executable["main"]
             c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
-            maps = torch.zeros(workspace_shape(gcfg), device="cuda", dtype=torch.uint8)
-            args = [tvm.runtime.from_dlpack(t) for t in (a, b, offs, c, maps)]
+            extra = [torch.from_numpy(x).cuda() for x in workspace(gcfg, ctas)]
+            args = [tvm.runtime.from_dlpack(t) for t in (a, b, offs, c, *extra)]
             kernel(*args)
             device.sync()
             ok, worst = check(torch, c, a, b, offs_list, k)
@@ -183,11 +186,12 @@ def measure(problems, sweep: bool, timing: dict, dump: Path | None) -> list[dict
             median = per_launch_median(torch, launch, runs, 3)
             device.sync()
             ok_after, worst_after = check(torch, c, a, b, offs_list, k)
+            check_workspace_left_clean(gcfg, extra[-1].cpu().numpy())
             cfg = gcfg.gemm
             row = {"problem": f"{e},{m},{n},{k}", "groups": sizes,
                    "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
                    "block_k": cfg.block_k, "stages": cfg.stages,
-                   "l2_promotion": cfg.l2_promotion,
+                   "l2_promotion": cfg.l2_promotion, "stream_k": gcfg.stream_k,
                    "correct": ok and ok_after,
                    "worst_error_over_bound": round(max(worst, worst_after), 4),
                    "ms": round(ms, 5), "median_ms": round(median, 5),

@@ -12,13 +12,19 @@ against the fp32 reference within the GEMM's bound, rows outside the groups unto
 from __future__ import annotations
 
 import importlib.util
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 import pytest
 
 import tvm_tma
-from tvm_tma.kernels.grouped_gemm import GroupedGemmConfig, grouped_gemm_kernel
+from tvm_tma.kernels.grouped_gemm import (
+    GroupedGemmConfig,
+    check_workspace_left_clean,
+    grouped_gemm_kernel,
+    workspace,
+)
 from tvm_tma.kernels.grouped_reference import (
     group_ends,
     grouped_reference,
@@ -41,6 +47,18 @@ CASES = {
     "one-group": (GroupedGemmConfig.for_problem(1, 512, 256, 128), [512]),
     "many-small": (GroupedGemmConfig.for_problem(16, 768, 256, 128, block_n=128, stages=6),
                    [16, 48, 0, 7, 1, 64, 33, 0, 128, 16, 5, 99, 0, 2, 200, 50]),
+    # Stream-K on few CTAs, so the device's split cuts tiles: 10 tiles of 4 K steps on 8
+    # CTAs are one whole wave, then the other 2 tiles' 8 steps in runs of one (a tile in
+    # four runs: an owner and three peers); on 16 CTAs no tile is whole (40 steps in runs
+    # of 2 or 3). Ragged N on 5 CTAs: 14 tiles, 10 whole, 4 tiles' 12 steps in runs of 2
+    # or 3, B[g] rebound too.
+    "stream-k-8-ctas": (GroupedGemmConfig.for_problem(5, 1024, 512, 256, ctas=8,
+                                                      stream_k=True), [0, 1, 100, 300, 0]),
+    "stream-k-16-ctas": (GroupedGemmConfig.for_problem(5, 1024, 512, 256, ctas=16,
+                                                       stream_k=True), [0, 1, 100, 300, 0]),
+    "stream-k-ragged-n": (GroupedGemmConfig.for_problem(4, 640, 320, 192, block_n=128,
+                                                        epilogue_n=64, ctas=5,
+                                                        stream_k=True), [129, 0, 257, 17]),
 }
 
 
@@ -90,12 +108,64 @@ def test_a_ragged_n_rebinds_b_too(built_kernels):
 
 def test_the_config_refuses_what_the_kernel_does_not_do():
     for options, what in ((dict(cluster=2), "cluster"), (dict(split_k=2), "split_k"),
-                          (dict(stream_k=True), "stream-K"),
-                          (dict(dtype="float8_e4m3fn"), "dtype")):
+                          (dict(dtype="float8_e4m3fn"), "dtype"),
+                          (dict(schedule="pingpong", block_n=128, epilogue_n=64,
+                                stream_k=True),
+                           "stream_k with schedule='pingpong'")):
         with pytest.raises(ValueError, match=what):
             GroupedGemmConfig.for_problem(4, 512, 256, 128, **options).check()
     with pytest.raises(ValueError, match="at least one group"):
         GroupedGemmConfig.for_problem(0, 512, 256, 128).check()
+    # The GEMM's own stream-K (host-split) is not the grouped walk's.
+    gemm_stream_k = GroupedGemmConfig(4, replace(CASES["cooperative"][0].gemm, stream_k=True))
+    with pytest.raises(ValueError, match="the GEMM's stream-K"):
+        gemm_stream_k.check()
+    # Step numbers past 32 bits: 1M rows in 128-row tiles, 2^17 K steps.
+    with pytest.raises(ValueError, match="overflow the kernel's 32-bit step numbers"):
+        GroupedGemmConfig.for_problem(2, 1 << 20, 256, 1 << 23, stream_k=True).check()
+
+
+def test_stream_k_takes_the_partials_and_flags_and_refuses_a_grid_past_the_gpu():
+    gcfg = CASES["stream-k-8-ctas"][0]
+    maps, partials, flags = workspace(gcfg, sm_count=132)
+    assert maps.shape == (8, 4, 256) and maps.dtype == np.uint8
+    assert partials.shape == (8, 128 * 256) and partials.dtype == np.float32
+    assert flags.shape == (8,) and flags.dtype == np.int32 and not flags.any()
+    assert [x.shape for x in workspace(CASES["cooperative"][0])] == [(132, 4, 256)]
+    with pytest.raises(ValueError, match="ctas=8 on a GPU of 4 SMs"):
+        workspace(gcfg, sm_count=4)
+    check_workspace_left_clean(gcfg, flags)
+    with pytest.raises(RuntimeError, match=r"flags set at CTAs \[3\]"):
+        check_workspace_left_clean(gcfg, np.array([0, 0, 0, 1, 0, 0, 0, 0], np.int32))
+
+
+def test_the_stream_k_kernel_splits_on_the_device_and_fixes_up_in_order(built_kernels):
+    """The split is computed from the tile count the kernel reads from ``offs``: the full
+    waves, less one where the partial wave has fewer K steps than CTAs (8 here), then runs
+    of ``shared * w // 8``; a peer publishes its part with a release, the owner acquires
+    each peer's flag, clears it and adds the slot of 128 x 256 floats."""
+    built = built_kernels["stream-k-8-ctas"]
+    source = built.cuda_source
+    body = source[source.rindex("__global__ void"):]
+    signature = body[:body.index("{")]
+    assert "float* __restrict__ partials_ptr" in signature
+    assert "int* __restrict__ flags_ptr" in signature
+    # The split, from the tile count: whole waves of 8 CTAs, one fewer where the rest has
+    # fewer K steps (4 a tile) than CTAs; everything whole where too few steps are left.
+    assert "whole_ptr[0] = ((total_ptr[0] >> 3) * 8);" in body
+    assert "whole_ptr[0] = (whole_ptr[0] - 8);" in body
+    assert "shared_ptr[0] = ((total_ptr[0] * 4) - (whole_ptr[0] * 4));" in body
+    assert "whole_ptr[0] = total_ptr[0];" in body
+    # One release (a peer's slot), one acquire (the owner's wait); every consumer thread
+    # writes or adds its 128 accumulators (128 x 256 floats over 256 threads).
+    assert body.count("st_release_gpu_global_b32(") == 1
+    assert body.count("ld_acquire_gpu_global_b32_s32(") == 1
+    assert body.count("partials_ptr[") == 2 * 128
+    # The same copies in both walks: A rebound for its group, B[g] in B's host-born map
+    # (the segment's K steps are stated inside the tile), C rebound: three maps.
+    assert body.count("tvm_tma_load_") == 4 and built.tensormap_params == 3
+    for rule, _ in _planned(CASES["stream-k-8-ctas"][0]):
+        assert rule is None
 
 
 def test_uneven_sizes_cover_m_in_multiples_of_16():

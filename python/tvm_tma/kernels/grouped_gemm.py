@@ -48,15 +48,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
+import numpy as np
 import tvm
 from tvm.script import tirx as T
 from tvm.tirx.layout import S, TileLayout
 
 from .epilogue import make_store_unit
-from .gemm import make_kernel_body, make_load_unit
+from .gemm import make_kernel_body, make_load_steps
 from .gemm_config import WARPGROUP, GemmConfig
-from .scheduler import unit_of
-from .wgmma import make_mma_unit
+from .scheduler import unit_of, unit_steps
+from .stream_k import make_fixup
+from .stream_k import workspace_shapes as stream_k_workspace_shapes
+from .wgmma import make_mma_steps, make_mma_unit
 
 #: Input/output element types (16-bit, as ``torch._grouped_mm`` takes them).
 DTYPES = ("bfloat16", "float16")
@@ -74,6 +77,15 @@ class GroupedGemmConfig:
 
     groups: int
     gemm: GemmConfig
+    #: Stream-K over the tail: the CTAs take whole tiles in every full wave, and the K
+    #: steps of the tiles left over (the partial last wave; with it the full wave before,
+    #: where the partial one has fewer K steps than there are CTAs) are cut into one run
+    #: per CTA, the GEMM's stream-K (:mod:`.stream_k`) with the split computed on the
+    #: device: the tile count is the groups', read from ``offs``. So a problem of 3.4
+    #: waves of tiles keeps every SM streaming weights to the end instead of running its
+    #: last wave on 40% of them. The kernel then takes the stream-K workspace
+    #: (:func:`workspace_shapes`).
+    stream_k: bool = False
 
     @classmethod
     def for_problem(cls, groups: int, m: int, n: int, k: int, dtype: str = "bfloat16",
@@ -85,11 +97,12 @@ class GroupedGemmConfig:
         step (64 experts, 1040 rows) ran 7% faster so (0.309-0.315 ms against 0.332-0.338),
         while a DeepSeek-like prefill (248 rows per expert) ran 4% slower, and the Mixtral
         shapes did not change."""
+        stream_k = options.pop("stream_k", False)
         block_m = options.get("block_m", 128)
         defaults = dict(block_m=128, block_n=256, schedule="cooperative", stages=4,
                         epilogue_n=128, l2_promotion=256 if m <= groups * block_m else 128)
         defaults.update(options)
-        return cls(groups, GemmConfig(m=m, n=n, k=k, dtype=dtype, **defaults))
+        return cls(groups, GemmConfig(m=m, n=n, k=k, dtype=dtype, **defaults), stream_k)
 
     def check(self) -> None:
         cfg = self.gemm
@@ -104,9 +117,26 @@ class GroupedGemmConfig:
                 raise ValueError(f"{name}={getattr(cfg, name)}: the grouped GEMM runs "
                                  "one CTA per tile, unsplit")
         if cfg.stream_k or cfg.split_k_ordered or cfg.a_copy_k:
-            raise ValueError("the grouped GEMM takes neither stream-K, ordered split-K nor "
-                             "8-column A pieces")
+            raise ValueError("the grouped GEMM takes neither the GEMM's stream-K (its own "
+                             "is GroupedGemmConfig.stream_k), ordered split-K nor 8-column "
+                             "A pieces")
         cfg.check()
+        if self.stream_k:
+            self._check_stream_k()
+
+    def _check_stream_k(self) -> None:
+        """Stream-K shares K steps between the CTAs of the cooperative schedule, and its
+        step numbers (tile x K step, CTA x steps shared) are 32-bit."""
+        cfg = self.gemm
+        if cfg.schedule != "cooperative":
+            raise ValueError(f"stream_k with schedule={cfg.schedule!r}: stream-K shares K "
+                             f"steps between CTAs of the cooperative schedule only")
+        # The runs share at most two waves of tiles: CTA w's run starts at
+        # whole * k_steps + w * shared // ctas, shared < 2 * ctas * k_steps.
+        largest = max(self.max_tiles * cfg.k_steps, (cfg.ctas + 1) * 2 * cfg.ctas * cfg.k_steps)
+        if largest >= 2**31:
+            raise ValueError(f"stream_k: {self.max_tiles} tiles of {cfg.k_steps} K steps "
+                             f"on {cfg.ctas} CTAs overflow the kernel's 32-bit step numbers")
 
     @property
     def max_tiles(self) -> int:
@@ -125,6 +155,14 @@ def workspace_shape(gcfg: GroupedGemmConfig) -> tuple[int, int, int]:
     """The tensor-map workspace the kernel takes: (ctas, slot pairs, 256) uint8, 128-byte
     aligned (the launch checks it)."""
     return (gcfg.gemm.ctas, SLOT_PAIRS, SLOT_PAIR_BYTES)
+
+
+def workspace_shapes(gcfg: GroupedGemmConfig) -> tuple[tuple[int, int], tuple[int]]:
+    """With :attr:`GroupedGemmConfig.stream_k`, the shapes of the two more arguments the
+    kernel takes after the map slots: fp32 partial tiles (one per CTA, contents never
+    read before written) and int32 flags (one per CTA, zeros: every launch leaves them
+    zero), as the GEMM's stream-K (:mod:`.stream_k`)."""
+    return stream_k_workspace_shapes(gcfg.gemm)
 
 
 def make_locate(gcfg: GroupedGemmConfig):
@@ -175,14 +213,25 @@ def make_locate(gcfg: GroupedGemmConfig):
 
 
 def make_grouped_work(gcfg: GroupedGemmConfig):
-    """The producer's and the consumers' walks (``work=`` of :func:`.gemm.make_kernel_body`)."""
+    """The producer's and the consumers' walks (``work=`` of :func:`.gemm.make_kernel_body`).
+
+    Without stream-K a CTA walks the units ``worker, worker + ctas, ...`` below the tile
+    count, whole tiles. With it (:attr:`GroupedGemmConfig.stream_k`) the device splits the
+    work the way the GEMM's host does (:attr:`.gemm_config.GemmConfig.stream_k_dp_tiles`):
+    ``whole`` tiles (the full waves, less the last one where the partial wave has fewer K
+    steps than there are CTAs) walked as above, then the ``shared`` K steps of the rest
+    cut into one run per CTA. Where fewer steps are left than there are CTAs (a tiny
+    problem) every tile is whole."""
     cfg = gcfg.gemm
     n, k = cfg.n, cfg.k
     dtype, ctas, rounds = cfg.dtype, cfg.ctas, gcfg.rounds
-    pingpong = cfg.schedule == "pingpong"
+    k_steps = cfg.k_steps
+    pingpong, stream_k = cfg.schedule == "pingpong", gcfg.stream_k
     count, locate = make_locate(gcfg)
-    load_unit, mma_unit, store_unit = make_load_unit(cfg), make_mma_unit(cfg), \
+    load_steps, mma_unit, store_unit = make_load_steps(cfg), make_mma_unit(cfg), \
         make_store_unit(cfg)
+    mma_steps = make_mma_steps(cfg)
+    publish, gather = make_fixup(cfg) if stream_k else (None, None)
 
     def b_offset(group):
         # B[g]'s first element: past 2^31 elements (256 experts of 2048 x 7168) in 64 bits.
@@ -192,9 +241,24 @@ def make_grouped_work(gcfg: GroupedGemmConfig):
 
     # fmt: off
     @T.inline
-    def each_tile(offs, worker, visit, context):
+    def split(offs, total, whole, shared):
+        # The tile count, and how much of it is walked whole (see the docstring above).
+        count(offs, total)
+        if stream_k:
+            whole[0] = total[0] // ctas * ctas
+            if whole[0] >= ctas and whole[0] < total[0] and (total[0] - whole[0]) * k_steps < ctas:
+                whole[0] = whole[0] - ctas
+            shared[0] = (total[0] - whole[0]) * k_steps
+            if shared[0] < ctas:
+                whole[0] = total[0]
+                shared[0] = 0
+
+    @T.inline
+    def each_tile(offs, worker, visit, context, visit_segment=None):
         # Every tile of this CTA, in order: walk the groups to it, then visit(context, j,
-        # unit, total, tile), tile = (group, row block, column block, first row, rows).
+        # unit, total, tile), tile = (group, row block, column block, first row, rows);
+        # with stream-K then every tile its run touches, visit_segment(context, it0, kb,
+        # ke, t, run, tile): its K steps kb .. ke - 1 on ring uses it0 ..
         total = T.alloc_local((1,), "int32")
         walk = T.alloc_local((2,), "int32")
         g = T.alloc_local((1,), "int32")
@@ -202,30 +266,74 @@ def make_grouped_work(gcfg: GroupedGemmConfig):
         nb = T.alloc_local((1,), "int32")
         start = T.alloc_local((1,), "int32")
         rows = T.alloc_local((1,), "int32")
-        count(offs, total)
+        if stream_k:
+            whole = T.alloc_local((1,), "int32")
+            shared = T.alloc_local((1,), "int32")
+        else:
+            whole = T.meta_var(total)
+            shared = T.meta_var(None)
+        split(offs, total, whole, shared)
         walk[0] = 0
         walk[1] = 0
         for j in T.serial(rounds):
             unit = T.meta_var(unit_of(cfg, worker, j))
-            if unit < total[0]:
+            if unit < whole[0]:
                 locate(offs, walk, (g, mb, nb, start, rows), unit)
-                visit(context, j, unit, total, (g, mb, nb, start, rows))
+                visit(context, j, unit, whole, (g, mb, nb, start, rows))
+        if stream_k:
+            if shared[0] > 0:
+                # Run of this CTA: steps first .. end - 1, numbered over the problem (step
+                # s is K step s % k_steps of tile s // k_steps), after its whole tiles'
+                # ring uses. Each bound is a local of its own: the planner proves the
+                # copies from what the walk states, and run arithmetic it can see would
+                # only slow its proofs (30 s a kernel).
+                first = T.alloc_local((1,), "int32")
+                end = T.alloc_local((1,), "int32")
+                kb = T.alloc_local((1,), "int32")
+                ke = T.alloc_local((1,), "int32")
+                # The segment's first ring use, a local of its own: the barrier calls that
+                # read it would otherwise read kb, and the planner drops what it knows of
+                # a local that a call reads (the call might write it).
+                use = T.alloc_local((1,), "int32")
+                base = T.meta_var(whole[0] * k_steps)
+                first[0] = base + worker * shared[0] // ctas
+                end[0] = base + (worker + 1) * shared[0] // ctas
+                shortest = T.meta_var(shared[0] // ctas)
+                run = T.meta_var((base, shared[0],
+                                  T.min(ctas - 1, (k_steps - 1 + shortest - 1) // shortest)))
+                for t in T.serial(first[0] // k_steps, (end[0] + k_steps - 1) // k_steps):
+                    kb[0] = T.max(first[0] - t * k_steps, 0)
+                    ke[0] = T.min(end[0] - t * k_steps, k_steps)
+                    # What the run arithmetic guarantees, stated for the dispatch: the
+                    # segment is inside the tile's K (so B[g]'s tile is inside B).
+                    T.assume(0 <= kb[0] and kb[0] < ke[0] and ke[0] <= k_steps)
+                    use[0] = whole[0] // ctas * k_steps + t * k_steps + kb[0] - first[0]
+                    locate(offs, walk, (g, mb, nb, start, rows), t)
+                    visit_segment(context, use[0], kb[0], ke[0], t, run,
+                                  (g, mb, nb, start, rows))
 
     @T.inline
-    def load_tile(context, j, unit, total, tile):
+    def load_segment(context, it0, kb, ke, t, run, tile):
+        # The loads of K steps kb .. ke - 1 of the tile on ring uses it0 ..: its group's
+        # rows of A and B[g] as views (A's rebound on the device).
         ring, a_ring, b_ring, A, B, maps, worker = T.meta_var(context)
         g, mb, nb, start, rows = T.meta_var(tile)
         Ag = T.decl_buffer((rows[0], k), dtype, A.data, elem_offset=start[0] * k,
                            layout=TileLayout(S[rows[0], k]))
         Bg = T.decl_buffer((n, k), dtype, B.data, elem_offset=b_offset(g[0]),
                            layout=TileLayout(S[n, k]))
-        load_unit(ring, a_ring, b_ring, Ag, Bg, j, mb[0], nb[0], 0, 0, 0,
-                  maps.ptr_to([worker, 0, 0]), maps.ptr_to([worker, 3, 0]))
+        load_steps(ring, a_ring, b_ring, Ag, Bg, it0, kb, ke - kb, mb[0], nb[0], 0, 0,
+                   maps.ptr_to([worker, 0, 0]), maps.ptr_to([worker, 3, 0]))
+
+    @T.inline
+    def load_tile(context, j, unit, total, tile):
+        it0, k_step0, steps = T.meta_var(unit_steps(cfg, j, 0))
+        load_segment(context, it0, k_step0, k_step0 + steps, unit, None, tile)
 
     @T.inline
     def consume_tile(context, j, unit, total, tile):
         ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, maps, worker, consumer, lane, \
-            tid = T.meta_var(context)
+            tid, fixup = T.meta_var(context)
         g, mb, nb, start, rows = T.meta_var(tile)
         Cg = T.decl_buffer((rows[0], n), dtype, C.data, elem_offset=start[0] * n,
                            layout=TileLayout(S[rows[0], n]))
@@ -245,16 +353,46 @@ def make_grouped_work(gcfg: GroupedGemmConfig):
                        tid == WARPGROUP, None, None, maps.ptr_to([worker, 1, 0]))
 
     @T.inline
+    def consume_segment(context, it0, kb, ke, t, run, tile):
+        # A stream-K tile's K steps kb .. ke - 1; then hand them to the tile's owner (a
+        # tile this run did not start), or gather the other runs' parts and store it.
+        ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, maps, worker, consumer, lane, \
+            tid, fixup = T.meta_var(context)
+        partials, flags, flag = T.meta_var(fixup)
+        g, mb, nb, start, rows = T.meta_var(tile)
+        mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, kb, ke - kb, consumer * 64,
+                  lane)
+        if kb > 0:
+            publish(partials, flags, acc, worker, 0, tid - WARPGROUP)
+        else:
+            if ke < k_steps:
+                gather(partials, flags, acc, flag, worker, 0, t * k_steps + k_steps,
+                       tid - WARPGROUP, run)
+            Cg = T.decl_buffer((rows[0], n), dtype, C.data, elem_offset=start[0] * n,
+                               layout=TileLayout(S[rows[0], n]))
+            store_unit(Cg, c_tile, acc, 0, consumer * 64, mb[0], nb[0], lane, 1,
+                       tid == WARPGROUP, None, None, maps.ptr_to([worker, 1, 0]))
+
+    @T.inline
     def produce(ring, a_ring, b_ring, A, B, groups, worker):
-        offs, maps = T.meta_var(groups)
-        each_tile(offs, worker, load_tile, (ring, a_ring, b_ring, A, B, maps, worker))
+        offs, maps = T.meta_var(groups[:2])
+        each_tile(offs, worker, load_tile, (ring, a_ring, b_ring, A, B, maps, worker),
+                  load_segment)
 
     @T.inline
     def consume(ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, groups, worker,
                 consumer, lane, tid):
-        offs, maps = T.meta_var(groups)
+        offs, maps = T.meta_var(groups[:2])
+        if stream_k:
+            partials, flags = T.meta_var(groups[2:])
+            flag = T.alloc_local((1,), "int32")
+            fixup = T.meta_var((partials, flags, flag))
+        else:
+            fixup = T.meta_var(None)
         each_tile(offs, worker, consume_tile, (ring, a_ring, b_ring, c_tile, acc, desc_a,
-                                               desc_b, C, maps, worker, consumer, lane, tid))
+                                               desc_b, C, maps, worker, consumer, lane, tid,
+                                               fixup),
+                  consume_segment)
     # fmt: on
 
     @dataclass(frozen=True)
@@ -272,22 +410,62 @@ def grouped_gemm_kernel(gcfg: GroupedGemmConfig) -> tvm.tirx.PrimFunc:
     cfg = gcfg.gemm
     e, m, n, k, dtype = gcfg.groups, cfg.m, cfg.n, cfg.k, cfg.dtype
     slots = workspace_shape(gcfg)
+    partials_shape, flags_shape = workspace_shapes(gcfg)
     body = make_kernel_body(cfg, None, make_grouped_work(gcfg))
 
     # fmt: off
-    @T.prim_func
-    def grouped_gemm(A_ptr: T.handle, B_ptr: T.handle, O_ptr: T.handle, C_ptr: T.handle,
-                     W_ptr: T.handle):
+    @T.inline
+    def matched(A_ptr, B_ptr, O_ptr, C_ptr, W_ptr, fixup):
         A = T.match_buffer(A_ptr, (m, k), dtype, layout=TileLayout(S[m, k]))
         B = T.match_buffer(B_ptr, (e, n, k), dtype, layout=TileLayout(S[e, n, k]))
         offs = T.match_buffer(O_ptr, (e,), "int32")
         C = T.match_buffer(C_ptr, (m, n), dtype, layout=TileLayout(S[m, n]))
         maps = T.match_buffer(W_ptr, slots, "uint8")
-        body(A, B, C, None, None, None, (offs, maps))
+        body(A, B, C, None, None, None, (offs, maps, *fixup))
+
+    if gcfg.stream_k:
+        @T.prim_func
+        def grouped_gemm(A_ptr: T.handle, B_ptr: T.handle, O_ptr: T.handle, C_ptr: T.handle,
+                         W_ptr: T.handle, P_ptr: T.handle, F_ptr: T.handle):
+            partials = T.match_buffer(P_ptr, partials_shape, "float32")
+            flags = T.match_buffer(F_ptr, flags_shape, "int32")
+            matched(A_ptr, B_ptr, O_ptr, C_ptr, W_ptr, (partials, flags))
+    else:
+        @T.prim_func
+        def grouped_gemm(A_ptr: T.handle, B_ptr: T.handle, O_ptr: T.handle, C_ptr: T.handle,
+                         W_ptr: T.handle):
+            matched(A_ptr, B_ptr, O_ptr, C_ptr, W_ptr, ())
     # fmt: on
     return grouped_gemm
 
 
+def workspace(gcfg: GroupedGemmConfig, sm_count: int | None = None) -> list[np.ndarray]:
+    """The kernel's arguments after C, as zeroed host arrays to copy to the device once
+    and keep for every launch: the tensor-map slots (:func:`workspace_shape`), and with
+    stream-K the partial tiles and flags (:func:`workspace_shapes`). With stream-K,
+    refuses a grid larger than ``sm_count`` (the owners spin on flags other CTAs set, so
+    every CTA must be resident at once); None (no device to ask) checks nothing."""
+    arrays = [np.zeros(workspace_shape(gcfg), dtype=np.uint8)]
+    if gcfg.stream_k:
+        if sm_count is not None and gcfg.gemm.ctas > sm_count:
+            raise ValueError(f"stream_k with ctas={gcfg.gemm.ctas} on a GPU of {sm_count} "
+                             f"SMs: its CTAs wait on each other, so every CTA must be "
+                             f"resident at once (ctas at most the SM count)")
+        partials, flags = workspace_shapes(gcfg)
+        arrays += [np.zeros(partials, dtype=np.float32), np.zeros(flags, dtype=np.int32)]
+    return arrays
+
+
+def check_workspace_left_clean(gcfg: GroupedGemmConfig, flags: np.ndarray) -> None:
+    """Raise if a stream-K launch left a flag set: a published partial tile that no owner
+    gathered (the next launch's owner would take it for a fresh one)."""
+    if gcfg.stream_k and flags.any():
+        raise RuntimeError(f"stream-K left flags set at CTAs {np.flatnonzero(flags).tolist()}: "
+                           f"a published partial tile was never gathered")
+
+
 def with_tiling(gcfg: GroupedGemmConfig, **options) -> GroupedGemmConfig:
-    """``gcfg`` with some GEMM tiling options changed (benchmark sweeps)."""
-    return GroupedGemmConfig(gcfg.groups, replace(gcfg.gemm, **options))
+    """``gcfg`` with some GEMM tiling options changed (benchmark sweeps); ``stream_k``
+    sets the grouped walk's."""
+    stream_k = options.pop("stream_k", gcfg.stream_k)
+    return GroupedGemmConfig(gcfg.groups, replace(gcfg.gemm, **options), stream_k)

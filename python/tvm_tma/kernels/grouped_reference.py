@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import numpy as np
 
-from .grouped_gemm import GroupedGemmConfig, grouped_gemm_kernel, workspace_shape
+from .grouped_gemm import (
+    GroupedGemmConfig,
+    check_workspace_left_clean,
+    grouped_gemm_kernel,
+    workspace,
+)
 from .reference import error_bound
 
 
@@ -69,7 +74,9 @@ def run(gcfg: GroupedGemmConfig, sizes, seed: int = 0
     random data; returns (C, fp32 reference, bound).
 
     It launches twice on one slot workspace: first with other group sizes, then with
-    ``sizes``, so the checked launch rebinds maps that a launch has left in the slots."""
+    ``sizes``, so the checked launch rebinds maps that a launch has left in the slots
+    (and, with stream-K, finds the flags the first left: every one must be clear after
+    it, which is checked)."""
     import ml_dtypes
     import tvm
 
@@ -85,14 +92,17 @@ def run(gcfg: GroupedGemmConfig, sizes, seed: int = 0
         raise ValueError(f"the groups hold {offs[-1]} rows, more than M={cfg.m}")
     device = tvm.cuda(0)
     kernel = compile_kernel(grouped_gemm_kernel(gcfg)).executable["main"]
-    maps = tvm.runtime.tensor(np.zeros(workspace_shape(gcfg), dtype=np.uint8), device)
+    extra = [tvm.runtime.tensor(x, device)
+             for x in workspace(gcfg, device.multi_processor_count)]
     poison = np.full((cfg.m, cfg.n), np.nan, dtype=np_type)
     other = group_ends(sorted(sizes, reverse=True))
     kernel(tvm.runtime.tensor(a, device), tvm.runtime.tensor(b, device),
-           tvm.runtime.tensor(other, device), tvm.runtime.tensor(poison, device), maps)
+           tvm.runtime.tensor(other, device), tvm.runtime.tensor(poison, device), *extra)
     c = tvm.runtime.tensor(poison, device)
     kernel(tvm.runtime.tensor(a, device), tvm.runtime.tensor(b, device),
-           tvm.runtime.tensor(offs, device), c, maps)
+           tvm.runtime.tensor(offs, device), c, *extra)
     device.sync()
+    if gcfg.stream_k:
+        check_workspace_left_clean(gcfg, extra[-1].numpy())
     expected, bound = expected_output(gcfg, a, b, offs)
     return c.numpy().astype(np.float32), expected, bound

@@ -107,15 +107,25 @@ def make_fixup(cfg: GemmConfig) -> tuple[Callable[..., None], Callable[..., None
 
     * ``publish(partials, flags, acc, worker, rank, thread)``: a peer's part of a tile
       into its CTA's slot (``worker * cluster + rank``), then the flag;
-    * ``gather(partials, flags, acc, flag, worker, rank, tile_end, thread)``: the owner
-      adds the slot of rank ``rank`` of every peer worker of the tile ending at K step
-      ``tile_end`` into ``acc`` (in a cluster, each CTA gathers its own row block's).
+    * ``gather(partials, flags, acc, flag, worker, rank, tile_end, thread, run=None)``: the
+      owner adds the slot of rank ``rank`` of every peer worker of the tile ending at K
+      step ``tile_end`` into ``acc`` (in a cluster, each CTA gathers its own row block's).
 
     ``thread`` numbers the consumer threads from 0; ``flag`` is a one-element int32 local.
+    ``run`` = (first step of the runs, steps they share, most peers of a tile): worker
+    ``w``'s run starts at ``first + w * steps // workers``. None takes ``cfg``'s
+    (:meth:`~.gemm_config.GemmConfig.stream_k_start`, ``stream_k_peers``), constants of
+    the problem; a kernel whose tile count is known only on the device (a grouped GEMM)
+    passes expressions of it.
     """
     consumer_threads = WARPGROUP * cfg.consumers
-    registers, peers = cfg.accumulators, cfg.stream_k_peers
+    registers = cfg.accumulators
     workers, cluster = cfg.workers, cfg.cluster
+
+    def run_of(run):
+        if run is None:
+            return cfg.stream_k_dp_tiles * cfg.k_steps, cfg.iterations, cfg.stream_k_peers
+        return run
 
     # fmt: off
     @T.inline
@@ -129,11 +139,12 @@ def make_fixup(cfg: GemmConfig) -> tuple[Callable[..., None], Callable[..., None
             T.ptx.st.release.gpu.global_.b32(flags.ptr_to([slot]), 1)
 
     @T.inline
-    def gather(partials, flags, acc, flag, worker, rank, tile_end, thread):
+    def gather(partials, flags, acc, flag, worker, rank, tile_end, thread, run=None):
+        first, steps, peers = T.meta_var(run_of(run))
         for p in T.serial(peers):
             peer = T.meta_var(worker + 1 + p)
             slot = T.meta_var((worker + 1 + p) * cluster + rank)
-            if peer < workers and cfg.stream_k_start(peer) < tile_end:
+            if peer < workers and first + peer * steps // workers < tile_end:
                 if thread == 0:
                     flag[0] = 0
                     while flag[0] == 0:
