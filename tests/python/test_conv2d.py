@@ -189,9 +189,10 @@ def test_few_wide_tiles_take_as_many_ordered_k_parts_as_the_ctas_hold():
     parts (Y = conv: part 0 stores): as many as the CTAs hold with one unit each, each at
     least 4 K steps, and where they do not divide the K steps part 0 is the short one (no
     part runs past R*S*C)."""
-    stride2 = conv2d_config(_layer(2, 8, 8, 128, 128, stride=2))  # 1 tile, 18 K steps
-    # 18 // 4 = 4 parts: 5 steps each but part 0's 3.
-    assert (stride2.block_n, stride2.split_k, stride2.split_k_ordered) == (128, 4, True)
+    stride2 = conv2d_config(_layer(2, 8, 8, 128, 128, stride=2))  # 1 row block, 18 K steps
+    # 18 // 4 = 4 parts: 5 steps each but part 0's 3; 4 units of 128 x 128 tiles give
+    # too few CTAs one, so the tiles are 64 wide (see the test below).
+    assert (stride2.block_n, stride2.split_k, stride2.split_k_ordered) == (64, 4, True)
     assert [stride2.part_steps(p) for p in range(4)] == [(0, 3), (3, 5), (8, 5), (13, 5)]
     seven = conv2d_config(_layer(32, 7, 7, 512, 512))  # 26 tiles, 72 K steps
     assert (seven.block_n, seven.split_k, seven.work_units) == (256, 5, 130)
@@ -206,6 +207,30 @@ def test_few_wide_tiles_take_as_many_ordered_k_parts_as_the_ctas_hold():
     assert conv2d_config(_layer(4, 10, 10, 128, 128, 1, 1, pad=0)).split_k == 1
     # A chosen cluster or split is kept as given.
     assert conv2d_config(_layer(32, 7, 7, 512, 512), cluster_n=2).split_k == 1
+
+
+def test_batch_one_layers_halve_the_tile_where_the_widest_give_few_ctas_a_unit():
+    """Where the widest tiles in ordered parts give at most a quarter of the CTAs a unit
+    (tiles x parts), tiles half as wide do (measured on the H100, kernels/conv2d.py)."""
+    cases = {  # layer: (block_n, parts, units); the widest had 18, 30, 16, 28 and 32
+        (1, 14, 14, 256, 256, 3): (128, 9, 36),
+        (1, 7, 7, 512, 512, 3): (128, 15, 60),
+        (1, 7, 7, 2048, 512, 1): (128, 8, 32),
+        (1, 28, 28, 128, 128, 3): (64, 4, 56),
+        (4, 7, 7, 2048, 512, 1): (128, 8, 64),
+    }
+    for (n, h, w, c, k, r), want in cases.items():
+        cfg = conv2d_config(_layer(n, h, w, c, k, r, r, pad=r // 2))
+        assert (cfg.block_n, cfg.split_k, cfg.num_tiles * cfg.split_k) == want
+        assert cfg.split_k_ordered and cfg.schedule == "cooperative"
+    # More units already: the widest stay (36 units of 128 x 256 at N=2 14x14x256; 120
+    # at N=8 7x7x512; 130 at N=32).
+    for n, c, h, want in ((2, 256, 14, (256, 9)), (8, 512, 7, (256, 15)),
+                          (32, 512, 7, (256, 5))):
+        cfg = conv2d_config(_layer(n, h, h, c, c))
+        assert (cfg.block_n, cfg.split_k) == want
+    # A width the caller chose is kept.
+    assert conv2d_config(_layer(1, 14, 14, 256, 256), block_n=256).block_n == 256
 
 
 def test_a_partial_last_wave_of_long_tiles_is_shared_out_with_stream_k():

@@ -240,6 +240,8 @@ def _by_width(base: GemmConfig, options: dict) -> GemmConfig:
     caller_chose = {"split_k", "split_k_ordered", "cluster", "cluster_n"} & set(options)
     exact = _exact_widths(base)
     widest = replace(base, block_n=exact[0]) if fallback and exact else None
+    if widest is not None and not caller_chose:
+        widest = _enough_units(widest, exact)
     parts = widest.ordered_parts if widest is not None and not caller_chose else 1
     if split > 1:
         # The widest tiles in ordered parts priced below narrower ones in plain waves by
@@ -272,6 +274,23 @@ def _by_width(base: GemmConfig, options: dict) -> GemmConfig:
         # 0.95x cuDNN (H100, same run).
         chosen = replace(chosen, stream_k=True)
     return chosen
+
+
+def _enough_units(widest: GemmConfig, exact: list[int]) -> GemmConfig:
+    """The widest exact tiles (to be cut into ordered K parts), or tiles half as wide
+    where the widest, even in parts, give at most a quarter of the CTAs a unit: a layer
+    of one or two row blocks (batch 1) has so few tiles that the parts' K steps, capped
+    at 4 a part, leave most SMs idle, and twice the tiles run twice the units. H100, x
+    cuDNN, half as wide / the widest, two runs of each (graph replays): N=1 14x14x256
+    36 units of 128 x 128 1.26-1.29 / 18 of 128 x 256 0.93; N=1 7x7x512 60 / 30 units
+    1.95-1.98 / 1.43-1.45; N=2 7x7x512 2.01-2.05 / 1.49-1.51; N=1 7x7x2048 -> 512 1x1 32
+    / 16 units 0.86-0.90 / 0.66-0.68; N=4 the same 1.05-1.09 / 0.76-0.79; N=1 28x28x128
+    56 units of 128 x 64 1.22-1.24 / 28 of 128 x 128 1.07."""
+    units = widest.num_tiles * widest.ordered_parts
+    half = widest.block_n // 2
+    if 4 * units <= widest.ctas and half in exact:
+        return replace(widest, block_n=half)
+    return widest
 
 
 def _exact_widths(base: GemmConfig) -> list[int]:
