@@ -13,7 +13,6 @@ from __future__ import annotations
 import argparse
 import dataclasses
 import statistics
-import sys
 import time
 from pathlib import Path
 
@@ -21,9 +20,13 @@ import tvm
 
 import tvm_tma  # noqa: F401  (registers dispatch="tma")
 from tvm_tma.testing.copy_cases import build_kernel
+from tvm_tma.testing.scripts import load_script
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests" / "python"))
-from copy_matrix import CASES  # noqa: E402
+# The copy matrix is the tests' (tests/python is not a package): its module of views
+# first, which it imports by name.
+TESTS = Path(__file__).resolve().parents[1] / "tests" / "python"
+load_script(TESTS / "copy_matrix_views.py")
+CASES = load_script(TESTS / "copy_matrix.py").CASES
 
 SM90A = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"})
 

@@ -7,16 +7,15 @@ attribute) and at < 48 KiB, and the one-tile kernel at 32 KiB and 64 KiB tiles.
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import torch
 import tvm
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-import copy_bandwidth as cb  # noqa: E402
+from tvm_tma.testing.runner import compile_kernel
+from tvm_tma.testing.scripts import load_script
 
-from tvm_tma.testing.runner import compile_kernel  # noqa: E402
+cb = load_script(Path(__file__).resolve().parents[1] / "benchmarks" / "copy_bandwidth.py")
 
 problem = cb.PROBLEMS[0]
 kernels = {

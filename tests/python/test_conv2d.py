@@ -5,7 +5,6 @@ and (on a Hopper GPU) every output element against numpy and torch within the bo
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
 from dataclasses import replace
@@ -29,19 +28,12 @@ from tvm_tma.kernels.conv2d import (
 from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
 from tvm_tma.kernels.reference import error_bound
 from tvm_tma.testing.runner import assemble, compile_kernel
+from tvm_tma.testing.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 
 
-def _load_script(name: str, path: Path):
-    # benchmarks/ and examples/ are not packages: load the scripts from their paths.
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-BENCHMARK = _load_script("conv2d_benchmark", REPO / "benchmarks" / "conv2d.py")
+BENCHMARK = load_script(REPO / "benchmarks" / "conv2d.py", "conv2d_benchmark")
 
 
 def _layer(n, h, w, c, k, r=3, s=3, stride=1, pad=1, dilation=1):
@@ -639,7 +631,7 @@ def test_benchmark_sweep_and_problem_options(tmp_path, capsys):
 
 
 def test_example_builds_and_assembles(capsys):
-    example = _load_script("conv2d_example", REPO / "examples" / "conv2d_hopper.py")
+    example = load_script(REPO / "examples" / "conv2d_hopper.py", "conv2d_example")
     assert example.main() == 0
     out = capsys.readouterr().out
     assert "cuTensorMapEncodeIm2col" in out and "bytes of sm_90a cubin" in out

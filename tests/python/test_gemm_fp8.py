@@ -5,7 +5,6 @@ against the scaled fp32 reference."""
 
 from __future__ import annotations
 
-import importlib.util
 import re
 from collections import Counter
 from dataclasses import replace
@@ -28,6 +27,7 @@ from tvm_tma.kernels.gemm import gemm_kernel
 from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
 from tvm_tma.kernels.reference import error_bound, expected_output, fp8_error_bound, run
 from tvm_tma.testing.runner import assemble, compile_kernel
+from tvm_tma.testing.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 E4, E5 = "float8_e4m3fn", "float8_e5m2"
@@ -285,10 +285,7 @@ def test_sixteen_bit_kernels_read_no_scale():
 def test_benchmark_compile_only_assembles_fp8_kernels(capsys):
     """``benchmarks/gemm.py --compile-only --dtype <fp8>``: every FP8 kernel of the run
     (B as N x K only), a mix through --b-dtype; --b-layout kn is refused for FP8."""
-    spec = importlib.util.spec_from_file_location("gemm_benchmark_fp8", REPO / "benchmarks" /
-                                                  "gemm.py")
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    benchmark = load_script(REPO / "benchmarks" / "gemm.py", "gemm_benchmark_fp8")
     assert benchmark.main(["--compile-only", "--dtype", E4, "--problem", "8192x8192x8192",
                            "--problem", "1000x2000x3008"]) == 0
     out = capsys.readouterr().out
@@ -305,10 +302,7 @@ def test_benchmark_compile_only_assembles_fp8_kernels(capsys):
 def test_example_builds_an_fp8_kernel(capsys):
     """``examples/gemm_hopper.py --dtype float8_e5m2``: built and assembled (and on a Hopper
     GPU, run and checked)."""
-    spec = importlib.util.spec_from_file_location("gemm_example_fp8", REPO / "examples" /
-                                                  "gemm_hopper.py")
-    example = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(example)
+    example = load_script(REPO / "examples" / "gemm_hopper.py", "gemm_example_fp8")
     assert example.main(["--dtype", E5]) == 0
     out = capsys.readouterr().out
     assert "k=3008, dtype='float8_e5m2'" in out and "bytes of sm_90a cubin" in out

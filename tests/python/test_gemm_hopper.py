@@ -4,7 +4,6 @@
 
 from __future__ import annotations
 
-import importlib.util
 import math
 import re
 from collections import Counter
@@ -20,6 +19,7 @@ from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.operands import AOperand
 from tvm_tma.kernels.reference import run
 from tvm_tma.testing.runner import assemble, compile_kernel
+from tvm_tma.testing.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -528,11 +528,7 @@ def test_the_default_tiling_honours_every_option_it_is_given(options):
 def test_benchmark_compile_only_assembles_every_variant(capsys):
     """What CI runs of benchmarks/gemm.py: the default kernel of a square and the ragged
     problem for both dtypes and both B layouts, assembled for sm_90a."""
-    # benchmarks/ is not a package: load the script from its path.
-    spec = importlib.util.spec_from_file_location("gemm_benchmark", REPO / "benchmarks" /
-                                                  "gemm.py")
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    benchmark = load_script(REPO / "benchmarks" / "gemm.py", "gemm_benchmark")
 
     assert benchmark.main(["--compile-only", "--problem", "8192x8192x8192",
                            "--problem", "1000x2000x3000"]) == 0
@@ -542,10 +538,7 @@ def test_benchmark_compile_only_assembles_every_variant(capsys):
 def test_benchmark_sweep_pairs_blocks_only_where_there_are_two():
     """The sweep tries 2x1 clusters (B multicast) and 1x2 ones (A multicast), but no
     cluster whose second CTA would always hold a block of padding."""
-    spec = importlib.util.spec_from_file_location("gemm_benchmark", REPO / "benchmarks" /
-                                                  "gemm.py")
-    benchmark = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(benchmark)
+    benchmark = load_script(REPO / "benchmarks" / "gemm.py", "gemm_benchmark")
     shapes = {(cfg.cluster, cfg.cluster_n) for cfg in
               benchmark.configs_for(1000, 2000, 3000, "bfloat16", "nk", True, 132)}
     assert shapes == {(1, 1), (2, 1), (1, 2)}

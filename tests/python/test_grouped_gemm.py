@@ -11,7 +11,6 @@ against the fp32 reference within the GEMM's bound, rows outside the groups unto
 
 from __future__ import annotations
 
-import importlib.util
 from dataclasses import replace
 from pathlib import Path
 
@@ -33,6 +32,7 @@ from tvm_tma.kernels.grouped_reference import (
     uneven_sizes,
 )
 from tvm_tma.testing.runner import assemble, compile_kernel
+from tvm_tma.testing.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -193,10 +193,7 @@ def test_the_reference_leaves_rows_outside_the_groups_nan_and_matches_rejects_wr
 
 
 def test_benchmark_compile_only_assembles_a_problem(capsys):
-    spec = importlib.util.spec_from_file_location("grouped_benchmark",
-                                                  REPO / "benchmarks" / "grouped_gemm.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(REPO / "benchmarks" / "grouped_gemm.py", "grouped_benchmark")
     assert module.main(["--compile-only", "--problem", "4,256,256,128"]) == 0
     assert "grouped_4x256x256x128_cooperative_128x256x64_s4_l2256" in capsys.readouterr().out
 
@@ -212,10 +209,7 @@ def test_the_grouped_gemm_is_exact_on_gpu(name):
 def test_the_example_builds_and_assembles(capsys):
     """``examples/grouped_gemm_hopper.py``: built and assembled (and on a Hopper GPU run and
     checked: the same script is the sanitizer's target)."""
-    spec = importlib.util.spec_from_file_location("grouped_example",
-                                                  REPO / "examples" / "grouped_gemm_hopper.py")
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
+    module = load_script(REPO / "examples" / "grouped_gemm_hopper.py", "grouped_example")
     assert module.main() == 0
     out = capsys.readouterr().out
     assert "map rebound on the device, dims ['512', 'rows']" in out
