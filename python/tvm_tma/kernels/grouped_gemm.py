@@ -24,6 +24,12 @@ with a different walk over the work (``work=``):
   tiles in increasing order and keeps (group, first tile of the group) in registers
   (:func:`make_locate`), so finding a tile's group costs a few loads of ``offs`` per group
   change, not a search.
+* **Stream-K, split on the device** (:attr:`GroupedGemmConfig.stream_k`, an option): the
+  whole waves as above, then the K steps of the remaining tiles cut into one run per CTA,
+  the split computed by every thread from the tile count it has just read from ``offs``,
+  and the GEMM's fix-up (:mod:`.stream_k`) finishing a tile cut between runs. Measured on
+  the H100 it is not what limits the weight-streaming problems (benchmarks/RESULTS.md
+  section 9c), so it is not the default.
 * **Device-side views.** For a tile of group ``g`` the producer declares the group's rows
   of A, ``A[offs[g - 1]:offs[g], :]``, as a view whose start and extent are read from
   ``offs``, and ``B[g]`` as an (N, K) view; the epilogue declares the group's rows of C.
