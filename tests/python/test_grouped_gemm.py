@@ -224,6 +224,16 @@ def test_the_default_fills_l2_256_bytes_only_where_weights_stream():
     assert GroupedGemmConfig.for_problem(8, 8128, 14336, 4096).gemm.l2_promotion == 128
 
 
+def test_many_experts_take_a_ring_of_3_stages():
+    """256 experts or more: 3 stages (each expert's row blocks stay in step and read B
+    once); fewer: 4 (measured both ways on the H100, GroupedGemmConfig.for_problem)."""
+    assert GroupedGemmConfig.for_problem(256, 16384, 2048, 7168).gemm.stages == 3
+    assert GroupedGemmConfig.for_problem(256, 16384, 7168, 2048).gemm.stages == 3
+    assert GroupedGemmConfig.for_problem(128, 8192, 1536, 5120).gemm.stages == 4
+    assert GroupedGemmConfig.for_problem(64, 1040, 2048, 7168).gemm.stages == 4
+    assert GroupedGemmConfig.for_problem(256, 16384, 2048, 7168, stages=4).gemm.stages == 4
+
+
 def test_weights_past_2_to_the_31_elements_are_indexed_in_64_bits():
     """256 experts of 2048 x 7168 (DeepSeek-V3-like): B holds 3.76e9 elements, so B[g]'s
     offset is computed in 64 bits, the planner's spans do not wrap (B's bytes end at
