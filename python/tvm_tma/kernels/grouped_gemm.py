@@ -264,7 +264,8 @@ def make_grouped_work(gcfg: GroupedGemmConfig):
         count(offs, total)
         if stream_k:
             whole[0] = total[0] // ctas * ctas
-            if whole[0] >= ctas and whole[0] < total[0] and (total[0] - whole[0]) * k_steps < ctas:
+            partial = T.meta_var(total[0] - whole[0])
+            if whole[0] >= ctas and partial > 0 and partial * k_steps < ctas:
                 whole[0] = whole[0] - ctas
             shared[0] = (total[0] - whole[0]) * k_steps
             if shared[0] < ctas:
