@@ -63,7 +63,7 @@ from .epilogue import make_store_unit
 from .gemm import make_kernel_body, make_load_steps
 from .gemm_config import WARPGROUP, GemmConfig
 from .scheduler import unit_of, unit_steps
-from .stream_k import make_fixup
+from .stream_k import check_stream_k_flags_clear, make_fixup, refuse_grid_past_gpu
 from .stream_k import workspace_shapes as stream_k_workspace_shapes
 from .wgmma import make_mma_steps, make_mma_unit
 
@@ -466,10 +466,7 @@ def workspace(gcfg: GroupedGemmConfig, sm_count: int | None = None) -> list[np.n
     every CTA must be resident at once); None (no device to ask) checks nothing."""
     arrays = [np.zeros(workspace_shape(gcfg), dtype=np.uint8)]
     if gcfg.stream_k:
-        if sm_count is not None and gcfg.gemm.ctas > sm_count:
-            raise ValueError(f"stream_k with ctas={gcfg.gemm.ctas} on a GPU of {sm_count} "
-                             f"SMs: its CTAs wait on each other, so every CTA must be "
-                             f"resident at once (ctas at most the SM count)")
+        refuse_grid_past_gpu("stream_k", gcfg.gemm.ctas, sm_count)
         partials, flags = workspace_shapes(gcfg)
         arrays += [np.zeros(partials, dtype=np.float32), np.zeros(flags, dtype=np.int32)]
     return arrays
@@ -478,9 +475,8 @@ def workspace(gcfg: GroupedGemmConfig, sm_count: int | None = None) -> list[np.n
 def check_workspace_left_clean(gcfg: GroupedGemmConfig, flags: np.ndarray) -> None:
     """Raise if a stream-K launch left a flag set: a published partial tile that no owner
     gathered (the next launch's owner would take it for a fresh one)."""
-    if gcfg.stream_k and flags.any():
-        raise RuntimeError(f"stream-K left flags set at CTAs {np.flatnonzero(flags).tolist()}: "
-                           f"a published partial tile was never gathered")
+    if gcfg.stream_k:
+        check_stream_k_flags_clear(flags)
 
 
 def with_tiling(gcfg: GroupedGemmConfig, **options) -> GroupedGemmConfig:

@@ -76,8 +76,15 @@ def check_resident(cfg: GemmConfig, sm_count: int | None) -> None:
     flags that other CTAs set, so every CTA must be resident at once (one per SM: the ring
     fills shared memory). ``sm_count`` None (no device to ask) checks nothing."""
     waits = "stream_k" if cfg.stream_k else "split_k_ordered" if cfg.split_k_ordered else ""
-    if waits and sm_count is not None and cfg.ctas > sm_count:
-        raise ValueError(f"{waits} with ctas={cfg.ctas} on a GPU of {sm_count} SMs: "
+    if waits:
+        refuse_grid_past_gpu(waits, cfg.ctas, sm_count)
+
+
+def refuse_grid_past_gpu(waits: str, ctas: int, sm_count: int | None) -> None:
+    """Refuse ``ctas`` CTAs that wait on each other (``waits`` names the option) on a GPU
+    of ``sm_count`` SMs: they must all be resident at once. None checks nothing."""
+    if sm_count is not None and ctas > sm_count:
+        raise ValueError(f"{waits} with ctas={ctas} on a GPU of {sm_count} SMs: "
                          f"its CTAs wait on each other, so every CTA must be resident at "
                          f"once (ctas at most the SM count)")
 
@@ -94,9 +101,13 @@ def check_workspace_left_clean(cfg: GemmConfig, arguments: list) -> None:
                                f"{np.flatnonzero(flags).tolist()}: a part-0 store was not "
                                f"followed by every other part's add")
         return
-    if not cfg.stream_k:
-        return
-    flags = arguments[1].numpy()
+    if cfg.stream_k:
+        check_stream_k_flags_clear(arguments[1].numpy())
+
+
+def check_stream_k_flags_clear(flags: np.ndarray) -> None:
+    """Raise if a stream-K launch left a CTA's flag set: a published partial tile that no
+    owner gathered (the next launch's owner would take it for a fresh one)."""
     if flags.any():
         raise RuntimeError(f"stream-K left flags set at CTAs {np.flatnonzero(flags).tolist()}: "
                            f"a published partial tile was never gathered")
