@@ -141,6 +141,42 @@ def ring_layout(shape: PipelineShape):
     return TileLayout(S[ring])
 
 
+def make_tile_moves(shape: PipelineShape):
+    """``(load_tile, store_tile)``, what both kernels do with a tile (by its index):
+
+    * ``load_tile(ring, tiles, A, use, tile)``: TMA-load it from A into the slot of ring
+      use ``use`` and announce its bytes on that use's "full" barrier (the load is issued
+      first: either order is correct, the phase cannot complete before the arrival);
+    * ``store_tile(ring, tiles, B, use, tile)``: wait for that use's load, TMA-store the
+      slot into B and commit the store's bulk group.
+    """
+    tm, tn, per_row, tile_bytes = (shape.tile_rows, shape.tile_cols, shape.tiles_per_row,
+                                   shape.tile_bytes)
+    load_hint, store_hint = shape.load_hint, shape.store_hint
+
+    def origin(tile):
+        """(row, column) of a tile's first element."""
+        return tile // per_row * tm, tile % per_row * tn
+
+    # fmt: off
+    @T.inline
+    def load_tile(ring, tiles, A, use, tile):
+        r0, c0 = T.meta_var(origin(tile))
+        Tx.copy_async(tiles[ring.slot(use), :, :], A[r0:r0 + tm, c0:c0 + tn],
+                      dispatch="tma", mbar=ring.full_barrier(use), cache_hint=load_hint)
+        ring.producer_commit(use, tile_bytes)
+
+    @T.inline
+    def store_tile(ring, tiles, B, use, tile):
+        r0, c0 = T.meta_var(origin(tile))
+        ring.consumer_wait(use)
+        Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], tiles[ring.slot(use), :, :],
+                      dispatch="tma", cache_hint=store_hint)
+        T.ptx.cp.async_.bulk.commit_group()
+    # fmt: on
+    return load_tile, store_tile
+
+
 def pipelined_copy_kernel(shape: PipelineShape):
     """The persistent copy ``B[:, :] = A[:, :]`` as a TVMScript PrimFunc.
 
@@ -154,15 +190,11 @@ def pipelined_copy_kernel(shape: PipelineShape):
     rows, cols, dtype = shape.rows, shape.cols, shape.dtype
     tm, tn, stages, ctas = shape.tile_rows, shape.tile_cols, shape.stages, shape.ctas
     producers, lanes = shape.producers, shape.ctas * shape.producers
-    per_row, num_tiles, tile_bytes = shape.tiles_per_row, shape.num_tiles, shape.tile_bytes
+    num_tiles = shape.num_tiles
     # The most tiles any lane gets; lane v gets one fewer when v >= num_tiles % lanes.
     rounds = math.ceil(num_tiles / lanes)
     layout = ring_layout(shape)
-    load_hint, store_hint = shape.load_hint, shape.store_hint
-
-    def origin(tile):
-        """(row, column) of a tile's first element."""
-        return tile // per_row * tm, tile % per_row * tn
+    load_tile, store_tile = make_tile_moves(shape)
 
     # fmt: off
     @T.prim_func
@@ -192,30 +224,18 @@ def pipelined_copy_kernel(shape: PipelineShape):
             for k in T.serial(stages):
                 tile = lane + k * lanes
                 if tile < num_tiles:
-                    r0, c0 = T.meta_var(origin(tile))
-                    Tx.copy_async(tiles[ring.slot(k), :, :], A[r0:r0 + tm, c0:c0 + tn],
-                                  dispatch="tma", mbar=ring.full_barrier(k),
-                                  cache_hint=load_hint)
-                    ring.producer_commit(k, tile_bytes)
+                    load_tile(ring, tiles, A, k, tile)
             for k in T.serial(rounds):
                 tile = lane + k * lanes
                 if tile < num_tiles:
-                    r0, c0 = T.meta_var(origin(tile))
-                    ring.consumer_wait(k)
-                    Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], tiles[ring.slot(k), :, :],
-                                  dispatch="tma", cache_hint=store_hint)
-                    T.ptx.cp.async_.bulk.commit_group()
+                    store_tile(ring, tiles, B, k, tile)
                     # Refill the previous tile's slot with use k - 1 + stages once the store
                     # of use k - 1 has read it (the one just committed may still read).
                     use = T.meta_var(k - 1 + stages)
                     refill = lane + use * lanes
                     if k >= 1 and refill < num_tiles:
-                        nr0, nc0 = T.meta_var(origin(refill))
                         ring.producer_acquire(use, pending_stores=1)
-                        Tx.copy_async(tiles[ring.slot(use), :, :],
-                                      A[nr0:nr0 + tm, nc0:nc0 + tn], dispatch="tma",
-                                      mbar=ring.full_barrier(use), cache_hint=load_hint)
-                        ring.producer_commit(use, tile_bytes)
+                        load_tile(ring, tiles, A, use, refill)
             # Shared memory must outlive the stores' reads of it; their global writes
             # complete with the kernel (as in CUTLASS's TMA epilogue).
             T.ptx.cp.async_.bulk.wait_group.read(0)
@@ -245,14 +265,10 @@ def dynamic_pipelined_copy_kernel(shape: PipelineShape):
     rows, cols, dtype = shape.rows, shape.cols, shape.dtype
     tm, tn, stages, ctas = shape.tile_rows, shape.tile_cols, shape.stages, shape.ctas
     producers, lanes = shape.producers, shape.ctas * shape.producers
-    per_row, num_tiles, tile_bytes = shape.tiles_per_row, shape.num_tiles, shape.tile_bytes
+    num_tiles = shape.num_tiles
     first_dynamic = stages * lanes  # tiles below this are the static prologue's
     layout = ring_layout(shape)
-    load_hint, store_hint = shape.load_hint, shape.store_hint
-
-    def origin(tile):
-        """(row, column) of a tile's first element."""
-        return tile // per_row * tm, tile % per_row * tn
+    load_tile, store_tile = make_tile_moves(shape)
 
     # fmt: off
     @T.prim_func
@@ -286,22 +302,14 @@ def dynamic_pipelined_copy_kernel(shape: PipelineShape):
                 first_tile = lane + s * lanes
                 held[ring.slot(s)] = first_tile
                 if first_tile < num_tiles:
-                    r0, c0 = T.meta_var(origin(first_tile))
-                    Tx.copy_async(tiles[ring.slot(s), :, :], A[r0:r0 + tm, c0:c0 + tn],
-                                  dispatch="tma", mbar=ring.full_barrier(s),
-                                  cache_hint=load_hint)
-                    ring.producer_commit(s, tile_bytes)
+                    load_tile(ring, tiles, A, s, first_tile)
             drawn[0] = first_dynamic + T.cuda.atomic_add(work.ptr_to([0]), 1)
             k[0] = 0
             tile[0] = held[ring.slot(0)]
             while tile[0] < num_tiles:
                 # Held tiles are lane + s * lanes or drawn ones: never negative.
                 T.assume(tile[0] >= 0)
-                r0, c0 = T.meta_var(origin(tile[0]))
-                ring.consumer_wait(k[0])
-                Tx.copy_async(B[r0:r0 + tm, c0:c0 + tn], tiles[ring.slot(k[0]), :, :],
-                              dispatch="tma", cache_hint=store_hint)
-                T.ptx.cp.async_.bulk.commit_group()
+                store_tile(ring, tiles, B, k[0], tile[0])
                 # Refill the previous tile's slot with the drawn tile (use k - 1 + stages)
                 # once the store of use k - 1 has read it, and draw the one after.
                 if k[0] >= 1:
@@ -311,11 +319,7 @@ def dynamic_pipelined_copy_kernel(shape: PipelineShape):
                     if drawn[0] < num_tiles:
                         # An atomic counter that starts at zero: first_dynamic or later.
                         T.assume(drawn[0] >= first_dynamic)
-                        nr0, nc0 = T.meta_var(origin(drawn[0]))
-                        Tx.copy_async(tiles[ring.slot(use), :, :],
-                                      A[nr0:nr0 + tm, nc0:nc0 + tn], dispatch="tma",
-                                      mbar=ring.full_barrier(use), cache_hint=load_hint)
-                        ring.producer_commit(use, tile_bytes)
+                        load_tile(ring, tiles, A, use, drawn[0])
                         drawn[0] = first_dynamic + T.cuda.atomic_add(work.ptr_to([0]), 1)
                 k[0] = k[0] + 1
                 tile[0] = held[ring.slot(k[0])]
