@@ -16,6 +16,7 @@ import pytest
 import tvm_tma
 from tvm_tma.conv import Conv2dGeometry
 from tvm_tma.kernels.conv2d import (
+    HALF_ROWS_MAX_STEPS,
     MAX_STAGES,
     SHORT_K_STEPS,
     conv2d_config,
@@ -43,8 +44,11 @@ def _layer(n, h, w, c, k, r=3, s=3, stride=1, pad=1, dilation=1):
 
 #: Small layers, each with what it exercises: (id, geometry, conv2d_config options).
 SMALL = [
-    # M = 504: the last of 4 row blocks has 120 rows (rows past M read zeros, stores skip).
-    ("ragged-8x9x7x64-k64", _layer(8, 9, 7, 64, 64), {}),
+    # M = 504: the last of 4 row blocks has 120 rows (rows past M read zeros, stores skip);
+    # by default the same layer takes 8 tiles of 64 rows, the last 56 (few tiles, 9 K
+    # steps: conv2d._half_rows).
+    ("ragged-8x9x7x64-k64", _layer(8, 9, 7, 64, 64), {"block_m": 128}),
+    ("ragged-half-rows-8x9x7x64-k64", _layer(8, 9, 7, 64, 64), {}),
     # 8 row blocks on 3 CTAs: the ring's phases run across tiles (persistent loop), with
     # cooperative tiles and with the ping-pong ones its 9 K steps take by default.
     ("persistent-4x16x16x64-k128-ctas3", _layer(4, 16, 16, 64, 128),
@@ -54,8 +58,13 @@ SMALL = [
     ("stride2-2x15x13x128-k64", _layer(2, 15, 13, 128, 64, stride=2), {}),
     ("1x1-4x10x10x64-k128", _layer(4, 10, 10, 64, 128, 1, 1, pad=0), {}),
     # A ResNet bottleneck's 1x1 layer at small size: 4 K steps on ping-pong 128 x 128
-    # tiles (M = 300 ragged, two column blocks).
-    ("1x1-short-k-3x10x10x256-k256", _layer(3, 10, 10, 256, 256, 1, 1, pad=0), {}),
+    # tiles (M = 300 ragged, two column blocks), and by default on 64-row tiles (few
+    # tiles: 5 row blocks, the last 44 rows).
+    ("1x1-short-k-3x10x10x256-k256", _layer(3, 10, 10, 256, 256, 1, 1, pad=0),
+     {"block_n": 128, "schedule": "pingpong"}),
+    ("1x1-short-k-half-rows-3x10x10x256-k256", _layer(3, 10, 10, 256, 256, 1, 1, pad=0), {}),
+    # 32 K steps on 64-row tiles in 8 ordered parts (M = 98: the second row block 34 rows).
+    ("half-rows-ordered-2x7x7x2048-k256", _layer(2, 7, 7, 2048, 256, 1, 1, pad=0), {}),
     ("1x1-stride2-2x16x16x128-k64", _layer(2, 16, 16, 128, 64, 1, 1, stride=2, pad=0), {}),
     # K = 320 in 192-wide tiles: the second column block is ragged (128 of 192 columns).
     ("k320-bn192-2x8x8x64", _layer(2, 8, 8, 64, 320), {"block_n": 192}),
@@ -193,8 +202,12 @@ def test_few_wide_tiles_take_as_many_ordered_k_parts_as_the_ctas_hold():
     # 8 tiles: 132 // 8 = 16 parts would leave the last none (15 x 5 = 75 steps); 15 do.
     small = conv2d_config(_layer(8, 7, 7, 512, 512))
     assert (small.num_tiles, small.split_k, small.part_steps(0)) == (8, 15, (0, 2))
-    fourteen = conv2d_config(_layer(8, 14, 14, 256, 256))  # 13 tiles, 36 K steps: 9 x 4
-    assert (fourteen.num_tiles, fourteen.split_k, fourteen.part_shortfall) == (13, 9, 0)
+    # 13 tiles of 128 x 256 would take 9 parts of 4 K steps (36): the steps, not the
+    # CTAs, cap them, so 26 of 128 x 128 take 5 parts, part 0 the short one.
+    fourteen = conv2d_config(_layer(8, 14, 14, 256, 256))
+    assert (fourteen.block_n, fourteen.num_tiles, fourteen.split_k) == (128, 26, 5)
+    assert [fourteen.part_steps(p) for p in range(5)] == [(0, 4), (4, 8), (12, 8), (20, 8),
+                                                           (28, 8)]
     # 2 K steps (a 1x1 filter over 128 channels): too few to cut.
     assert conv2d_config(_layer(4, 10, 10, 128, 128, 1, 1, pad=0)).split_k == 1
     # A chosen cluster or split is kept as given.
@@ -203,23 +216,27 @@ def test_few_wide_tiles_take_as_many_ordered_k_parts_as_the_ctas_hold():
 
 def test_batch_one_layers_halve_the_tile_where_the_widest_give_few_ctas_a_unit():
     """Where the widest tiles in ordered parts give at most a quarter of the CTAs a unit
-    (tiles x parts), tiles half as wide do (measured on the H100, kernels/conv2d.py)."""
-    cases = {  # layer: (block_n, parts, units); the widest had 18, 30, 16, 28 and 32
-        (1, 14, 14, 256, 256, 3): (128, 9, 36),
-        (1, 7, 7, 512, 512, 3): (128, 15, 60),
-        (1, 7, 7, 2048, 512, 1): (128, 8, 32),
-        (1, 28, 28, 128, 128, 3): (64, 4, 56),
-        (4, 7, 7, 2048, 512, 1): (128, 8, 64),
+    (tiles x parts), or where the K steps (4 a part) rather than the CTAs cap their
+    parts, tiles half as wide do (measured on the H100, kernels/conv2d.py)."""
+    cases = {  # layer: (block_n, parts, units); the widest had 18, 36, 30, 28, 117, 117
+        (1, 14, 14, 256, 256, 3, 1): (128, 9, 36),
+        (2, 14, 14, 256, 256, 3, 1): (128, 9, 72),  # 4 tiles: 9 parts, not 16
+        (1, 7, 7, 512, 512, 3, 1): (128, 15, 60),
+        (1, 28, 28, 128, 128, 3, 1): (64, 4, 56),
+        (8, 14, 14, 256, 256, 3, 1): (128, 5, 130),  # 13 tiles: 9 parts, not 10
+        (8, 28, 28, 256, 256, 3, 2): (128, 5, 130),  # its stride-2 twin
     }
-    for (n, h, w, c, k, r), want in cases.items():
-        cfg = conv2d_config(_layer(n, h, w, c, k, r, r, pad=r // 2))
+    for (n, h, w, c, k, r, stride), want in cases.items():
+        cfg = conv2d_config(_layer(n, h, w, c, k, r, r, stride=stride, pad=r // 2))
         assert (cfg.block_n, cfg.split_k, cfg.num_tiles * cfg.split_k) == want
-        assert cfg.split_k_ordered and cfg.schedule == "cooperative"
-    # More units already: the widest stay (36 units of 128 x 256 at N=2 14x14x256; 120
-    # at N=8 7x7x512; 130 at N=32).
-    for n, c, h, want in ((2, 256, 14, (256, 9)), (8, 512, 7, (256, 15)),
-                          (32, 512, 7, (256, 5))):
-        cfg = conv2d_config(_layer(n, h, h, c, c))
+        assert cfg.split_k_ordered and cfg.schedule == "cooperative" and cfg.block_m == 128
+    # More units, the CTAs capping the parts: the widest stay (120 units of 128 x 256 at
+    # N=8 7x7x512, 15 parts where the CTAs hold 16; 130 at N=32, 5 of 5; N=32 7x7x2048
+    # -> 512 1x1, 5 of 5).
+    for layer, want in ((_layer(8, 7, 7, 512, 512), (256, 15)),
+                        (_layer(32, 7, 7, 512, 512), (256, 5)),
+                        (_layer(32, 7, 7, 2048, 512, 1, 1, pad=0), (256, 5))):
+        cfg = conv2d_config(layer)
         assert (cfg.block_n, cfg.split_k) == want
     # A width the caller chose is kept.
     assert conv2d_config(_layer(1, 14, 14, 256, 256), block_n=256).block_n == 256
@@ -269,11 +286,11 @@ def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms
 
 def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles():
     """At most SHORT_K_STEPS K steps (ResNet's 1x1 layers) and 128 dividing K: ping-pong
-    128 x 128 tiles, no split, no cluster, whatever the tile count; not where the caller
-    chose the tile, the schedule or the split, nor past 16 K steps or for K = 64."""
+    128 x 128 tiles, no split, no cluster, where they fill more than half the CTAs (64-row
+    tiles where they do not: the test below); not where the caller chose the tile, the
+    schedule or the split, nor past 16 K steps or for K = 64."""
     assert SHORT_K_STEPS == 16
     for layer in [_layer(32, 28, 28, 512, 128, 1, 1, pad=0),  # 8 K steps, 196 tiles
-                  _layer(8, 28, 28, 512, 128, 1, 1, pad=0),  # 49 tiles: no ordered parts
                   _layer(32, 7, 7, 512, 2048, 1, 1, pad=0),  # 128 x 256 before
                   _layer(32, 14, 14, 1024, 256, 1, 1, pad=0)]:  # 16 K steps
         cfg = conv2d_config(layer)
@@ -288,6 +305,49 @@ def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles():
     assert conv2d_config(short, schedule="cooperative").schedule == "cooperative"
     assert conv2d_config(short, block_n=64).schedule == "cooperative"
     assert conv2d_config(short, cluster=2).schedule == "cooperative"
+
+
+def test_few_tiles_of_few_k_steps_take_64_row_tiles():
+    """A layer of at most HALF_ROWS_MAX_STEPS K steps whose 128-row tiles fill at most half
+    the CTAs takes 64-row tiles (cooperative: one consumer warpgroup each): plain where it
+    has at most SHORT_K_STEPS and they fit one wave, in ordered K parts past that where
+    they still fill at most half (and the 128-row tiles were at least 128 wide).
+    Measured on the H100 (kernels/conv2d.py)."""
+    assert HALF_ROWS_MAX_STEPS == 32
+    cases = {  # layer (n, h, c, k, r): (block_n, tiles, parts, stages)
+        (8, 14, 1024, 512, 1): (128, 100, 1, 9),  # 16 K steps; 52 of 128 rows before
+        (8, 28, 512, 128, 1): (128, 98, 1, 9),  # 49 of 128 rows before
+        (1, 7, 512, 2048, 1): (128, 16, 1, 9),  # M = 49: one row block either way
+        (1, 56, 64, 64, 3): (64, 49, 1, 12),  # K = 64: 64 x 64 tiles
+        (8, 7, 2048, 512, 1): (128, 28, 4, 9),  # 32 K steps: 4 parts of 8
+        (1, 7, 2048, 512, 1): (128, 4, 8, 9),  # 8 parts of 4
+        (4, 7, 2048, 512, 1): (128, 16, 8, 9),
+    }
+    for (n, h, c, k, r), want in cases.items():
+        cfg = conv2d_config(_layer(n, h, h, c, k, r, r, pad=r // 2))
+        assert (cfg.block_m, cfg.schedule, cfg.cluster_size, cfg.stream_k) == (
+            64, "cooperative", 1, False)
+        assert (cfg.block_n, cfg.num_tiles, cfg.split_k, cfg.stages) == want
+        assert cfg.split_k_ordered == (cfg.split_k > 1)
+    # 16 K steps whose 64-row tiles would still fill at most half: plain, no parts.
+    assert conv2d_config(_layer(1, 14, 14, 1024, 256, 1, 1, pad=0)).split_k == 1
+    # 128-row tiles that fill more than half the CTAs stay: 196 tiles (ping-pong), 98
+    # (18 K steps, in 2 parts), and N=32 7x7x2048 -> 512 (26 of 128 x 256 in 5 parts:
+    # 100 plain 64-row tiles of 32 K steps measured slower).
+    for layer in (_layer(32, 28, 28, 512, 128, 1, 1, pad=0), _layer(8, 28, 28, 128, 128),
+                  _layer(32, 7, 7, 2048, 512, 1, 1, pad=0)):
+        assert conv2d_config(layer).block_m == 128
+    # Past 32 K steps (N=1 7x7x512 3x3: 72), and 128 x 64 tiles of 18 K steps: 128 rows.
+    assert conv2d_config(_layer(1, 7, 7, 512, 512)).block_m == 128
+    assert conv2d_config(_layer(1, 28, 28, 128, 128)).block_m == 128
+    # K = 320 keeps its 160-wide tiles.
+    assert conv2d_config(_layer(2, 9, 9, 64, 320)).block_m == 128
+    # The caller's tile, schedule or split is kept.
+    short = _layer(8, 14, 14, 1024, 512, 1, 1, pad=0)
+    assert conv2d_config(short, block_m=128).block_m == 128
+    assert conv2d_config(short, block_n=128).block_m == 128
+    assert conv2d_config(short, schedule="pingpong").block_m == 128
+    assert conv2d_config(short, split_k=2, split_k_ordered=True).block_m == 128
 
 
 def test_options_are_kept_and_the_rest_fits_them():
@@ -380,8 +440,8 @@ def test_conv2d_refuses_a_configuration_that_is_not_its_gemm():
             "split_k=2: the 9 K steps of N=4 8x8x64 -> K=64, 3x3, stride 1, pad 1 must divide "
             "into equal parts, or into a shorter part 0 and equal others with at most one "
             "unit per worker (4 units on 3 workers)")):
-        conv2d_kernel(g4, replace(conv2d_config(g4), split_k=2, split_k_ordered=True,
-                                  ctas=3))
+        conv2d_kernel(g4, replace(conv2d_config(g4, block_m=128), split_k=2,
+                                  split_k_ordered=True, ctas=3))
     # The same 9 steps in 2 parts with a unit per worker: part 0 takes 4, part 1 takes 5.
     two = replace(cfg, split_k=2, split_k_ordered=True)
     assert (two.part_shortfall, two.part_steps(0), two.part_steps(1)) == (1, (0, 4), (4, 5))

@@ -48,7 +48,7 @@ import tvm
 
 from ..conv import Conv2dGeometry
 from .gemm import gemm_kernel
-from .gemm_config import K_BLOCKS, MAX_SHARED, GemmConfig
+from .gemm_config import K_BLOCKS, MAX_ORDERED_SPLIT, MAX_SHARED, GemmConfig
 from .reference import OUTPUT_EPS, error_bound
 from .stream_k import check_workspace_left_clean, workspace
 from .tiling import SPLIT_FIELDS, estimate, in_ordered_parts, stream_k_pays
@@ -67,6 +67,10 @@ MAX_STAGES = 12
 #: K steps (filter taps x channels / block_k) at most of a layer that takes ping-pong
 #: 128 x 128 tiles (:func:`conv2d_config`): the 1x1 layers of a ResNet bottleneck.
 SHORT_K_STEPS = 16
+#: K steps at most of a layer whose too few 128-row tiles give way to 64-row ones
+#: (:func:`_half_rows`): a 1x1 layer of 2048 channels (32 steps) gains, a 3x3 layer of
+#: 512 (72) loses.
+HALF_ROWS_MAX_STEPS = 32
 #: Options that say how the work is split (the GEMM's :data:`~.tiling.SPLIT_FIELDS`, but
 #: ``stream_k_waves``, which alone shapes only a stream-K the caller did not ask for):
 #: given any, conv2d_config keeps them and adds no split, stream-K or short-K schedule.
@@ -214,7 +218,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
         chosen = replace(base, block_n=128, schedule="pingpong")
     else:
         chosen = _by_width(base, options)
-    best = _epilogue_and_stages(chosen, options)
+    best = _epilogue_and_stages(_half_rows(chosen, options), options)
     check_config(geometry, best)
     return best
 
@@ -278,19 +282,74 @@ def _by_width(base: GemmConfig, options: dict) -> GemmConfig:
 
 def _enough_units(widest: GemmConfig, exact: list[int]) -> GemmConfig:
     """The widest exact tiles (to be cut into ordered K parts), or tiles half as wide
-    where the widest, even in parts, give at most a quarter of the CTAs a unit: a layer
-    of one or two row blocks (batch 1) has so few tiles that the parts' K steps, capped
-    at 4 a part, leave most SMs idle, and twice the tiles run twice the units. H100, x
-    cuDNN, half as wide / the widest, two runs of each (graph replays): N=1 14x14x256
-    36 units of 128 x 128 1.26-1.29 / 18 of 128 x 256 0.93; N=1 7x7x512 60 / 30 units
-    1.95-1.98 / 1.43-1.45; N=2 7x7x512 2.01-2.05 / 1.49-1.51; N=1 7x7x2048 -> 512 1x1 32
-    / 16 units 0.86-0.90 / 0.66-0.68; N=4 the same 1.05-1.09 / 0.76-0.79; N=1 28x28x128
-    56 units of 128 x 64 1.22-1.24 / 28 of 128 x 128 1.07."""
+    where the widest are too few for their parts to fill the SMs:
+
+    * where the widest, even in parts, give at most a quarter of the CTAs a unit: a
+      layer of one or two row blocks (batch 1) has so few tiles that the parts' K steps,
+      capped at 4 a part, leave most SMs idle, and twice the tiles run twice the units.
+      H100, x cuDNN, half as wide / the widest, two runs of each (graph replays): N=1
+      14x14x256 36 units of 128 x 128 1.26-1.29 / 18 of 128 x 256 0.93; N=1 7x7x512 60 /
+      30 units 1.95-1.98 / 1.43-1.45; N=2 7x7x512 2.01-2.05 / 1.49-1.51; N=1 7x7x2048 ->
+      512 1x1 32 / 16 units 0.86-0.90 / 0.66-0.68; N=4 the same 1.05-1.09 / 0.76-0.79;
+      N=1 28x28x128 56 units of 128 x 64 1.22-1.24 / 28 of 128 x 128 1.07.
+    * where the K steps, not the CTAs, cap the widest tiles' parts (4 steps a part
+      leave fewer parts than the CTAs hold): half-width tiles are as many units in fewer,
+      longer parts, each later part a wait and an add fewer. H100, x cuDNN, same runs:
+      N=8 14x14x256 3x3 (13 tiles of 128 x 256, 36 K steps: 9 parts) 26 tiles of 128 x
+      128 in 5 parts 1.23-1.36 against 0.84-0.94, its stride-2 twin 1.35 / 0.92; N=8
+      7x7x2048 -> 512 1x1 (8 tiles, 32 steps) 16 in 8 parts 0.86 against 0.63. Where the
+      CTAs cap them the widest stay: N=8 7x7x512 3x3 (8 tiles in 15 parts) 1.23 against
+      1.19 for 16 of 128 x 128 in 8; N=32 7x7x2048 -> 512 (26 tiles in 5) 1.02 against
+      0.85 for 52 in 2."""
     units = widest.num_tiles * widest.ordered_parts
+    steps_cap = widest.k_steps // 4 < min(MAX_ORDERED_SPLIT, widest.ctas // widest.num_tiles)
     half = widest.block_n // 2
-    if 4 * units <= widest.ctas and half in exact:
+    if (4 * units <= widest.ctas or steps_cap) and half in exact:
         return replace(widest, block_n=half)
     return widest
+
+
+def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
+    """64-row tiles (one consumer warpgroup each) for a layer of few K steps whose 128-row
+    tiles (128 wide where 128 divides K, or the 64 wide ones the layer took) fill at most
+    half the CTAs:
+
+    * at most :data:`SHORT_K_STEPS` K steps: 64-row tiles where they fit in one wave. A
+      short layer is latency as much as MMAs; a 64-row K step is half the MMAs, and a
+      layer of a few images has rows for twice the tiles (or, under 64 rows, wastes half
+      as many). H100, x cuDNN, 64-row tiles / the 128-row default, same runs: N=8
+      14x14x1024 -> 512 1x1 1.12-1.35 / 0.75-0.91, N=8 14x14x1024 -> 256 0.86-1.22 /
+      0.56-0.83, N=8 7x7x512 -> 2048 0.98 / 0.79, N=1 7x7x512 -> 2048 (49 rows) 1.36-1.68
+      / 0.99-1.24, N=1 14x14x256 -> 1024 1.24-1.51 / 0.93-1.18, N=1 28x28x512 -> 128
+      1.18-1.23 / 0.92-0.95, N=1 56x56x64 3x3 64 x 64 tiles 1.23-1.44 / 0.92-1.09, and
+      eleven more 1x1 layers at N=1 and 8 (benchmarks/RESULTS.md section 8).
+    * at most :data:`HALF_ROWS_MAX_STEPS`: 64-row tiles in ordered K parts
+      (:attr:`GemmConfig.ordered_parts`), where they still fill at most half the CTAs
+      and the 128-row tiles are at least 128 wide: 7x7x2048 -> 512 1x1 (32 K steps) at
+      N=8 in 4 parts 0.95-0.99 against 128 x 128 in 8 0.86, at N=4 1.08 / 0.90, at N=1
+      0.97 / 0.88. N=32 of it keeps its 26 tiles of 128 x 256 in 5 parts (100 64-row
+      tiles 0.90 against 1.02), and N=1 28x28x128 3x3 its 128 x 64 tiles (1.24 against
+      1.16 for 64 x 128).
+    Longer layers keep 128-row tiles (N=1 7x7x512 3x3, 72 K steps: 64 x 128 in 8 parts
+    1.77 against 2.05)."""
+    if ({"block_m", "block_n", "schedule"} | _SPLIT_CHOICES) & set(options):
+        return chosen
+    if chosen.k_steps > HALF_ROWS_MAX_STEPS or chosen.stream_k or chosen.cluster_size > 1:
+        return chosen
+    width = 64 if chosen.block_n == 64 else 128 if chosen.n % 128 == 0 else None
+    if width is None:
+        return chosen  # K = 320 keeps its 160-wide tiles: 64-row ones were not measured
+    whole = replace(chosen, block_m=128, block_n=width, schedule="cooperative",
+                    split_k=1, split_k_ordered=False)
+    half = replace(whole, block_m=64)
+    if 2 * whole.num_tiles > whole.ctas or half.num_tiles > half.ctas:
+        return chosen
+    if half.k_steps <= SHORT_K_STEPS:
+        return half
+    parts = half.ordered_parts
+    if parts > 1 and chosen.block_n >= 128:
+        return replace(half, split_k=parts, split_k_ordered=True)
+    return chosen
 
 
 def _exact_widths(base: GemmConfig) -> list[int]:
