@@ -181,14 +181,20 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       CTAs hold with one unit each, each at least 4 K steps, part 0 the short one where
       they do not divide the K steps: :attr:`GemmConfig.ordered_parts`): 7x7x512 in 26
       tiles of 128 x 256 and 5 parts ran at 1.17-1.24x cuDNN, in 4 parts 0.97-0.99x,
-      against 0.84x for the 64-wide tiles in clusters (H100, same runs).
+      against 0.84x for the 64-wide tiles in clusters (H100, same runs); on tiles half
+      as wide where those parts are too few or capped by the K steps
+      (:func:`_enough_units`).
     * **epilogue_n / stages**: as many ring stages as shared memory holds (227 KiB), with
       the widest C stage that costs no stage (128 x 256: C in 128-column halves, 4 stages,
       the GEMM's measured default; 128 x 128: 6; 128 x 64: 8; 128 x 192: 64-column C, 5;
       128 x 160: 32-column 64B-swizzled C, 6), at most :data:`MAX_STAGES` (the small
       slots of 32- and 16-wide K blocks).
-    * **block_m**, **ctas**, **group_m**: the GEMM's defaults (128-row tiles, 132 CTAs:
-      pass ``ctas=`` the GPU's SM count).
+    * **block_m**: 128, but 64 (cooperative, one consumer warpgroup a tile) for a layer of
+      at most :data:`HALF_ROWS_MAX_STEPS` K steps whose 128-row tiles fill at most half
+      the CTAs (in ordered parts past :data:`SHORT_K_STEPS`; :func:`_half_rows`): the 1x1
+      layers of small batches, N=1 7x7x512 -> 2048 1.29-1.68x cuDNN against 0.99-1.24x.
+    * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
+      count).
 
     The wave model was fit mostly on GEMMs: ``benchmarks/conv2d.py --sweep``
     times the alternatives (widths, stages, clusters, ping-pong).
