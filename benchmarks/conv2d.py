@@ -17,7 +17,8 @@ cuDNN's, both from graph replays.
 ``--compile-only`` builds and assembles every kernel for sm_90a (no GPU, no torch);
 ``--sweep`` times a few tilings per layer (tile width, ping-pong against cooperative
 warpgroups, 2x1 clusters multicasting the filter, 1x2 and 1x4 clusters multicasting the
-activation on narrow tiles, one ring stage fewer, stream-K, ordered split-K);
+activation on narrow tiles, 64-row tiles, one ring stage fewer, stream-K, ordered
+split-K);
 ``--block-m``, ``--block-n``, ``--block-k``, ``--stages``, ``--epilogue-n``,
 ``--schedule``, ``--cluster``, ``--cluster-n``, ``--stream-k``, ``--split-k`` and
 ``--ctas`` set one tiling;
@@ -130,6 +131,10 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
 
     for block_n, schedule, (cluster, cluster_n) in SWEEP:
         add(block_n, schedule=schedule, cluster=cluster, cluster_n=cluster_n)
+    for block_n in (64, 128, 256):
+        # 64-row tiles (one consumer warpgroup each): the default for short layers whose
+        # 128-row tiles are few (conv2d._half_rows).
+        add(block_n, block_m=64, schedule="cooperative")
     if base.stages > 2:
         found.append(replace(base, stages=base.stages - 1))
     for block_n, cluster in [(w, c) for w in (64, 128, 256) for c in (1, 2)]:
