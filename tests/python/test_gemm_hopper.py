@@ -18,6 +18,7 @@ from tvm_tma.kernels.gemm import gemm_kernel
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.operands import AOperand
 from tvm_tma.kernels.reference import run
+from tvm_tma.kernels.tiling import HALF_ROWS_MAX_STEPS
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.scripts import load_script
 
@@ -35,6 +36,9 @@ CASES = [
     GemmConfig.for_problem(1000, 2000, 3000),
     GemmConfig.for_problem(300, 128, 2048),  # 3 tiles: 8 ordered K parts, ping-pong
     GemmConfig.for_problem(7, 1000, 2048),  # one row block: ordered parts, 256B L2 fills
+    # (on 64 x 128 tiles: M <= 64), and 16 K steps whose 40 tiles of 128 rows become 72 of
+    # 64 (M, N and K ragged).
+    GemmConfig.for_problem(520, 1000, 1000),
     # The wave model's 128 x 192 tiles (C in 64-column stages): filling one wave, in 2x1
     # clusters where the rows straddle L2 lines (K = 1000, N = 4040 ragged), and with
     # stream-K sharing the last wave's 60 tiles.
@@ -497,7 +501,8 @@ def test_default_tiling_keeps_every_sm_busy():
         "pingpong", 128, 5, 1)
     assert (skinny.split_k, skinny.split_k_ordered, skinny.work_units) == (4, True, 128)
     assert GemmConfig.for_problem(16, 8192, 8192).split_k == 2  # 64 tiles
-    assert GemmConfig.for_problem(128, 2048, 512).split_k == 2  # 8 K steps: 2 parts
+    # 8 K steps: 2 parts (on 128-row tiles; by default 64-row ones, the test below).
+    assert GemmConfig.for_problem(128, 2048, 512, block_m=128).split_k == 2
     # 8 tiles of 128 K steps: 16 parts of 8; 3 tiles of 32 steps: 8 parts of 4.
     assert GemmConfig.for_problem(128, 1024, 8192).split_k == 16
     assert GemmConfig.for_problem(300, 128, 2048).split_k == 8
@@ -509,6 +514,43 @@ def test_default_tiling_keeps_every_sm_busy():
     assert GemmConfig.for_problem(256, 256, 256).split_k == 1  # 4 K steps
     assert GemmConfig.for_problem(512, 4096, 4096).split_k == 1  # 128 tiles
     assert GemmConfig.for_problem(4096, 128, 4096, cluster=1).split_k == 1  # chosen
+
+
+def test_64_row_tiles_where_m_is_at_most_64_or_short_tiles_are_few():
+    """tiling.on_half_rows: 128 x 128 tiles become 64 x 128 ones (cooperative, 9 stages, a
+    64-column C stage) where M is at most 64 (keeping the K split), or where a problem of
+    at most 16 K steps has 128-row tiles filling at most half the SMs and 64-row ones fit
+    a wave (plain); 16-bit inputs with B as N x K; not where the caller chose the tile,
+    schedule, ring or split. Measured on the H100 (kernels/tiling.py)."""
+    assert HALF_ROWS_MAX_STEPS == 16
+    half = {"block_m": 64, "block_n": 128, "schedule": "cooperative", "stages": 9,
+            "epilogue_n": 64}
+    cases = {  # (m, n, k): (split_k, tiles, l2_promotion)
+        (16, 8192, 8192): (2, 64, 256),  # M <= 64: the ordered parts kept
+        (1, 4096, 14336): (4, 32, 256),
+        (64, 14336, 4096): (1, 112, 256),  # was 128 x 128 in plain waves
+        (512, 512, 512): (1, 32, 128),  # 8 K steps, 16 tiles of 128 rows
+        (1024, 1024, 1024): (1, 128, 128),  # 16 K steps, 64 tiles of 128 rows
+        (4096, 256, 1024): (1, 128, 128),
+    }
+    for (m, n, k), (split, tiles, promotion) in cases.items():
+        cfg = GemmConfig.for_problem(m, n, k)
+        cfg.check()
+        assert {name: getattr(cfg, name) for name in half} == half
+        assert (cfg.split_k, cfg.num_tiles, cfg.l2_promotion) == (split, tiles, promotion)
+        assert cfg.split_k_ordered == (split > 1)
+    # 128-row tiles stay: past 16 K steps with M > 64, 128 x 128 tiles filling more than
+    # half the SMs, 64-row ones past a wave, FP8, B as K x N, and any tile, schedule or
+    # split the caller chose.
+    for (m, n, k), options in [((300, 128, 2048), {}), ((2048, 2048, 512), {}),
+                               ((1024, 2048, 1024), {}),
+                               ((16, 8192, 8192), {"dtype": "float8_e4m3fn"}),
+                               ((16, 8192, 8192), {"b_layout": "kn"}),
+                               ((512, 512, 512), {"block_n": 128}),
+                               ((512, 512, 512), {"schedule": "pingpong"}),
+                               ((512, 512, 512), {"stages": 5}),
+                               ((16, 8192, 8192), {"split_k": 2, "split_k_ordered": True})]:
+        assert GemmConfig.for_problem(m, n, k, **options).block_m == 128, (m, n, k, options)
 
 
 @pytest.mark.parametrize("options", [{}, {"cluster": 2}, {"cluster_n": 2}, {"cluster": 1},

@@ -146,8 +146,10 @@ class GemmConfig:
         measurements are explained): cooperative 128-row tiles 256, 192 or 128 wide,
         whichever the wave count makes fastest, data-parallel or with stream-K sharing a
         last wave at most half full; 2x1 clusters multicasting B where the operands' rows
-        straddle 128-byte L2 lines; and where 128 x 128 tiles fill at most half the SMs,
-        K cut into ordered parts on ping-pong tiles (:attr:`ordered_parts`).
+        straddle 128-byte L2 lines; where 128 x 128 tiles fill at most half the SMs, K
+        cut into ordered parts on ping-pong tiles (:attr:`ordered_parts`); and 64 x 128
+        tiles where M is at most 64, or where a problem of at most 16 K steps has too few
+        128-row tiles (:func:`.tiling.on_half_rows`).
 
         Every option the caller gives is kept; the model fills in the rest. FP8 inputs take
         the same tiles with a K block of 128: their slots have the 16-bit slots' bytes

@@ -171,6 +171,12 @@ TILINGS = (
 #: The ping-pong tiling (a caller's ``schedule="pingpong"``, and ordered split-K): each
 #: warpgroup its own 128 x 128 tile and 64-column C stage, leaving room for 5 ring stages.
 PINGPONG = {"block_n": 128, "stages": 5, "epilogue_n": 64, "schedule": "pingpong"}
+#: The 64-row tiling :func:`on_half_rows` takes: cooperative (one consumer warpgroup a
+#: 64 x 128 tile), 9 ring stages of 24 KiB beside a 64-column C stage.
+HALF_ROWS = {"block_m": 64, "block_n": 128, "stages": 9, "epilogue_n": 64,
+             "schedule": "cooperative"}
+#: K steps at most of a problem whose too few 128 x 128 tiles give way to 64 x 128 ones.
+HALF_ROWS_MAX_STEPS = 16
 #: L2 fill of the operand loads where the problem streams B (:func:`streams_weights`).
 #: H100, same runs: 16 x 8192 x 8192 92.9% -> 94.5% of cuBLAS (92.3% -> 94.2% in another
 #: session), 1 x 16384 x 16384 90.8% -> 93.5%, 128 x 8192 x 8192 96.8% -> 97.1% (94.7% ->
@@ -343,8 +349,10 @@ def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
     """The default configuration of ``GemmConfig.for_problem``: ordered split-K on
     ping-pong 128 x 128 tiles where those tiles fill at most half the SMs, else the
     cheapest candidate of :func:`ranked` (the caller's options laid over the default
-    tiling when none of the candidates runs, so that ``check`` names what is wrong); with
-    256-byte L2 fills where M is one row block (:func:`streams_weights`)."""
+    tiling when none of the candidates runs, so that ``check`` names what is wrong); 128 x
+    128 tiles as 64 x 128 ones where M is at most 64 or a short problem's tiles are few
+    (:func:`on_half_rows`, unless the caller chose the tile, schedule, ring or split);
+    with 256-byte L2 fills where M is one row block (:func:`streams_weights`)."""
     wide = make(m, n, k, **options)
     narrow = PINGPONG if wide.schedule == "pingpong" else TILINGS[-1]
     split = (1 if (SPLIT_FIELDS | {"schedule"}) & set(options) else
@@ -355,9 +363,44 @@ def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
     else:
         best = ranked(make, m, n, k, **options)
         chosen = best[0].config if best else wide
+    if not ({"block_m", "block_n", "schedule", "stages", "epilogue_n"} | SPLIT_FIELDS) & set(
+            options):
+        chosen = on_half_rows(chosen)
     if "l2_promotion" not in options and streams_weights(chosen):
         chosen = replace(chosen, l2_promotion=WEIGHT_STREAM_PROMOTION)
     return chosen
+
+
+def on_half_rows(cfg: Tiling) -> Tiling:
+    """``cfg``'s 128 x 128 tiles as 64 x 128 ones (:data:`HALF_ROWS`: cooperative, one
+    consumer warpgroup a tile, 9 ring stages) where 128-row tiles waste or starve, 16-bit
+    inputs with B as N x K (what was measured):
+
+    * **M at most 64**: a 128-row tile's second half is all padding; the 64-row tile
+      keeps the K split. H100, % of cuBLAS, same run, 64-row / the 128-row default:
+      64 x 14336 x 4096 98.1 / 94.5, 16 x 8192 x 8192 96.1 / 94.6 (2 parts), 1 x 8192 x
+      8192 94.6 / 91.3, 64 x 4096 x 1024 246 / 199 (4 parts); 32 x 4096 x 14336 99.7 /
+      102.1 and 1 x 4096 x 14336 99.8 / 100.6 (4 parts) within a run's noise.
+    * **At most 16 K steps, the 128-row tiles filling at most half the SMs** (where the
+      model takes them in ordered parts) and the 64-row ones fitting one wave: those,
+      plain. A short problem is latency as much as MMAs, and twice the tiles put twice
+      the SMs on it without a later part's wait and add: 512 x 512 x 512 294 / 207%,
+      256 x 2048 x 512 268 / 168, 512 x 1024 x 1024 295 / 217, 128 x 4096 x 1024 307 /
+      257, 256 x 1024 x 1024 223 / 187, 200 x 3000 x 800 197 / 157, 1024^3 167 / 142
+      (conv2d's short layers take the same rule, kernels/conv2d.py).
+    """
+    if (cfg.block_m, cfg.block_n) != (128, 128) or cfg.cluster_size > 1 or cfg.stream_k:
+        return cfg
+    if cfg.element_bytes != 2 or cfg.b_layout != "nk":
+        return cfg
+    half = replace(cfg, **HALF_ROWS)
+    if cfg.m <= 64:
+        return half
+    whole_tiles = replace(cfg, split_k=1).num_tiles
+    if (cfg.k_steps <= HALF_ROWS_MAX_STEPS and 2 * whole_tiles <= cfg.ctas
+            and half.num_tiles <= cfg.ctas):
+        return replace(half, split_k=1, split_k_ordered=False)
+    return cfg
 
 
 def streams_weights(cfg: Tiling) -> bool:
