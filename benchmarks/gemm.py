@@ -64,10 +64,11 @@ FP8_PROBLEMS = [*PROBLEMS[:-1], (1000, 2000, 3008)]
 
 #: The sweep's tilings: (schedule, block_m, block_n, stages, epilogue_n), the model's among
 #: them (128 x 160: C in 32-column 64B-swizzled stages). Cooperative warpgroups share a
-#: 128-row tile; ping-pong ones each take whole tiles in turns.
+#: 128-row tile (a 64-row one is one warpgroup's: tiling.on_half_rows); ping-pong ones
+#: each take whole tiles in turns.
 SWEEP_TILINGS = [("cooperative", 128, 256, 4, 128), ("cooperative", 128, 256, 3, 0),
                  ("cooperative", 128, 192, 5, 64), ("cooperative", 128, 160, 6, 32),
-                 ("cooperative", 128, 128, 6, 0),
+                 ("cooperative", 128, 128, 6, 0), ("cooperative", 64, 128, 9, 64),
                  ("pingpong", 128, 128, 6, 64), ("pingpong", 128, 128, 5, 128),
                  ("pingpong", 64, 256, 4, 128)]
 
