@@ -20,6 +20,7 @@ from tvm_tma.kernels.tiling import (
     choose,
     estimate,
     in_ordered_parts,
+    on_half_rows,
     ranked,
     rows_straddle_lines,
     step_cost,
@@ -133,11 +134,12 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
     ((8192, 8192, 8192), ("cooperative", 256, 4, 1, False, 1)),
     ((8192, 1024, 8192), ("cooperative", 256, 4, 1, False, 1)),
     # Few tiles: ordered split-K on ping-pong 128 x 128 tiles (the rule before the model).
+    # M at most 64 takes them as 64 x 128 tiles (on_half_rows: cooperative, 9 stages).
     ((4096, 128, 4096), ("pingpong", 128, 5, 1, False, 4)),
-    ((16, 8192, 8192), ("pingpong", 128, 5, 1, False, 2)),
+    ((16, 8192, 8192), ("cooperative", 128, 9, 1, False, 2)),
     # 8 tiles of 128 K steps: 16 parts (1.6x 4 parts in one H100 run), 16 tiles of 256: 8.
     ((128, 1024, 8192), ("pingpong", 128, 5, 1, False, 16)),
-    ((64, 2048, 16384), ("pingpong", 128, 5, 1, False, 8)),
+    ((64, 2048, 16384), ("cooperative", 128, 9, 1, False, 8)),
 ], ids=str)
 def test_the_default_tiling_on_the_measured_shapes(problem, expected):
     assert shape(GemmConfig.for_problem(*problem)) == expected
@@ -233,13 +235,18 @@ def test_the_model_keeps_what_the_caller_chose(options):
 
 def test_the_default_runs_on_any_problem():
     """Random M, N, K from 1 (M) and 8 (N, K) to 16384, 16-bit and FP8: the choice always
-    passes check and is one the model ranked (or the ordered split-K rule's)."""
+    passes check and is one the model ranked (or the ordered split-K rule's), or its
+    64-row form (on_half_rows) of one."""
     extents = [1, 7, 8, 16, 77, 128, 136, 520, 1000, 2048, 3000, 4096, 5000, 16384]
     for m, n, k in itertools.islice(itertools.product(extents, repeat=3), 0, None, 7):
         n, k = max(8, n // 8 * 8), max(16, k // 16 * 16)
         for dtype in ("bfloat16", "float8_e4m3fn"):
             cfg = GemmConfig.for_problem(m, n, k, dtype=dtype)
             cfg.check()
+            if cfg.block_m == 64:
+                whole = GemmConfig.for_problem(m, n, k, dtype=dtype, block_m=128)
+                assert replace(on_half_rows(whole), l2_promotion=cfg.l2_promotion) == cfg
+                cfg = whole
             if cfg.split_k == 1:
                 ranked_as = replace(cfg, l2_promotion=128)  # 256 where M is one row block
                 assert ranked_as in candidates(GemmConfig, m, n, k, {"dtype": dtype})
