@@ -310,7 +310,7 @@ def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles():
 def test_few_tiles_of_few_k_steps_take_64_row_tiles():
     """A layer of at most HALF_ROWS_MAX_STEPS K steps whose 128-row tiles fill at most half
     the CTAs takes 64-row tiles (cooperative: one consumer warpgroup each): plain where it
-    has at most SHORT_K_STEPS and they fit one wave, in ordered K parts past that where
+    has at most 16 and they fit one wave, in ordered K parts past that where
     they still fill at most half (and the 128-row tiles were at least 128 wide).
     Measured on the H100 (kernels/conv2d.py)."""
     assert HALF_ROWS_MAX_STEPS == 32

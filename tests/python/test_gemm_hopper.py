@@ -18,7 +18,7 @@ from tvm_tma.kernels.gemm import gemm_kernel
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.operands import AOperand
 from tvm_tma.kernels.reference import run
-from tvm_tma.kernels.tiling import HALF_ROWS_MAX_STEPS
+from tvm_tma.kernels.tiling import HALF_ROWS_SHORT_STEPS
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.scripts import load_script
 
@@ -522,7 +522,7 @@ def test_64_row_tiles_where_m_is_at_most_64_or_short_tiles_are_few():
     at most 16 K steps has 128-row tiles filling at most half the SMs and 64-row ones fit
     a wave (plain); 16-bit inputs with B as N x K; not where the caller chose the tile,
     schedule, ring or split. Measured on the H100 (kernels/tiling.py)."""
-    assert HALF_ROWS_MAX_STEPS == 16
+    assert HALF_ROWS_SHORT_STEPS == 16
     half = {"block_m": 64, "block_n": 128, "schedule": "cooperative", "stages": 9,
             "epilogue_n": 64}
     cases = {  # (m, n, k): (split_k, tiles, l2_promotion)

@@ -48,10 +48,17 @@ import tvm
 
 from ..conv import Conv2dGeometry
 from .gemm import gemm_kernel
-from .gemm_config import K_BLOCKS, MAX_ORDERED_SPLIT, MAX_SHARED, GemmConfig
+from .gemm_config import K_BLOCKS, MAX_ORDERED_SPLIT, MAX_SHARED, PART_STEPS_FLOOR, GemmConfig
 from .reference import OUTPUT_EPS, error_bound
 from .stream_k import check_workspace_left_clean, workspace
-from .tiling import SPLIT_FIELDS, estimate, in_ordered_parts, stream_k_pays
+from .tiling import (
+    HALF_ROWS_SHORT_STEPS,
+    SPLIT_FIELDS,
+    estimate,
+    half_rows_fill,
+    in_ordered_parts,
+    stream_k_pays,
+)
 
 #: Input/output element types the kernel takes (the GEMM's: 16-bit, one 128-, 64- or
 #: 32-byte swizzle row per 64-, 32- or 16-column K block).
@@ -191,7 +198,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       slots of 32- and 16-wide K blocks).
     * **block_m**: 128, but 64 (cooperative, one consumer warpgroup a tile) for a layer of
       at most :data:`HALF_ROWS_MAX_STEPS` K steps whose 128-row tiles fill at most half
-      the CTAs (in ordered parts past :data:`SHORT_K_STEPS`; :func:`_half_rows`): the 1x1
+      the CTAs (in ordered parts past 16; :func:`_half_rows`): the 1x1
       layers of small batches, N=1 7x7x512 -> 2048 1.29-1.68x cuDNN against 0.99-1.24x.
     * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
       count).
@@ -308,7 +315,8 @@ def _enough_units(widest: GemmConfig, exact: list[int]) -> GemmConfig:
       1.19 for 16 of 128 x 128 in 8; N=32 7x7x2048 -> 512 (26 tiles in 5) 1.02 against
       0.85 for 52 in 2."""
     units = widest.num_tiles * widest.ordered_parts
-    steps_cap = widest.k_steps // 4 < min(MAX_ORDERED_SPLIT, widest.ctas // widest.num_tiles)
+    steps_cap = (widest.k_steps // PART_STEPS_FLOOR
+                 < min(MAX_ORDERED_SPLIT, widest.ctas // widest.num_tiles))
     half = widest.block_n // 2
     if (4 * units <= widest.ctas or steps_cap) and half in exact:
         return replace(widest, block_n=half)
@@ -320,10 +328,11 @@ def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
     tiles (128 wide where 128 divides K, or the 64 wide ones the layer took) fill at most
     half the CTAs:
 
-    * at most :data:`SHORT_K_STEPS` K steps: 64-row tiles where they fit in one wave. A
-      short layer is latency as much as MMAs; a 64-row K step is half the MMAs, and a
-      layer of a few images has rows for twice the tiles (or, under 64 rows, wastes half
-      as many). H100, x cuDNN, 64-row tiles / the 128-row default, same runs: N=8
+    * at most :data:`~.tiling.HALF_ROWS_SHORT_STEPS` K steps (the GEMM's bound): 64-row
+      tiles where they fit in one wave (:func:`~.tiling.half_rows_fill`). A short layer
+      is latency as much as MMAs; a 64-row K step is half the MMAs, and a layer of a few
+      images has rows for twice the tiles (or, under 64 rows, wastes half as many).
+      H100, x cuDNN, 64-row tiles / the 128-row default, same runs: N=8
       14x14x1024 -> 512 1x1 1.12-1.35 / 0.75-0.91, N=8 14x14x1024 -> 256 0.86-1.22 /
       0.56-0.83, N=8 7x7x512 -> 2048 0.98 / 0.79, N=1 7x7x512 -> 2048 (49 rows) 1.36-1.68
       / 0.99-1.24, N=1 14x14x256 -> 1024 1.24-1.51 / 0.93-1.18, N=1 28x28x512 -> 128
@@ -348,9 +357,9 @@ def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
     whole = replace(chosen, block_m=128, block_n=width, schedule="cooperative",
                     split_k=1, split_k_ordered=False)
     half = replace(whole, block_m=64)
-    if 2 * whole.num_tiles > whole.ctas or half.num_tiles > half.ctas:
+    if not half_rows_fill(whole, half):
         return chosen
-    if half.k_steps <= SHORT_K_STEPS:
+    if half.k_steps <= HALF_ROWS_SHORT_STEPS:
         return half
     parts = half.ordered_parts
     if parts > 1 and chosen.block_n >= 128:

@@ -47,6 +47,8 @@ FP8_BLOCK_K = 128
 #: Most K parts the default tiling cuts a problem of few tiles into (ordered split-K): the
 #: most the H100 runs measured (16 parts of 8 K steps: 128 x 1024 x 8192 at 1.6x 4 parts).
 MAX_ORDERED_SPLIT = 16
+#: Fewest K steps an ordered part keeps (:attr:`GemmConfig.ordered_parts`).
+PART_STEPS_FLOOR = 4
 
 
 @dataclass(frozen=True)
@@ -179,7 +181,8 @@ class GemmConfig:
         if 2 * self.num_tiles > self.ctas:
             return 1
         steps = self.k_steps
-        most = max(1, min(MAX_ORDERED_SPLIT, self.ctas // self.num_tiles, steps // 4))
+        most = max(1, min(MAX_ORDERED_SPLIT, self.ctas // self.num_tiles,
+                          steps // PART_STEPS_FLOOR))
         # The shortest longest part, then the fewest parts (the fewest adds into C).
         return min((p for p in range(1, most + 1) if (p - 1) * math.ceil(steps / p) < steps),
                    key=lambda p: (math.ceil(steps / p), p))

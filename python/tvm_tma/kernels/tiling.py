@@ -175,8 +175,9 @@ PINGPONG = {"block_n": 128, "stages": 5, "epilogue_n": 64, "schedule": "pingpong
 #: 64 x 128 tile), 9 ring stages of 24 KiB beside a 64-column C stage.
 HALF_ROWS = {"block_m": 64, "block_n": 128, "stages": 9, "epilogue_n": 64,
              "schedule": "cooperative"}
-#: K steps at most of a problem whose too few 128 x 128 tiles give way to 64 x 128 ones.
-HALF_ROWS_MAX_STEPS = 16
+#: K steps at most of a problem whose too few 128-row tiles give way to plain 64-row ones
+#: (the GEMM's :func:`on_half_rows`, conv2d's ``_half_rows``).
+HALF_ROWS_SHORT_STEPS = 16
 #: L2 fill of the operand loads where the problem streams B (:func:`streams_weights`).
 #: H100, same runs: 16 x 8192 x 8192 92.9% -> 94.5% of cuBLAS (92.3% -> 94.2% in another
 #: session), 1 x 16384 x 16384 90.8% -> 93.5%, 128 x 8192 x 8192 96.8% -> 97.1% (94.7% ->
@@ -396,11 +397,16 @@ def on_half_rows(cfg: Tiling) -> Tiling:
     half = replace(cfg, **HALF_ROWS)
     if cfg.m <= 64:
         return half
-    whole_tiles = replace(cfg, split_k=1).num_tiles
-    if (cfg.k_steps <= HALF_ROWS_MAX_STEPS and 2 * whole_tiles <= cfg.ctas
-            and half.num_tiles <= cfg.ctas):
+    if cfg.k_steps <= HALF_ROWS_SHORT_STEPS and half_rows_fill(replace(cfg, split_k=1), half):
         return replace(half, split_k=1, split_k_ordered=False)
     return cfg
+
+
+def half_rows_fill(whole: Tiling, half: Tiling) -> bool:
+    """Whether ``whole``'s 128-row tiles are too few for the SMs (at most half the CTAs
+    get one) and ``half``'s 64-row tiles of the problem still fit one wave: where a short
+    problem (or conv2d layer) takes the 64-row ones."""
+    return 2 * whole.num_tiles <= whole.ctas and half.num_tiles <= half.ctas
 
 
 def streams_weights(cfg: Tiling) -> bool:
