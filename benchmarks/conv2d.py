@@ -153,7 +153,8 @@ def describe(cfg: GemmConfig) -> str:
     return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n}x{cfg.block_k} C{cfg.epilogue_cols} "
             f"stages={cfg.stages} cluster={cfg.cluster}x{cfg.cluster_n} ctas={cfg.ctas}"
             f"{f' {cfg.split_k} ordered K parts' if cfg.split_k > 1 else ''}"
-            f"{' stream-K' if cfg.stream_k else ''}")
+            f"{' stream-K' if cfg.stream_k else ''}"
+            f"{f' tail in {cfg.tail_split} parts' if cfg.tail_split > 1 else ''}")
 
 
 def kernel_label(name: str, cfg: GemmConfig) -> str:
@@ -161,7 +162,8 @@ def kernel_label(name: str, cfg: GemmConfig) -> str:
             f"-e{cfg.epilogue_cols}"
             f"-s{cfg.stages}-x{cfg.cluster}{'' if cfg.cluster_n == 1 else f'x{cfg.cluster_n}'}"
             f"-c{cfg.ctas}{f'-k{cfg.split_k}' if cfg.split_k > 1 else ''}"
-            f"{'-sk' if cfg.stream_k else ''}")
+            f"{'-sk' if cfg.stream_k else ''}"
+            f"{f'-t{cfg.tail_split}' if cfg.tail_split > 1 else ''}")
 
 
 def build(name: str, geometry: Conv2dGeometry, cfg: GemmConfig, dump: Path | None):
@@ -245,10 +247,10 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
             args += workspace(cfg, tvm.cuda(0))
             executable(*args)
             torch.cuda.synchronize()
-            if cfg.split_k not in split_bounds:
-                split_bounds[cfg.split_k] = conv2d_error_bound(reference, magnitude, g, dtype,
-                                                               cfg.split_k)
-            bound = split_bounds[cfg.split_k]
+            parts = cfg.reduction_parts
+            if parts not in split_bounds:
+                split_bounds[parts] = conv2d_error_bound(reference, magnitude, g, dtype, parts)
+            bound = split_bounds[parts]
             ok, worst = worst_over_bound(torch, y, reference, bound)
             ms, host_ms, median = time_kernel(torch, lambda args=args: executable(*args),
                                               launches, repetitions, runs, 5)
@@ -266,7 +268,8 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
                 "cluster": cfg.cluster, "cluster_n": cfg.cluster_n, "ctas": cfg.ctas,
                 "tiles": cfg.num_tiles,
                 "stream_k": cfg.stream_k, "split_k": cfg.split_k,
-                "correct": ok, "worst_error_over_bound": round(worst, 4),
+                "tail_split": cfg.tail_split, "correct": ok,
+                "worst_error_over_bound": round(worst, 4),
                 "ms": round(ms, 5), "host_launched_ms": round(host_ms, 5),
                 "median_ms": round(median, 5),
                 "tflops": round(g.flops / ms / 1e9, 1),
@@ -331,6 +334,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="every CTA an equal run of the K steps (stream-K)")
     parser.add_argument("--split-k", type=int,
                         help="K in ordered parts (part 0 stores, the others add after it)")
+    parser.add_argument("--tail-split", type=int,
+                        help="K parts each tile past the last full wave is cut into "
+                             "(ordered, one last round)")
     parser.add_argument("--ctas", type=int, help="persistent CTAs (default: one per SM; "
                                                  "132 with --compile-only)")
     args = parser.parse_args(argv)
@@ -346,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 ("split_k", args.split_k),
                                                 ("split_k_ordered",
                                                  True if args.split_k else None),
+                                                ("tail_split", args.tail_split),
                                                 ("ctas", args.ctas))
                if value is not None}
     problems = args.problem or PROBLEMS
@@ -360,7 +367,8 @@ def main(argv: list[str] | None = None) -> int:
           f"{'median':>7} {'cuDNN':>7} {'host':>7} {'x cuDNN':>7} {'issue':>6}")
     for row in rows:
         tiling = (f"{'sk' if row['stream_k'] else row['schedule'][:4]}"
-                  f"{'/' + str(row['split_k']) if row['split_k'] > 1 else ''} "
+                  f"{'/' + str(row['split_k']) if row['split_k'] > 1 else ''}"
+                  f"{'/t' + str(row['tail_split']) if row.get('tail_split', 1) > 1 else ''} "
                   f"{row['block_m']}x{row['block_n']}x{row['block_k']} "
                   f"C{row['epilogue_n']} st{row['stages']} "
                   f"x{row['cluster']}x{row['cluster_n']} "

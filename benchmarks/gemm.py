@@ -219,8 +219,8 @@ def check(torch, c, operands: Operands, cfg: GemmConfig) -> tuple[bool, float]:
     error / bound). A split-K launch adds its K parts into a C of zeros."""
     reference, magnitude = operands.reference, operands.magnitude
     split = {}
-    if cfg.split_k > 1:
-        split = dict(split_k=cfg.split_k,
+    if cfg.reduction_parts > 1:
+        split = dict(split_k=cfg.reduction_parts,
                      parts=operands.part_magnitude(cfg.part_bounds()),
                      initial=torch.zeros_like(reference))
     if cfg.fp8:
@@ -289,7 +289,7 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
                 "cluster_n": cfg.cluster_n,
                 "split_k": cfg.split_k, "split_k_ordered": cfg.split_k_ordered,
                 "stream_k": cfg.stream_k, "stream_k_waves": cfg.stream_k_waves,
-                "l2_promotion": cfg.l2_promotion,
+                "tail_split": cfg.tail_split, "l2_promotion": cfg.l2_promotion,
                 "tiles": cfg.num_tiles,
                 "model_cost": round(estimate(cfg).cost, 1),
                 "correct": ok and ok_after,
@@ -317,7 +317,8 @@ def kernel_label(m: int, n: int, k: int, cfg: GemmConfig) -> str:
             f"{cfg.block_n}-s{cfg.stages}-x{cfg.cluster}"
             f"{'' if cfg.cluster_n == 1 else f'x{cfg.cluster_n}'}-k{cfg.split_k}"
             f"{'o' if cfg.split_k_ordered else ''}"
-            f"{'-sk' if cfg.stream_k else ''}")
+            f"{'-sk' if cfg.stream_k else ''}"
+            f"{f'-t{cfg.tail_split}' if cfg.tail_split > 1 else ''}")
 
 
 def explain(m: int, n: int, k: int, **options) -> None:
@@ -333,7 +334,8 @@ def describe(cfg: GemmConfig) -> str:
     return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n} stages={cfg.stages} "
             f"cluster={cfg.cluster}x{cfg.cluster_n} split_k={cfg.split_k}"
             f"{' ordered' if cfg.split_k_ordered else ''} stream_k={cfg.stream_k}"
-            f"{f' ({cfg.stream_k_waves} waves)' if cfg.stream_k else ''}")
+            f"{f' ({cfg.stream_k_waves} waves)' if cfg.stream_k else ''}"
+            f"{f' tail_split={cfg.tail_split}' if cfg.tail_split > 1 else ''}")
 
 
 def compile_only(problems, dtypes: list[tuple[str, str | None]], sweep: bool,
@@ -399,6 +401,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="every CTA an equal run of the problem's K steps")
     parser.add_argument("--stream-k-waves", type=int, choices=(1, 2),
                         help="with --stream-k: the trailing waves it shares out")
+    parser.add_argument("--tail-split", type=int,
+                        help="K parts each tile past the last full wave is cut into "
+                             "(ordered, one last round)")
     parser.add_argument("--ctas", type=int, help="persistent CTAs (default: one per SM)")
     parser.add_argument("--json", type=Path)
     parser.add_argument("--explain", action="store_true",
@@ -416,6 +421,7 @@ def main(argv: list[str] | None = None) -> int:
                                                 ("split_k_ordered", args.split_k_ordered),
                                                 ("stream_k", args.stream_k),
                                                 ("stream_k_waves", args.stream_k_waves),
+                                                ("tail_split", args.tail_split),
                                                 ("l2_promotion", args.l2_promotion),
                                                 ("ctas", args.ctas))
                if value is not None}
@@ -425,7 +431,7 @@ def main(argv: list[str] | None = None) -> int:
     if fp8 and args.b_layout != "nk":
         parser.error(f"--b-layout {args.b_layout} with --dtype {args.dtype}: FP8 B is N x K "
                      f"('nk')")
-    problems = ([tuple(int(x) for x in p.split("x")) for p in args.problem]
+    problems = ([tuple(int(x) for x in p.replace(",", "x").split("x")) for p in args.problem]
                 or (FP8_PROBLEMS if fp8 else PROBLEMS))
     if args.explain:
         for m, n, k in problems:
@@ -457,7 +463,8 @@ def print_table(rows: list[dict]) -> None:
           + "".join(f" {name:>16} {'% ' + name:>18}" for name in names))
     for row in rows:
         tile = f"{row['block_m']}x{row['block_n']}"
-        split = ("sk" if row["stream_k"] else
+        split = ("sk" if row["stream_k"] else f"t{row['tail_split']}"
+                 if row.get("tail_split", 1) > 1 else
                  f"{row['split_k']}{'o' if row.get('split_k_ordered') else ''}")
         print(f"{row['problem']:16} {row['b']:3} {row['schedule']:11} {tile:>7} "
               f"{row['stages']:3} {row['cluster']}x{row['cluster_n']} {split:>5} "

@@ -65,6 +65,9 @@ FEATURE_CASES = [
     # empty (C in 64-column stages, 5 ring stages).
     GemmConfig.for_problem(768, 4096, 1024, dtype=E4),
     GemmConfig(520, 648, 1008, dtype=E5, stream_k=True, stream_k_waves=2, ctas=9),
+    # The tail split: 3 waves of 20, 4 tiles left over in 3 ordered parts of 24 ragged K
+    # blocks (8 each), scaled bf16 part 0 stored, the others added after it.
+    GemmConfig(1000, 2000, 3008, dtype=E4, tail_split=3, ctas=20),
 ]
 CASES = DEFAULT_CASES + FEATURE_CASES
 
@@ -74,7 +77,8 @@ def _name(cfg: GemmConfig) -> str:
     return (f"{cfg.m}x{cfg.n}x{cfg.k}-{a}x{b}-bm{cfg.block_m}-bn{cfg.block_n}-s{cfg.stages}"
             f"-e{cfg.epilogue_cols}-c{cfg.ctas}-{cfg.schedule}-x{cfg.cluster}-k{cfg.split_k}"
             f"{'-sk' if cfg.stream_k else ''}{'2' if cfg.stream_k_waves == 2 else ''}"
-            f"{'-ordered' if cfg.split_k_ordered else ''}")
+            f"{'-ordered' if cfg.split_k_ordered else ''}"
+            f"{f'-tail{cfg.tail_split}' if cfg.tail_split > 1 else ''}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -166,8 +170,10 @@ def test_fp8_gemm_assembles_for_sm90a(built):
 
 
 def _loops(cfg: GemmConfig) -> int:
-    """Mainloops in the kernel: two for stream-K with whole tiles before its runs."""
-    return 2 if cfg.stream_k and cfg.stream_k_dp_rounds > 0 else 1
+    """Mainloops in the kernel: two for stream-K with whole tiles before its runs, and for
+    a tail split with whole tiles before its parts."""
+    return 2 if ((cfg.stream_k and cfg.stream_k_dp_rounds > 0)
+                 or (cfg.tail_split > 1 and cfg.tail_rounds > 0)) else 1
 
 
 def test_fp8_mma_is_k32_on_both_types_with_no_transpose(built):
@@ -270,7 +276,7 @@ def test_fp8_epilogue_scales_every_accumulator_once(built):
     a, b = cfg.input_dtypes
     tail = (f", partials: Tensor([{cfg.ctas}, {cfg.partial_floats}], float32), flags: "
             f"Tensor([{cfg.ctas}], int32)" if cfg.stream_k else
-            f", flags: Tensor([{cfg.order_flags}], int32)" if cfg.split_k_ordered else "")
+            f", flags: Tensor([{cfg.order_flags}], int32)" if cfg.order_waits else "")
     b_rows = f"[{cfg.n}, {cfg.k}]"
     assert (f'c"gemm(A: Tensor([{cfg.m}, {cfg.k}], {a}), B: Tensor({b_rows}, {b}), '
             f'C: Tensor([{cfg.m}, {cfg.n}], bfloat16), scale_a: Tensor([1], float32), '

@@ -51,6 +51,16 @@ CASES = [
     GemmConfig(520, 648, 1000, stream_k=True, stream_k_waves=2, ctas=9),
     GemmConfig(1000, 2000, 3000, cluster=2, stream_k=True, stream_k_waves=2, ctas=14),
     GemmConfig(200, 136, 328),
+    # The tail split: the tiles past the last full wave cut into ordered K parts, one
+    # last round. 64 tiles on 20 CTAs (3 waves, 4 left over in 5 parts of 47 ragged K
+    # steps: a short part 0 of 7, then four of 10); 2x1 clusters (6 cluster tiles left
+    # over on 13 clusters, 2 parts each); the K x N B in fp16 (3 tiles left over after a
+    # wave of 12, in 4 parts); and the model's own, 64 of 196 tiles of 128 x 128 in 2
+    # parts of 8 K steps.
+    GemmConfig(1000, 2000, 3000, tail_split=5, ctas=20),
+    GemmConfig(1000, 2000, 3000, cluster=2, tail_split=2, ctas=26),
+    GemmConfig(520, 648, 1000, b_layout="kn", dtype="float16", tail_split=4, ctas=12),
+    GemmConfig.for_problem(6272, 512, 1024),
     GemmConfig(1000, 2000, 3000, ctas=16),
     GemmConfig(128, 256, 40, b_layout="kn"),
     GemmConfig(384, 768, 512, b_layout="kn", ctas=5),
@@ -161,6 +171,7 @@ def _name(cfg: GemmConfig) -> str:
             f"-{cfg.schedule}-x{cfg.cluster}x{cfg.cluster_n}-k{cfg.split_k}"
             f"{'-sk' if cfg.stream_k else ''}{'2' if cfg.stream_k_waves == 2 else ''}"
             f"{'-ordered' if cfg.split_k_ordered else ''}"
+            f"{f'-tail{cfg.tail_split}' if cfg.tail_split > 1 else ''}"
             f"{f'-pieces{cfg.a_copy_k}' if cfg.a_copy_k else ''}")
 
 
@@ -182,8 +193,10 @@ def test_gemm_issues_the_expected_instructions(built):
     # computes, the transpose bit set only for the K x N B.
     # A stream-K kernel with whole tiles before its runs has two mainloops (and two sets
     # of load and store call sites): the whole tiles' and the runs'.
+    # So has a tail split with full waves before its parts.
     trans_b = 1 if cfg.b_layout == "kn" else 0
-    loops = 2 if cfg.stream_k and cfg.stream_k_dp_rounds > 0 else 1
+    loops = 2 if ((cfg.stream_k and cfg.stream_k_dp_rounds > 0)
+                  or (cfg.tail_split > 1 and cfg.tail_rounds > 0)) else 1
     per_step = cfg.block_k // 16 * loops
     for sub in range(cfg.consumer_rows // 64):
         assert src.count(f"_1_1_0_{trans_b}(acc_ptr[{sub * cfg.block_n // 2}]") == per_step
@@ -233,18 +246,23 @@ def test_gemm_issues_the_expected_instructions(built):
     stages = cfg.block_n // cfg.epilogue_cols  # the epilogue loop over C stages is unrolled
     per_site = (stages, stages * max(1, cfg.epilogue_cols // 64))
     assert stores in ({a + b for a in per_site for b in per_site} if loops == 2 else per_site)
-    if cfg.split_k_ordered:
+    if cfg.tail_split > 1:
+        # The parts of a tile left over add into C (one reduce-add site per C stage).
+        assert len(re.findall(r"tvm_tma_reduce_\w+\(\(", src)) in per_site
+    if cfg.order_waits:
         # Part 0 stores (a plain store site per C stage beside the reduce-add one), after
         # its stores complete (wait_group 0, not .read) and a proxy fence it releases the
         # tile's flag; the other parts acquire it, fence, add, and count themselves out
-        # with atom.inc bounded by split_k - 1 (the last one wraps the flag to 0).
-        assert len(re.findall(r"tvm_tma_store_\w+\(\(", src)) in per_site
+        # with atom.inc bounded by the parts - 1 (the last one wraps the flag to 0). A tail
+        # split's whole tiles have store sites of their own.
+        if cfg.split_k_ordered:
+            assert len(re.findall(r"tvm_tma_store_\w+\(\(", src)) in per_site
         for ptx in ("ld.acquire.gpu.global.b32 %0, [%1];", "cp.async.bulk.wait_group 0;",
                     "fence.proxy.async.global;", "st.release.gpu.global.b32 [%0], %1;",
                     "atom.gpu.global.inc.u32 _, [%0], %1;"):
             assert ptx in src, ptx
         assert re.search(rf"atom_bitbucket_gpu_global_inc_u32\(.*flags_ptr.*\(uint\)"
-                         rf"{cfg.split_k - 1}\);", src)
+                         rf"{cfg.reduction_parts - 1}\);", src)
         release = src.index("tvm_builtin_ptx_st_release_gpu_global_b32((&(flags_ptr")
         assert (src.rindex("cp_async_bulk_wait_group_async_bulk_wait_group_0()", 0, release)
                 < src.rindex("fence_proxy_proxy_async_global", 0, release))
@@ -256,10 +274,10 @@ def test_gemm_issues_the_expected_instructions(built):
     assert (store_map.swizzle, store_map.box_dims[0]) == ((3, 64) if atom == 64 else (2, 32))
     assert len(re.findall(r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global"
                           r"\.mbarrier::complete_tx::bytes", src)) >= 1
-    if cfg.split_k > 1:
+    if cfg.reduction_parts > 1:
         assert re.search(r"cp\.reduce\.async\.bulk\.tensor\.[23]d\.global\.shared::cta"
                          r"\.add\.bulk_group", src)
-        assert ("tvm_tma_store_" in src) == cfg.split_k_ordered
+        assert ("tvm_tma_store_" in src) == cfg.order_waits
     else:
         assert re.search(r"cp\.async\.bulk\.tensor\.\dd\.global\.shared::cta\.bulk_group", src)
     # B is multicast exactly in clusters along M (each CTA its slice of the tile, the
@@ -331,12 +349,12 @@ def test_stream_k_publishes_with_release_and_gathers_with_acquire(built):
     """A stream-K kernel hands partial tiles over through the workspace: a peer's consumer
     threads store their accumulators, meet at named barrier 1 and one thread releases the
     flag at GPU scope; the owner spins on an acquire load of it, resets it, and meets the
-    others at the same barrier before they read the slot. Ordered split-K kernels take
-    the flags alone (and synchronize through them, above); other kernels take neither
-    extra argument nor any GPU-scope synchronization."""
+    others at the same barrier before they read the slot. Ordered split-K and tail-split
+    kernels take the flags alone (and synchronize through them, above); other kernels take
+    neither extra argument nor any GPU-scope synchronization."""
     cfg, kernel = built
     src = kernel.cuda_source
-    waits = cfg.stream_k or cfg.split_k_ordered
+    waits = cfg.stream_k or cfg.order_waits
     assert ("st.release.gpu.global.b32 [%0], %1;" in src) == waits
     assert ("ld.acquire.gpu.global.b32 %0, [%1];" in src) == waits
     assert ("partials_ptr" in src) == cfg.stream_k and ("flags_ptr" in src) == waits
@@ -468,6 +486,18 @@ def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
                                             "split"),
     (dict(stream_k=True, cluster=2), "stream_k: 4 K steps for 66 workers (ctas=132, "
                                      "cluster=2): every worker needs at least one"),
+    # The tail split: parts of the tiles left over after whole waves, one last round.
+    (dict(tail_split=0), "tail_split=0: 1 (none) or at least 2 parts"),
+    (dict(block_n=128, schedule="pingpong", tail_split=2, ctas=3),
+     "tail_split with schedule='pingpong': the cooperative schedule only"),
+    (dict(split_k=2, tail_split=2, ctas=3), "tail_split with split_k=2, stream_k=False: "
+                                            "the tail split is its own K split"),
+    (dict(m=512, tail_split=3, ctas=4), "tail_split=3: the 4 worker tiles fill whole waves "
+                                        "of 4 workers; there is no tile left over to cut"),
+    (dict(m=640, tail_split=2, ctas=3), "tail_split=2: 2 tiles left over in 2 parts are 4 "
+                                        "units for 3 workers (at most one round)"),
+    (dict(tail_split=5, ctas=10), "tail_split=5: every part keeps at least one of the 4 K "
+                                  "steps"),
 ])
 def test_gemm_refuses_configurations_it_cannot_run(bad, rule):
     params = dict(m=256, n=256, k=256) | bad
@@ -486,14 +516,16 @@ def test_default_tiling_keeps_every_sm_busy():
     assert GemmConfig.for_problem(128, 2048, 512).cluster == 1
     assert GemmConfig.for_problem(1000, 2000, 3000, ctas=131).cluster == 1
     assert GemmConfig.for_problem(1000, 2000, 3000, cluster=1).cluster == 1
-    # A last wave at most half full is shared out by stream-K (2048 x 7168: 3 waves and
-    # 52 tiles); a fuller one (4096^3: 116 of 132; 8192 x 1024: 124) or an explicit
-    # choice stays as it is.
-    assert GemmConfig.for_problem(2048, 7168, 4096).stream_k
-    assert not GemmConfig.for_problem(4096, 4096, 4096).stream_k
-    assert not GemmConfig.for_problem(8192, 1024, 8192).stream_k
-    assert not GemmConfig.for_problem(2048, 7168, 4096, stream_k=False).stream_k
-    assert not GemmConfig.for_problem(2048, 7168, 4096, schedule="pingpong").stream_k
+    # A last wave at most half full is cut into ordered K parts, one last round (2048 x
+    # 7168: 3 waves and 52 tiles in 2 parts); a fuller one (4096^3: 116 of 132; 8192 x
+    # 1024: 124) or an explicit choice of the split stays as it is.
+    assert GemmConfig.for_problem(2048, 7168, 4096).tail_split == 2
+    assert not GemmConfig.for_problem(2048, 7168, 4096).stream_k
+    assert GemmConfig.for_problem(4096, 4096, 4096).tail_split == 1
+    assert GemmConfig.for_problem(8192, 1024, 8192).tail_split == 1
+    assert GemmConfig.for_problem(2048, 7168, 4096, stream_k=False).tail_split == 1
+    assert GemmConfig.for_problem(2048, 7168, 4096, stream_k=True).stream_k
+    assert GemmConfig.for_problem(2048, 7168, 4096, schedule="pingpong").tail_split == 1
     # 128 x 128 tiles filling at most half the SMs: K cut into ordered parts (C = A @ B),
     # as many as the CTAs hold (at most 16, each at least 4 K steps), on ping-pong tiles.
     skinny = GemmConfig.for_problem(4096, 128, 4096)  # 32 tiles: 4 parts

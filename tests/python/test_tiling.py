@@ -16,10 +16,12 @@ from tvm_tma.kernels.tiling import (
     SPLIT_STEP_FACTOR,
     STEP_BYTES,
     STEP_COST,
+    TAIL_MIN_STEPS,
     candidates,
     choose,
     estimate,
     in_ordered_parts,
+    in_tail_parts,
     on_half_rows,
     ranked,
     rows_straddle_lines,
@@ -29,7 +31,8 @@ from tvm_tma.kernels.tiling import (
 
 
 def shape(cfg: GemmConfig) -> tuple:
-    return (cfg.schedule, cfg.block_n, cfg.stages, cfg.cluster, cfg.stream_k, cfg.split_k)
+    return (cfg.schedule, cfg.block_n, cfg.stages, cfg.cluster, cfg.stream_k, cfg.split_k,
+            cfg.tail_split)
 
 
 def test_a_data_parallel_estimate_is_rounds_times_steps_times_the_step_cost():
@@ -65,6 +68,57 @@ def test_an_ordered_parts_estimate_prices_the_cut_steps_and_each_later_part():
         64 * STEP_COST[192] * SPLIT_STEP_FACTOR + 0.75 * ORDERED_PART_COST)
 
 
+def test_a_tail_split_costs_its_full_waves_then_one_part_and_the_later_parts_adds():
+    # 1536 x 3072 x 4096 in 128 x 192 tiles: 12 x 16 = 192 tiles, one wave of 132, 60 left
+    # over in 2 parts of 32 K steps (120 units for 132 workers).
+    cfg = GemmConfig(1536, 3072, 4096, block_n=192, stages=5, epilogue_n=64, tail_split=2)
+    assert (cfg.tail_rounds, cfg.tail_tiles, cfg.work_units) == (1, 60, 252)
+    assert [cfg.tail_part_steps(p) for p in range(2)] == [(0, 32), (32, 32)]
+    step = STEP_COST[192]
+    assert estimate(cfg).cost == pytest.approx(
+        64 * step + 32 * step * SPLIT_STEP_FACTOR + 0.75 * ORDERED_PART_COST)
+    assert "then 60 tiles in 2 parts" in estimate(cfg).why
+    # Parts that do not divide the K steps: part 0 is the short one.
+    ragged = GemmConfig(1000, 2000, 3000, tail_split=5, ctas=20)
+    assert [ragged.tail_part_steps(p) for p in range(5)] == [
+        (0, 7), (7, 10), (17, 10), (27, 10), (37, 10)]
+    assert ragged.part_bounds() == [(0, 448), (448, 1088), (1088, 1728), (1728, 2368),
+                                    (2368, 3008)]
+
+
+def test_the_tail_split_takes_the_cheapest_parts_the_workers_hold():
+    # 12 tiles of 128 x 256 past one wave: at most 11 parts (132 // 12), each at least 4
+    # of the 64 K steps; the estimate is lowest at 8 (8 steps and 7 adds).
+    tail = in_tail_parts(GemmConfig(1536, 3072, 4096))
+    assert (tail.tail_split, tail.tail_tiles) == (8, 12)
+    # No partial wave (4096 x 4096 x 4096 in 128 x 128 tiles: 1024 of 132 leave 100, too
+    # many for 2 parts each), no full wave, a whole number of waves, or too few K steps.
+    assert in_tail_parts(GemmConfig(4096, 4096, 4096, block_n=128)) is None
+    assert in_tail_parts(GemmConfig(1024, 2048, 4096)) is None  # 64 tiles: no full wave
+    assert in_tail_parts(GemmConfig(4224, 2048, 4096)) is None  # 264 tiles: 2 waves
+    assert TAIL_MIN_STEPS == 16
+    assert in_tail_parts(GemmConfig(2304, 4608, 768)) is None  # 12 K steps
+    assert in_tail_parts(GemmConfig(2304, 4608, 1024)).tail_split == 2
+    # Only the cooperative schedule, and not over another K split.
+    assert in_tail_parts(GemmConfig(1536, 3072, 4096, block_n=128, schedule="pingpong",
+                                    stages=5, epilogue_n=64)) is None
+    assert in_tail_parts(GemmConfig(1536, 3072, 4096, split_k=2)) is None
+
+
+def test_a_tail_split_replaces_stream_k_unless_the_caller_asks_for_it():
+    found = candidates(GemmConfig, 1536, 3072, 4096, {})
+    assert any(cfg.tail_split > 1 for cfg in found)
+    assert not any(cfg.stream_k for cfg in found)
+    # 2560 x 2560 x 10240: 68 tiles of 128 x 256 past one wave are too many to cut, but
+    # 128 x 192 tiles can be: no stream-K candidate either.
+    assert not any(cfg.stream_k for cfg in candidates(GemmConfig, 2560, 2560, 10240, {}))
+    # A caller's choice of how to split is kept, and no tail split is added to it.
+    streamed = GemmConfig.for_problem(1536, 3072, 4096, stream_k=True)
+    assert (streamed.stream_k, streamed.tail_split) == (True, 1)
+    assert GemmConfig.for_problem(1536, 3072, 4096, cluster=1).tail_split == 1
+    assert GemmConfig.for_problem(1536, 3072, 4096, tail_split=4).tail_split == 4
+
+
 def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps():
     parts = in_ordered_parts(GemmConfig(1024, 1280, 11520))
     assert (parts.split_k, parts.split_k_ordered, parts.steps_per_unit) == (3, True, 60)
@@ -82,64 +136,73 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
 @pytest.mark.parametrize(("problem", "expected"), [
     # One wave of 128 x 256 tiles 97% full beats two of 128 x 128 (H100: 99.7% of cuBLAS
     # against 92.4%; the 2x1-cluster tiles it had before, 80-82%).
-    ((2048, 2048, 2048), ("cooperative", 256, 4, 1, False, 1)),
-    ((1024, 4096, 4096), ("cooperative", 256, 4, 1, False, 1)),
+    ((2048, 2048, 2048), ("cooperative", 256, 4, 1, False, 1, 1)),
+    ((1024, 4096, 4096), ("cooperative", 256, 4, 1, False, 1, 1)),
     # 96 tiles of 128 x 256 leave a wave a quarter empty; 132 of 128 x 192 fill it
     # (100.9% against 83.6%).
-    ((768, 4096, 4096), ("cooperative", 192, 5, 1, False, 1)),
+    ((768, 4096, 4096), ("cooperative", 192, 5, 1, False, 1, 1)),
     # 64 wide tiles, 88 of 192, 128 of 128: the narrow ones fill the wave (95-97%); the
     # wide ones in 2 ordered parts fill it too but ran 9-10% slower.
-    ((512, 4096, 4096), ("cooperative", 128, 6, 1, False, 1)),
-    ((1024, 2048, 4096), ("cooperative", 128, 6, 1, False, 1)),
+    ((512, 4096, 4096), ("cooperative", 128, 6, 1, False, 1, 1)),
+    ((1024, 2048, 4096), ("cooperative", 128, 6, 1, False, 1, 1)),
     # 80 tiles of 128 x 128 fill 61% of the SMs: 40 of 128 x 256 in 3 ordered parts
     # (120 units) ran 1.34-1.35x faster (107-111% of cuBLAS against 78-83%); 96 of 128 x
     # 128 against 64 of 128 x 192 in 2 parts: 1.15x at K = 8192, 1.07x at 4096.
-    ((1024, 1280, 11520), ("cooperative", 256, 4, 1, False, 3)),
-    ((768, 2048, 8192), ("cooperative", 192, 5, 1, False, 2)),
-    ((1024, 1536, 4096), ("cooperative", 192, 5, 1, False, 2)),
+    ((1024, 1280, 11520), ("cooperative", 256, 4, 1, False, 3, 1)),
+    ((768, 2048, 8192), ("cooperative", 192, 5, 1, False, 2, 1)),
+    ((1024, 1536, 4096), ("cooperative", 192, 5, 1, False, 2, 1)),
     # Parts of 12 K steps ran 0.88x the plain waves: not offered.
-    ((1024, 1536, 1536), ("cooperative", 128, 6, 1, False, 1)),
+    ((1024, 1536, 1536), ("cooperative", 128, 6, 1, False, 1, 1)),
     # 128 x 160 tiles where they cover N with less waste or fill the waves better than
-    # 128 x 192 (N = 640: 4 column blocks, 1.31-1.51x; 3000 x 1536 x 2048 1.14x, 640 x
-    # 4096 x 1024 1.13x); not in many waves, where 128 x 256 does more per byte (10000 x
+    # 128 x 192 (N = 640: 4 column blocks, 1.31-1.51x; 640 x 4096 x 1024 1.13x; 3000 x
+    # 1536 x 2048 1.14x, but its 60 tiles of 128 x 192 past a wave in 2 parts ran 1.13x
+    # the 160-wide plain waves); not in many waves, where 128 x 256 does more per byte (10000 x
     # 1536 x 1024: 160 0.87x, 8192 x 5680 x 2048 0.90x).
-    ((4096, 640, 4096), ("cooperative", 160, 6, 1, False, 1)),
-    ((8192, 640, 2048), ("cooperative", 160, 6, 1, False, 1)),
-    ((3000, 1536, 2048), ("cooperative", 160, 6, 1, False, 1)),
-    ((640, 4096, 1024), ("cooperative", 160, 6, 1, False, 1)),
-    ((10000, 1536, 1024), ("cooperative", 256, 4, 1, False, 1)),
-    ((8192, 5680, 2048), ("cooperative", 256, 4, 1, False, 1)),
+    ((4096, 640, 4096), ("cooperative", 160, 6, 1, False, 1, 1)),
+    ((8192, 640, 2048), ("cooperative", 160, 6, 1, False, 1, 1)),
+    ((3000, 1536, 2048), ("cooperative", 192, 5, 1, False, 1, 2)),
+    ((640, 4096, 1024), ("cooperative", 160, 6, 1, False, 1, 1)),
+    ((10000, 1536, 1024), ("cooperative", 256, 4, 1, False, 1, 1)),
+    ((8192, 5680, 2048), ("cooperative", 256, 4, 1, False, 1, 4)),
     # K = 3000 and 5000: rows of 6000 and 10000 bytes straddle L2 lines: 2x1 clusters
     # (96% against 74%; 129% against 83%).
-    ((1000, 2000, 3000), ("cooperative", 128, 6, 2, False, 1)),
-    ((12000, 1000, 5000), ("cooperative", 256, 4, 2, False, 1)),
+    ((1000, 2000, 3000), ("cooperative", 128, 6, 2, False, 1, 1)),
+    ((12000, 1000, 5000), ("cooperative", 256, 4, 2, False, 1, 1)),
     # Straddled rows price a K step by its bytes (straddled_step_cost): 128 x 256 tiles
     # where 128 x 128 ones had been the model's (1.17x, 1.14-1.17x, 1.07x, H100 same
-    # runs); 3000^3 keeps 128 x 192, which ran 1.14x faster than 128 x 256.
-    ((10000, 1024, 3000), ("cooperative", 256, 4, 2, False, 1)),
-    ((10000, 1000, 1000), ("cooperative", 256, 4, 2, False, 1)),
-    ((1024, 2000, 4000), ("cooperative", 256, 4, 1, False, 2)),
-    ((3000, 3000, 3000), ("cooperative", 192, 5, 2, False, 1)),
+    # runs), the tiles left over in ordered parts (10000 x 1024 x 3000 1.12x the plain
+    # waves, 10000 x 1000 x 1000 1.02x); 3000^3's 128 x 256 tiles in 2x1 clusters, the
+    # 12 cluster tiles left over in 5 parts, ran 1.15x the 128 x 192 ones it had.
+    ((10000, 1024, 3000), ("cooperative", 256, 4, 2, False, 1, 2)),
+    ((10000, 1000, 1000), ("cooperative", 256, 4, 2, False, 1, 2)),
+    ((1024, 2000, 4000), ("cooperative", 256, 4, 1, False, 2, 1)),
+    ((3000, 3000, 3000), ("cooperative", 256, 4, 2, False, 1, 5)),
     # 12 K steps: stream-K's fix-up costs more than a fifth round of narrow tiles
-    # (95.8% against 71%).
-    ((2304, 4608, 768), ("cooperative", 128, 6, 1, False, 1)),
-    # A last wave of 52 of 132 tiles: stream-K (94.8% against 88.9%).
-    ((2048, 7168, 4096), ("cooperative", 256, 4, 1, True, 1)),
-    # 68 of 132 tiles past the full waves, 160 K steps: stream-K 21% cheaper (106.5%
-    # against 91.9%).
-    ((2560, 2560, 10240), ("cooperative", 256, 4, 1, True, 1)),
+    # (95.8% against 71%), and so did 128 x 256 tiles with their 60 left over in 2 parts
+    # of 6 steps (0.86-0.88x): no tail split under TAIL_MIN_STEPS.
+    ((2304, 4608, 768), ("cooperative", 128, 6, 1, False, 1, 1)),
+    # A last wave of 52 of 132 tiles: those in 2 ordered parts, one last round (98.6-99.2%
+    # against 93.8-94.5% for stream-K, 88.9% for plain waves); 1536 x 3072 x 4096's 60
+    # tiles of 128 x 192 past one wave the same (94.8-96.1% against stream-K's 80-82%).
+    ((2048, 7168, 4096), ("cooperative", 256, 4, 1, False, 1, 2)),
+    ((1536, 3072, 4096), ("cooperative", 192, 5, 1, False, 1, 2)),
+    # 5120^3: 8 tiles of 128 x 256 past 6 waves, in 8 parts (102.7-103.6% against 99%
+    # for 128 x 192 tiles with stream-K). 2560 x 2560 x 10240's 68 tiles of 128 x 256
+    # past one wave are too many to cut: 16 of 128 x 192 past 2 waves, in 8 parts.
+    ((5120, 5120, 5120), ("cooperative", 256, 4, 1, False, 1, 8)),
+    ((2560, 2560, 10240), ("cooperative", 192, 5, 1, False, 1, 8)),
     # A last wave 88% full (stream-K estimated 1% cheaper), and the big squares: plain
     # waves of wide tiles.
-    ((4096, 4096, 4096), ("cooperative", 256, 4, 1, False, 1)),
-    ((8192, 8192, 8192), ("cooperative", 256, 4, 1, False, 1)),
-    ((8192, 1024, 8192), ("cooperative", 256, 4, 1, False, 1)),
+    ((4096, 4096, 4096), ("cooperative", 256, 4, 1, False, 1, 1)),
+    ((8192, 8192, 8192), ("cooperative", 256, 4, 1, False, 1, 1)),
+    ((8192, 1024, 8192), ("cooperative", 256, 4, 1, False, 1, 1)),
     # Few tiles: ordered split-K on ping-pong 128 x 128 tiles (the rule before the model).
     # M at most 64 takes them as 64 x 128 tiles (on_half_rows: cooperative, 9 stages).
-    ((4096, 128, 4096), ("pingpong", 128, 5, 1, False, 4)),
-    ((16, 8192, 8192), ("cooperative", 128, 9, 1, False, 2)),
+    ((4096, 128, 4096), ("pingpong", 128, 5, 1, False, 4, 1)),
+    ((16, 8192, 8192), ("cooperative", 128, 9, 1, False, 2, 1)),
     # 8 tiles of 128 K steps: 16 parts (1.6x 4 parts in one H100 run), 16 tiles of 256: 8.
-    ((128, 1024, 8192), ("pingpong", 128, 5, 1, False, 16)),
-    ((64, 2048, 16384), ("cooperative", 128, 9, 1, False, 8)),
+    ((128, 1024, 8192), ("pingpong", 128, 5, 1, False, 16, 1)),
+    ((64, 2048, 16384), ("cooperative", 128, 9, 1, False, 8, 1)),
 ], ids=str)
 def test_the_default_tiling_on_the_measured_shapes(problem, expected):
     assert shape(GemmConfig.for_problem(*problem)) == expected
@@ -153,7 +216,7 @@ def test_160_wide_tiles_are_offered_only_where_they_were_measured():
     for options in ({"b_layout": "kn"}, {"dtype": "float8_e4m3fn"}):
         found = candidates(GemmConfig, 4096, 640, 4096, options)
         assert found and 160 not in {cfg.block_n for cfg in found}
-        assert GemmConfig.for_problem(4096, 640, 4096, **options).block_n == 192
+        assert GemmConfig.for_problem(4096, 640, 4096, **options).block_n != 160
 
 
 def test_clusters_follow_the_row_alignment():
@@ -262,9 +325,10 @@ def test_stream_k_over_two_waves_shares_the_last_full_wave_too():
     # or 70 (one).
     assert (one.stream_k_peers, two.stream_k_peers) == (13, 1)
     # Measured slower (1536 x 3072 x 4096: 70.8% of cuBLAS against 79.8% for 128 x 192
-    # tiles sharing the partial wave alone), so the model never takes it.
+    # tiles sharing the partial wave alone), so the model never takes it (nor, there,
+    # stream-K at all: the tiles left over in ordered parts ran 94.8-96.1%).
     chosen = GemmConfig.for_problem(1536, 3072, 4096)
-    assert shape(chosen) == ("cooperative", 192, 5, 1, True, 1)
+    assert shape(chosen) == ("cooperative", 192, 5, 1, False, 1, 2)
     assert chosen.stream_k_waves == 1
     for bad in ({"stream_k_waves": 2}, {"stream_k_waves": 3, "stream_k": True}):
         with pytest.raises(ValueError, match="stream_k_waves="):

@@ -537,7 +537,7 @@ def run(geometry: Conv2dGeometry, cfg: GemmConfig, seed: int = 0) -> Conv2dRun:
     poison = np.full(geometry.output_shape, np.nan, dtype=x.dtype)
     y = tvm.runtime.tensor(poison, device)
     extra = workspace(cfg, device)
-    if cfg.stream_k or cfg.split_k_ordered:
+    if cfg.stream_k or cfg.order_waits:
         # A first launch on other data: the checked one reuses the workspace it left.
         other_x, other_f = random_inputs(geometry, cfg.dtype, seed + 1)
         kernel(tvm.runtime.tensor(other_x, device),
@@ -550,7 +550,7 @@ def run(geometry: Conv2dGeometry, cfg: GemmConfig, seed: int = 0) -> Conv2dRun:
     device.sync()
     check_workspace_left_clean(cfg, extra)
     reference, magnitude = conv2d_reference(x, f, geometry)
-    bound = conv2d_error_bound(reference, magnitude, geometry, cfg.dtype, cfg.split_k)
+    bound = conv2d_error_bound(reference, magnitude, geometry, cfg.dtype, cfg.reduction_parts)
     return Conv2dRun(y.numpy().astype(np.float32), reference, bound, x, f)
 
 

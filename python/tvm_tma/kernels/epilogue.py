@@ -82,10 +82,13 @@ def epilogue_threads(cfg: GemmConfig) -> int:
     return WARPGROUP * (1 if cfg.schedule == "pingpong" else cfg.consumers)
 
 
-def make_store_unit(cfg: GemmConfig) -> Callable[..., None]:
+def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
+                    ) -> Callable[..., None]:
     """``store_unit(C, c_tile, acc, cs, row0, mb, nb, lane, barrier, storer, scale,
     order)``: write one consumer warpgroup's accumulators (rows ``row0 ..`` of tile
-    (``mb``, ``nb``)) to C through C stage ``cs`` of ``c_tile``.
+    (``mb``, ``nb``)) to C through C stage ``cs`` of ``c_tile``. ``ordered_parts``: the
+    store of a tile cut into that many ordered K parts whatever ``cfg``'s split (the tail
+    split's tiles left over); None: ``cfg``'s own.
 
     ``barrier`` is the named barrier of the threads sharing the stage, ``storer`` the
     condition that selects the one thread that issues the stores (and waits for them).
@@ -99,11 +102,11 @@ def make_store_unit(cfg: GemmConfig) -> Callable[..., None]:
     scaled = cfg.fp8
     bm, bn, en = cfg.block_m, cfg.block_n, cfg.epilogue_cols
     m_sub = cfg.consumer_rows // 64
-    split_k = cfg.split_k
+    split_k = cfg.split_k if ordered_parts is None else ordered_parts
     threads = epilogue_threads(cfg)
     reduce = "add" if split_k > 1 else None
-    ordered = cfg.split_k_ordered
-    wait_for_first, finish = make_order(cfg) if ordered else (None, None)
+    ordered = cfg.split_k_ordered if ordered_parts is None else True
+    wait_for_first, finish = make_order(cfg, split_k) if ordered else (None, None)
     # Two fp32 accumulators -> one register of two 16-bit outputs (rounded to nearest
     # even, as a cast; the first source lands in the upper half: the higher column).
     cvt = T.ptx[f"cvt.rn.{PACKED[dtype]}.f32"]

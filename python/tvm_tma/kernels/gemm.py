@@ -114,6 +114,8 @@ from .scheduler import (
     stream_k_segment,
     stream_k_tile_coordinates,
     stream_k_tiles,
+    tail_steps,
+    tail_unit,
     unit_coordinates,
     unit_of,
     unit_steps,
@@ -288,7 +290,7 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
             partials = T.match_buffer(P_ptr, partials_shape, "float32")
             flags = T.match_buffer(F_ptr, flags_shape, "int32")
             matched(A_ptr, B_ptr, C_ptr, (scale_a, scale_b), partials, flags)
-    elif cfg.fp8 and cfg.split_k_ordered:
+    elif cfg.fp8 and cfg.order_waits:
         @T.prim_func
         def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, SA_ptr: T.handle,
                  SB_ptr: T.handle, F_ptr: T.handle):
@@ -296,7 +298,7 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
             scale_b = T.match_buffer(SB_ptr, (1,), "float32")
             flags = T.match_buffer(F_ptr, flags_shape, "int32")
             matched(A_ptr, B_ptr, C_ptr, (scale_a, scale_b), None, flags)
-    elif cfg.split_k_ordered:
+    elif cfg.order_waits:
         @T.prim_func
         def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle, F_ptr: T.handle):
             flags = T.match_buffer(F_ptr, flags_shape, "int32")
@@ -344,6 +346,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
     n_rounds = rounds(cfg)
     pingpong, stream_k, fp8 = cfg.schedule == "pingpong", cfg.stream_k, cfg.fp8
     ordered = cfg.split_k_ordered
+    tail = cfg.tail_split > 1
     elem, out_elem = cfg.element_bytes, cfg.out_bytes
     b_slot = (bk, bn) if cfg.b_layout == "kn" else (bn, bk)
     en, c_stages = cfg.epilogue_cols, cfg.c_stages
@@ -360,11 +363,13 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
     load_unit, load_steps = make_load_unit(cfg), make_load_steps(cfg)
     mma_unit, mma_steps = make_mma_unit(cfg), make_mma_steps(cfg)
     store_unit = make_store_unit(cfg)
+    store_tail = make_store_unit(cfg, cfg.tail_split) if tail else None
     publish, gather = make_fixup(cfg) if stream_k else (None, None)
     k_steps = cfg.k_steps
     zero_words = cfg.a_zero_bytes // 4
-    dp_rounds = cfg.stream_k_dp_rounds if stream_k else 0
+    dp_rounds = cfg.stream_k_dp_rounds if stream_k else cfg.tail_rounds if tail else 0
     dp_steps = dp_rounds * k_steps
+    tail_units = cfg.tail_tiles * cfg.tail_split if tail else 0
 
     # fmt: off
     @T.inline
@@ -405,7 +410,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
         acc = T.alloc_local((cfg.accumulators,), "float32")
         desc_a = T.alloc_local((1,), "uint64")
         desc_b = T.alloc_local((1,), "uint64")
-        if stream_k or ordered:
+        if stream_k or ordered or tail:
             flag = T.alloc_local((1,), "int32")
         if fp8:
             scale = T.alloc_local((1,), "float32")
@@ -457,6 +462,21 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
                         load_steps(ring, a_ring, b_ring, A, B,
                                    dp_steps + t * k_steps + kb - first, kb, ke - kb, mb, nb,
                                    rank, place)
+                elif tail:
+                    # Whole tiles for the full waves, then this worker's part of a tile left
+                    # over (ring uses from dp_rounds * k_steps on).
+                    if dp_rounds > 0:
+                        for j in T.serial(dp_rounds):
+                            mb, nb, part = T.meta_var(
+                                unit_coordinates(cfg, unit_of(cfg, worker, j), place))
+                            load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank,
+                                      place)
+                    if worker < tail_units:
+                        t, part = T.meta_var(tail_unit(cfg, worker))
+                        kb, count = T.meta_var(tail_steps(cfg, part))
+                        mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
+                        load_steps(ring, a_ring, b_ring, A, B, dp_steps, kb, count, mb, nb,
+                                   rank, place)
                 else:
                     for j in T.serial(n_rounds):
                         unit = T.meta_var(unit_of(cfg, worker, j))
@@ -502,6 +522,25 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
                                    t * k_steps + k_steps, tid - WARPGROUP)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
                                    tid == WARPGROUP, scale, None)
+            elif tail:
+                # Whole tiles for the full waves, then this worker's part of a tile left
+                # over, stored in order: part 0 stores, the others add after it.
+                if dp_rounds > 0:
+                    for j in T.serial(dp_rounds):
+                        mb, nb, part = T.meta_var(
+                            unit_coordinates(cfg, unit_of(cfg, worker, j), place))
+                        mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part,
+                                 consumer * 64, lane)
+                        store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
+                                   tid == WARPGROUP, scale, None)
+                if worker < tail_units:
+                    t, part = T.meta_var(tail_unit(cfg, worker))
+                    kb, count = T.meta_var(tail_steps(cfg, part))
+                    mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
+                    mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, dp_steps, kb, count,
+                              consumer * 64, lane)
+                    store_tail(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
+                               tid == WARPGROUP, scale, (flags, flag, part))
             elif pingpong:
                 # Each warpgroup takes every other unit of this CTA, whole; the mainloops
                 # take turns (named barrier 3 + c: "warpgroup c may start its mainloop"),

@@ -119,6 +119,16 @@ class GemmConfig:
     #: partials the tile's owner then reads one after another; shared with the full wave
     #: before it, a tile has at most two or three.
     stream_k_waves: int = 1
+    #: Parts the tiles past the last full wave are cut into (1: none). The full waves run
+    #: data-parallel, tile by tile; each of the few tiles left over is cut into
+    #: ``tail_split`` K parts of equal length (part 0 the short one where they do not
+    #: divide), one per worker, all in the last round, and the parts are ordered as with
+    #: ``split_k_ordered``: part 0 stores, the others add into C once its store is
+    #: complete (one flag per tile). Unlike stream-K's runs, every part of every cut tile
+    #: starts at the same K step of its tile: the workers of the last round read the same
+    #: K slices of A and B at once (L2 hits), and the sum is made in L2 by the TMA
+    #: reduce-add, not by one CTA reading every partial (:meth:`tail_part_steps`).
+    tail_split: int = 1
     #: Columns of K one A copy covers: 0, the whole K block (one copy per slot into a
     #: swizzled slot); or 8, the 16-column K block in two 8-column pieces, each its own copy
     #: into an unswizzled K-major slot (wgmma core matrices of 8 rows x 16 bytes, the two
@@ -242,6 +252,8 @@ class GemmConfig:
     @property
     def work_units(self) -> int:
         """(cluster of tiles, K part) pairs the workers walk."""
+        if self.tail_split > 1:
+            return self.tail_rounds * self.workers + self.tail_tiles * self.tail_split
         return self.m_groups * self.n_groups * self.split_k
 
     @property
@@ -280,9 +292,14 @@ class GemmConfig:
         return part * steps - short, steps
 
     def part_bounds(self) -> list[tuple[int, int]]:
-        """The K columns ``(begin, end)`` each K part sums (the last may reach past K)."""
+        """The K columns ``(begin, end)`` each K part sums (the last may reach past K); with
+        ``tail_split``, those of a tile left over."""
+        if self.tail_split > 1:
+            steps = map(self.tail_part_steps, range(self.tail_split))
+        else:
+            steps = map(self.part_steps, range(self.split_k))
         return [(self.block_k * first, self.block_k * (first + count))
-                for first, count in map(self.part_steps, range(self.split_k))]
+                for first, count in steps]
 
     @property
     def stream_k_dp_tiles(self) -> int:
@@ -328,6 +345,41 @@ class GemmConfig:
         one of the tile's ``k_steps``)."""
         shortest = self.iterations // self.workers
         return min(self.workers - 1, math.ceil((self.k_steps - 1) / shortest))
+
+    @property
+    def tail_rounds(self) -> int:
+        """With ``tail_split``: the full waves of tiles each worker computes whole before
+        its part of a tile left over."""
+        return self.m_groups * self.n_groups // self.workers
+
+    @property
+    def tail_tiles(self) -> int:
+        """With ``tail_split``: the worker tiles past the last full wave (each cut into
+        ``tail_split`` ordered parts)."""
+        return self.m_groups * self.n_groups - self.tail_rounds * self.workers
+
+    def tail_part_steps(self, part: int) -> tuple[int, int]:
+        """(first K step, K steps) of K part ``part`` of a tile left over with
+        ``tail_split``: ``ceil(k_steps / tail_split)`` steps each but part 0, the short
+        one (it finishes first, so its store is in C when the others come to add)."""
+        steps = math.ceil(self.k_steps / self.tail_split)
+        short = self.tail_split * steps - self.k_steps
+        if part == 0:
+            return 0, steps - short
+        return part * steps - short, steps
+
+    @property
+    def reduction_parts(self) -> int:
+        """K parts whose products meet in C: ``split_k``, or ``tail_split`` for the tiles
+        left over (the error bound takes the larger for every tile)."""
+        return max(self.split_k, self.tail_split)
+
+    @property
+    def order_waits(self) -> bool:
+        """Whether the kernel orders K parts through per-tile flags (ordered split-K, or
+        the tail split): it then takes the flags workspace and its CTAs wait on each
+        other."""
+        return self.split_k_ordered or self.tail_split > 1
 
     @property
     def partial_floats(self) -> int:
@@ -514,6 +566,8 @@ class GemmConfig:
             self._check_stream_k()
         if self.split_k_ordered:
             self._check_split_k_ordered()
+        if self.tail_split != 1:
+            self._check_tail_split()
         if self.l2_promotion not in (64, 128, 256):
             raise ValueError(f"l2_promotion={self.l2_promotion}: 64, 128 or 256 bytes per L2 "
                              "fill")
@@ -565,6 +619,31 @@ class GemmConfig:
             raise ValueError(f"split_k_ordered with split_k={self.split_k} on {self.workers} "
                              f"workers: a tile's parts wait for its part 0, so they need a "
                              f"worker each (at least split_k workers)")
+
+    def _check_tail_split(self) -> None:
+        """The tail split cuts the tiles past the last full wave of the cooperative
+        schedule into parts that all run in one last round (one per worker), each keeping
+        a K step; it is its own K split."""
+        parts = self.tail_split
+        if parts < 2:
+            raise ValueError(f"tail_split={parts}: 1 (none) or at least 2 parts")
+        if self.schedule != "cooperative":
+            raise ValueError(f"tail_split with schedule={self.schedule!r}: the cooperative "
+                             f"schedule only")
+        if self.split_k != 1 or self.stream_k:
+            raise ValueError(f"tail_split with split_k={self.split_k}, stream_k="
+                             f"{self.stream_k}: the tail split is its own K split")
+        if self.tail_tiles == 0:
+            raise ValueError(f"tail_split={parts}: the {self.m_groups * self.n_groups} "
+                             f"worker tiles fill whole waves of {self.workers} workers; "
+                             f"there is no tile left over to cut")
+        if self.tail_tiles * parts > self.workers:
+            raise ValueError(f"tail_split={parts}: {self.tail_tiles} tiles left over in "
+                             f"{parts} parts are {self.tail_tiles * parts} units for "
+                             f"{self.workers} workers (at most one round)")
+        if (parts - 1) * math.ceil(self.k_steps / parts) >= self.k_steps:
+            raise ValueError(f"tail_split={parts}: every part keeps at least one of the "
+                             f"{self.k_steps} K steps")
 
     @property
     def order_flags(self) -> int:

@@ -134,10 +134,10 @@ class GroupedGemmConfig:
             if getattr(cfg, name) != 1:
                 raise ValueError(f"{name}={getattr(cfg, name)}: the grouped GEMM runs "
                                  "one CTA per tile, unsplit")
-        if cfg.stream_k or cfg.split_k_ordered or cfg.a_copy_k:
+        if cfg.stream_k or cfg.split_k_ordered or cfg.tail_split != 1 or cfg.a_copy_k:
             raise ValueError("the grouped GEMM takes neither the GEMM's stream-K (its own "
-                             "is GroupedGemmConfig.stream_k), ordered split-K nor 8-column "
-                             "A pieces")
+                             "is GroupedGemmConfig.stream_k), ordered split-K, the tail "
+                             "split nor 8-column A pieces")
         cfg.check()
         if self.stream_k:
             self._check_stream_k()

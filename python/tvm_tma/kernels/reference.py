@@ -125,7 +125,7 @@ def run(cfg: GemmConfig, seed: int = 0, fp8_values: str = "exact"
     kernel = compile_kernel(gemm_kernel(cfg)).executable["main"]
     scale_args = [tvm.runtime.tensor(np.array([s], dtype=np.float32), device) for s in scales]
     extra = workspace(cfg, device)
-    if cfg.stream_k or cfg.split_k_ordered:
+    if cfg.stream_k or cfg.order_waits:
         # A first launch on other data: the checked one then reuses a workspace that a
         # launch has left behind, as back-to-back launches do.
         other = _random_operands(cfg, rng, fp8_values)
@@ -136,7 +136,7 @@ def run(cfg: GemmConfig, seed: int = 0, fp8_values: str = "exact"
     device.sync()
     check_workspace_left_clean(cfg, extra)
     # Ordered split-K overwrites C (part 0 stores into it): its parts add up from zero.
-    start = np.zeros_like(initial) if cfg.split_k_ordered else initial
+    start = np.zeros_like(initial) if cfg.order_waits else initial
     expected, bound = expected_output(cfg, a, b, start, scales, fp8_values == "exact")
     return c.numpy().astype(np.float32), expected, bound
 
@@ -164,10 +164,10 @@ def expected_output(cfg: GemmConfig, a: np.ndarray, b: np.ndarray, initial: np.n
     accumulable, which is checked (every partial sum below ``EXACT_LIMIT``)."""
     if not cfg.fp8:
         ref, magnitude = reference(a, b, cfg.b_layout)
-        if cfg.split_k == 1:
+        if cfg.reduction_parts == 1:
             return ref, error_bound(ref, magnitude, cfg.k, cfg.dtype)
         initial32 = initial.astype(np.float32)
-        bound = error_bound(ref, magnitude, cfg.k, cfg.dtype, cfg.split_k,
+        bound = error_bound(ref, magnitude, cfg.k, cfg.dtype, cfg.reduction_parts,
                             part_magnitude(a, b, cfg), initial32)
         return ref + initial32, bound
     scale = scale_product(*scales)
@@ -177,9 +177,9 @@ def expected_output(cfg: GemmConfig, a: np.ndarray, b: np.ndarray, initial: np.n
         raise ValueError(f"inputs not exactly accumulable: a partial sum reaches {peak} "
                          f"(at least {EXACT_LIMIT}); use a shorter K or normal inputs")
     accumulation = None if exact else scale * accumulation
-    if cfg.split_k == 1:
+    if cfg.reduction_parts == 1:
         return ref, fp8_error_bound(ref, magnitude, cfg.k, accumulation)
     initial32 = initial.astype(np.float32)
-    bound = fp8_error_bound(ref, magnitude, cfg.k, accumulation, cfg.split_k,
+    bound = fp8_error_bound(ref, magnitude, cfg.k, accumulation, cfg.reduction_parts,
                             scale * part_magnitude(a, b, cfg), initial32)
     return ref + initial32, bound

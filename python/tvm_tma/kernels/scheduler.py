@@ -99,6 +99,25 @@ def cluster_block(cfg: GemmConfig, mg, ng, rank):
     return mg, ng * cfg.cluster_n + rank
 
 
+def tail_unit(cfg: GemmConfig, worker):
+    """(worker tile, K part) of worker ``worker``'s last-round unit with
+    :attr:`~.gemm_config.GemmConfig.tail_split` (the unit exists where ``worker <
+    tail_tiles * tail_split``): the ``tail_split`` parts of a tile left over are adjacent
+    workers, the tiles in the grouped order after the full waves."""
+    parts = cfg.tail_split
+    return cfg.tail_rounds * cfg.workers + worker // parts, worker % parts
+
+
+def tail_steps(cfg: GemmConfig, part):
+    """(first K step, K steps) of K part ``part`` of a tile left over (the device twin of
+    :meth:`~.gemm_config.GemmConfig.tail_part_steps`: part 0 the short one)."""
+    steps = math.ceil(cfg.k_steps / cfg.tail_split)
+    short = cfg.tail_split * steps - cfg.k_steps
+    if short == 0:
+        return part * steps, steps
+    return T.max(part * steps - short, 0), T.if_then_else(part == 0, steps - short, steps)
+
+
 def stream_k_run(cfg: GemmConfig, worker):
     """(first, end) K steps of worker ``worker``'s stream-K run, numbered over the whole
     problem (step ``g`` is K step ``g % k_steps`` of worker tile ``g // k_steps``): the

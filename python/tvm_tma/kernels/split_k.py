@@ -43,8 +43,10 @@ def tile_flag(cfg: GemmConfig, mb, nb):
     return mb * (cfg.n_groups * cfg.cluster_n) + nb
 
 
-def make_order(cfg: GemmConfig) -> tuple[Callable[..., None], Callable[..., None]]:
-    """``(wait_for_first, finish)``, run by a tile's storing thread:
+def make_order(cfg: GemmConfig, parts: int | None = None
+               ) -> tuple[Callable[..., None], Callable[..., None]]:
+    """``(wait_for_first, finish)`` for tiles of ``parts`` K parts (None: ``split_k``;
+    the tail split passes ``tail_split``), run by a tile's storing thread:
 
     * ``wait_for_first(flags, flag, index)``: before the first reduce-add of a part other
       than 0, wait until part 0's stores of tile ``index`` are complete;
@@ -53,7 +55,7 @@ def make_order(cfg: GemmConfig) -> tuple[Callable[..., None], Callable[..., None
 
     ``flag`` is a one-element int32 local the wait spins on.
     """
-    adders = cfg.split_k - 1
+    adders = (cfg.split_k if parts is None else parts) - 1
 
     # fmt: off
     @T.inline

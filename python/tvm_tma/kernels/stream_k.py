@@ -48,7 +48,7 @@ FIXUP_BARRIER = 1
 def workspace_shapes(cfg: GemmConfig) -> tuple[tuple[int, int], tuple[int]]:
     """Shapes of the fp32 partial-tile slots (one per CTA) and the int32 flags (one per
     CTA; ordered split-K's: one per output tile, :mod:`.split_k`, and no slots)."""
-    if cfg.split_k_ordered:
+    if cfg.order_waits:
         return (0, 0), (cfg.order_flags,)
     return (cfg.ctas, cfg.partial_floats), (cfg.ctas,)
 
@@ -61,12 +61,12 @@ def workspace(cfg: GemmConfig, device) -> list:
     larger than ``device``'s SM count (:func:`check_resident`)."""
     import tvm
 
-    if not (cfg.stream_k or cfg.split_k_ordered):
+    if not (cfg.stream_k or cfg.order_waits):
         return []
     check_resident(cfg, device.multi_processor_count)
     slots, flags = workspace_shapes(cfg)
     flag_tensor = tvm.runtime.tensor(np.zeros(flags, dtype=np.int32), device)
-    if cfg.split_k_ordered:
+    if cfg.order_waits:
         return [flag_tensor]
     return [tvm.runtime.tensor(np.zeros(slots, dtype=np.float32), device), flag_tensor]
 
@@ -75,7 +75,8 @@ def check_resident(cfg: GemmConfig, sm_count: int | None) -> None:
     """Refuse a stream-K (or ordered split-K) grid larger than the GPU: its owners spin on
     flags that other CTAs set, so every CTA must be resident at once (one per SM: the ring
     fills shared memory). ``sm_count`` None (no device to ask) checks nothing."""
-    waits = "stream_k" if cfg.stream_k else "split_k_ordered" if cfg.split_k_ordered else ""
+    waits = ("stream_k" if cfg.stream_k else "split_k_ordered" if cfg.split_k_ordered
+             else "tail_split" if cfg.tail_split > 1 else "")
     if waits:
         refuse_grid_past_gpu(waits, cfg.ctas, sm_count)
 
@@ -94,7 +95,7 @@ def check_workspace_left_clean(cfg: GemmConfig, arguments: list) -> None:
     take a stale slot for a fresh one): every published slot must have been gathered; or
     an ordered split-K launch did (the next launch's adders would not wait for its
     store)."""
-    if cfg.split_k_ordered:
+    if cfg.order_waits:
         flags = arguments[0].numpy()
         if flags.any():
             raise RuntimeError(f"ordered split-K left flags set at tiles "

@@ -10,15 +10,29 @@ one K step of a 128 x 256 tile and takes the cheapest:
 
 * **Data-parallel**: ``rounds x steps_per_unit x step_cost`` (``STEP_COST[block_n]``, or
   where rows straddle L2 lines at least :func:`straddled_step_cost`).
-* **Stream-K** (tiles of at least :data:`STREAM_K_MIN_STEPS` K steps, a partial last
-  wave): the full waves as above, then the partial wave's K steps shared out
-  (``iterations / workers``), plus the fix-up: a tile cut into ``pieces`` runs costs its
-  peers a write and its owner a read of one fp32 partial tile per peer
-  (:data:`FIXUP_COST_PER_BYTE` per byte). It is a candidate only where it is estimated
-  :data:`STREAM_K_MARGIN` cheaper than the same tiles in plain waves: where it gains
-  little it loses what the model does not see (4096^3's L2 hit rate fell from 73% to 58%).
-  Sharing the last full wave as well (``stream_k_waves=2``, each tile in about two pieces)
-  is estimated cheaper still on a partial wave of few tiles but measured slower on every
+* **Tail split** (tiles of at least :data:`TAIL_MIN_STEPS` K steps, a partial last wave of
+  at most half the workers): the full waves as above, then the tiles left over cut into
+  ``tail_split`` ordered K parts, one per worker, all in one last round
+  (:func:`in_tail_parts`), priced as ordered K parts are (below). Every part of every cut
+  tile starts on the same K step of its tile, so the last round's loads share L2 as a full
+  wave's do, and the parts meet in C through TMA reduce-adds. Where it applies it replaces
+  stream-K for every tiling (a problem with a tail split has no stream-K candidate), which
+  measured 5-42% slower on the same problems (H100, same runs: 1536 x 3072 x 4096 94.8-96.1%
+  of cuBLAS against 80.4-81.6%, 2048 x 7168 x 4096 98.6-99.2% against 93.8-94.5%, 5120^3
+  102.7-103.6% against 98.9-99.0%, 296 x 16384 x 8192 84.4% against 59.4%, 8192 x 640 x 8192
+  90.2% for 128 x 160 plain waves against 82.1% for stream-K's 128 x 128); it also takes the
+  straddled problems whose 128 x 256 tiles in 2x1 clusters leave a partial wave (10000 x
+  1024 x 3000 1.12x, 1000 x 10000 x 3000 1.13x, 3000^3 1.15x, 12000 x 512 x 2000 1.13x the
+  plain waves: benchmarks/RESULTS.md section 6i).
+* **Stream-K** (tiles of at least :data:`STREAM_K_MIN_STEPS` K steps, a partial last wave
+  too full for the tail split in every tiling): the full waves as above, then the partial
+  wave's K steps shared out (``iterations / workers``), plus the fix-up: a tile cut into
+  ``pieces`` runs costs its peers a write and its owner a read of one fp32 partial tile per
+  peer (:data:`FIXUP_COST_PER_BYTE` per byte). It is a candidate only where it is estimated
+  :data:`STREAM_K_MARGIN` cheaper than the same tiles in plain waves: where it gains little
+  it loses what the model does not see (4096^3's L2 hit rate fell from 73% to 58%). Sharing
+  the last full wave as well (``stream_k_waves=2``, each tile in about two pieces) is
+  estimated cheaper still on a partial wave of few tiles but measured slower on every
   problem but one (RESULTS.md section 6d), so the model never takes it.
 * **Ordered K parts** (a tiling whose tiles fill at most half the SMs, each part at least
   :data:`MIN_PART_STEPS` K steps, M more than one row block): the data-parallel estimate
@@ -77,6 +91,7 @@ class Tiling(Protocol):
     stream_k: bool
     stream_k_waves: int
     split_k: int
+    tail_split: int
 
     @property
     def element_bytes(self) -> int: ...
@@ -100,6 +115,10 @@ class Tiling(Protocol):
     def partial_floats(self) -> int: ...
     @property
     def ordered_parts(self) -> int: ...
+    @property
+    def tail_rounds(self) -> int: ...
+    @property
+    def tail_tiles(self) -> int: ...
     def check(self) -> None: ...
 
 
@@ -157,6 +176,14 @@ ORDERED_PART_COST = 1.5
 #: (768 x 1536 x 8192, 1024 x 1280 x 11520, 128 x 256 in 3); of 12 and 8 0.88x
 #: (1024 x 1536 x 1536, 768 x 2048 x 1000).
 MIN_PART_STEPS = 32
+#: Fewest K steps a tile needs for the tail split to be a candidate of the model
+#: (:func:`in_tail_parts`). H100, same runs, against the default before it: with 16 K steps
+#: it won or tied (7000 x 3000 x 1000 in 4 parts 1.03-1.05x, 10000 x 1000 x 1000 1.02x,
+#: 1234 x 8192 x 1000 1.03x, 6272 x 512 x 1024 0.97-1.00x, 640 x 8192 x 1000 1.00x); with
+#: 12 (2304 x 4608 x 768: 128 x 256 tiles in 2 parts of 6 against 128 x 128 tiles in plain
+#: waves) it lost 12-14%: a short tile's epilogue, which the model does not price, is a
+#: larger share of a wide tile's time.
+TAIL_MIN_STEPS = 16
 #: The measured tilings, widest first (ties go to the wider): cooperative 128-row tiles,
 #: each with the most ring stages that fit beside its C stage. 128 x 160 (C staged 32
 #: columns at a time, 64B swizzle) covers N = 640 in 4 column blocks where 128 x 192
@@ -189,7 +216,7 @@ LINE_BYTES = 128
 #: Fields that, given by the caller, say how the work is split: the model adds neither a
 #: cluster nor stream-K over them (and, with ``schedule``, no ordered split-K either).
 SPLIT_FIELDS = frozenset({"cluster", "cluster_n", "split_k", "split_k_ordered", "stream_k",
-                          "stream_k_waves"})
+                          "stream_k_waves", "tail_split"})
 
 
 @dataclass(frozen=True)
@@ -248,15 +275,30 @@ def straddled_step_cost(cfg: Tiling) -> float:
     return rows / (128 / cfg.cluster_n + 256 / cfg.cluster)
 
 
+def ordered_adds(cfg: Tiling, parts: int) -> float:
+    """What the later ``parts - 1`` ordered K parts of a tile cost beyond their K steps
+    (:data:`ORDERED_PART_COST` each, scaled by the tile's area)."""
+    return (parts - 1) * ORDERED_PART_COST * cfg.block_m * cfg.block_n / (128 * 256)
+
+
 def estimate(cfg: Tiling) -> Estimate:
-    """The estimated time of ``cfg`` (data-parallel, in K parts, or stream-K)."""
+    """The estimated time of ``cfg`` (data-parallel, in K parts, with the tiles left over
+    in parts, or stream-K)."""
     step = step_cost(cfg)
+    if cfg.tail_split > 1:
+        whole = cfg.tail_rounds * cfg.k_steps * step
+        part = math.ceil(cfg.k_steps / cfg.tail_split) * step * SPLIT_STEP_FACTOR
+        adds = ordered_adds(cfg, cfg.tail_split)
+        return Estimate(cfg, whole + part + adds,
+                        f"{cfg.tail_rounds} rounds x {cfg.k_steps} steps x {step:.2f}, then "
+                        f"{cfg.tail_tiles} tiles in {cfg.tail_split} parts: "
+                        f"{part:.1f} + later K parts {adds:.1f}")
     if not cfg.stream_k:
         rounds = math.ceil(cfg.work_units / cfg.workers)
         adds = 0.0
         if cfg.split_k > 1:
             step *= SPLIT_STEP_FACTOR
-            adds = (cfg.split_k - 1) * ORDERED_PART_COST * cfg.block_m * cfg.block_n / (128 * 256)
+            adds = ordered_adds(cfg, cfg.split_k)
         why = f"{rounds} rounds x {cfg.steps_per_unit} steps x {step:.2f}"
         if adds:
             why += f" + {cfg.split_k - 1} later K part(s) {adds:.1f}"
@@ -308,10 +350,32 @@ def in_ordered_parts(cfg: Tiling) -> Tiling | None:
     return split if split.steps_per_unit >= MIN_PART_STEPS else None
 
 
+def in_tail_parts(cfg: Tiling) -> Tiling | None:
+    """``cfg``'s tiles with those past the last full wave cut into ordered K parts
+    (``tail_split``), else None (fewer than :data:`TAIL_MIN_STEPS` K steps, no full wave,
+    none left over, or too many left over for two parts each). The parts are as many as
+    the workers hold, at most :data:`~.gemm_config.MAX_ORDERED_SPLIT`, each at least
+    :data:`~.gemm_config.PART_STEPS_FLOOR` K steps; of those, the cheapest estimate (each
+    later part costs :data:`ORDERED_PART_COST`)."""
+    from .gemm_config import MAX_ORDERED_SPLIT, PART_STEPS_FLOOR
+
+    if cfg.schedule != "cooperative" or cfg.split_k != 1 or cfg.stream_k:
+        return None
+    if cfg.k_steps < TAIL_MIN_STEPS or not has_partial_wave(cfg):
+        return None
+    tiles_left = cfg.work_units % cfg.workers
+    most = min(MAX_ORDERED_SPLIT, cfg.workers // tiles_left, cfg.k_steps // PART_STEPS_FLOOR)
+    if most < 2:
+        return None
+    return min((replace(cfg, tail_split=parts) for parts in range(2, most + 1)),
+               key=lambda split: estimate(split).cost)
+
+
 def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[Tiling]:
     """The measured tilings, with the caller's options over them, that the kernel runs:
-    each data-parallel, with stream-K where that is clearly cheaper, and in ordered K
-    parts where its tiles fill at most half the SMs; in 2x1 clusters where the operands'
+    each data-parallel, with the tiles past its last full wave in ordered K parts (else
+    with stream-K where that is clearly cheaper), and in ordered K parts where its tiles
+    fill at most half the SMs; in 2x1 clusters where the operands'
     rows straddle L2 lines (unless the caller chose how the work is split)."""
     free = not (SPLIT_FIELDS & set(options))
     found: list[Tiling] = []
@@ -323,7 +387,10 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
         if free and rows_straddle_lines(cfg) and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0:
             cfg = replace(cfg, cluster=2)
         variants = [cfg]
-        if (free and cfg.schedule == "cooperative" and cfg.cluster_n == 1
+        tail = in_tail_parts(cfg) if free else None
+        if tail is not None:
+            variants.append(tail)
+        elif (free and cfg.schedule == "cooperative" and cfg.cluster_n == 1
                 and stream_k_pays(cfg)):
             variants.append(replace(cfg, stream_k=True))
         parts = in_ordered_parts(plain) if free and plain.schedule == "cooperative" else None
@@ -336,6 +403,11 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
                 continue
             if variant not in found:
                 found.append(variant)
+    if free and any(cfg.tail_split > 1 for cfg in found):
+        # Where a tiling's tiles left over can be cut in parts, stream-K is no candidate
+        # for any tiling: it measured slower than the tail split on every problem both
+        # were run on (the module docstring's pairs).
+        found = [cfg for cfg in found if not cfg.stream_k]
     return found
 
 
@@ -390,7 +462,8 @@ def on_half_rows(cfg: Tiling) -> Tiling:
       257, 256 x 1024 x 1024 223 / 187, 200 x 3000 x 800 197 / 157, 1024^3 167 / 142
       (conv2d's short layers take the same rule, kernels/conv2d.py).
     """
-    if (cfg.block_m, cfg.block_n) != (128, 128) or cfg.cluster_size > 1 or cfg.stream_k:
+    if ((cfg.block_m, cfg.block_n) != (128, 128) or cfg.cluster_size > 1 or cfg.stream_k
+            or cfg.tail_split > 1):
         return cfg
     if cfg.element_bytes != 2 or cfg.b_layout != "nk":
         return cfg
