@@ -48,7 +48,7 @@ from tvm_tma.kernels.gemm import gemm_kernel
 from tvm_tma.kernels.gemm_config import DTYPES_16, FP8_DTYPES, GemmConfig
 from tvm_tma.kernels.reference import error_bound, fp8_error_bound
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
-from tvm_tma.kernels.tiling import estimate, ranked
+from tvm_tma.kernels.tiling import estimate, in_tail_parts, ranked
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.timing import back_to_back, per_launch_median
 
@@ -77,7 +77,8 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                 ctas: int, **options) -> list[GemmConfig]:
     """The default configuration, or (``sweep``) the grid around it: tiling and schedule,
     no cluster, 2x1 clusters (B multicast) or 1x2 ones (A multicast) where there are row or
-    column blocks to pair, and split-K 2 where the tiles alone leave SMs idle. FP8 tiles
+    column blocks to pair, split-K 2 where the tiles alone leave SMs idle, stream-K, and
+    the tiles past the last full wave in ordered parts (``tail_split``). FP8 tiles
     have the same bytes as 16-bit ones (K blocks of 128), so the grid is the same."""
     base = GemmConfig.for_problem(m, n, k, dtype=dtype, b_layout=b_layout, ctas=ctas,
                                   **options)
@@ -88,7 +89,8 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
         for cluster, cluster_n in ((1, 1), (2, 1), (1, 2)):
             tiling = replace(base, schedule=schedule, block_m=block_m, block_n=block_n,
                              stages=stages, epilogue_n=epilogue_n, cluster=cluster,
-                             cluster_n=cluster_n, stream_k=False, stream_k_waves=1)
+                             cluster_n=cluster_n, stream_k=False, stream_k_waves=1,
+                             tail_split=1)
             if tiling.cluster > tiling.m_blocks or tiling.cluster_n > tiling.n_blocks:
                 continue  # a CTA of every cluster would hold padding only
             splits = (1, 2) if tiling.num_tiles < 2 * ctas else (1,)
@@ -108,13 +110,26 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                 streamed = replace(base, schedule=schedule, block_m=block_m,
                                    block_n=block_n, stages=stages, epilogue_n=epilogue_n,
                                    cluster=1, cluster_n=1, split_k=1, stream_k=True,
-                                   stream_k_waves=waves)
+                                   stream_k_waves=waves, tail_split=1)
                 try:
                     streamed.check()
                 except ValueError:
                     continue
                 if streamed not in found:
                     found.append(streamed)
+            # The tiles past the last full wave in ordered K parts (the model's count).
+            for cluster in (1, 2):
+                tail = in_tail_parts(replace(base, schedule=schedule, block_m=block_m,
+                                             block_n=block_n, stages=stages,
+                                             epilogue_n=epilogue_n, cluster=cluster,
+                                             cluster_n=1, split_k=1, split_k_ordered=False,
+                                             stream_k=False, stream_k_waves=1, tail_split=1))
+                if tail is not None and tail not in found:
+                    try:
+                        tail.check()
+                    except ValueError:
+                        continue
+                    found.append(tail)
     return found
 
 

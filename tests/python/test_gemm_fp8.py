@@ -139,7 +139,7 @@ def test_sixteen_bit_inputs_refuse_a_second_type():
 @pytest.mark.parametrize("dtype", [E4, E5])
 def test_fp8_default_tiling(dtype):
     """The 16-bit defaults with K blocks of 128 (same slot bytes): the most stages that fit
-    beside the C stage, and the same wave rules for stream-K and the narrow tiles."""
+    beside the C stage, and the same wave rules for the tail split and the narrow tiles."""
     square = GemmConfig.for_problem(8192, 8192, 8192, dtype=dtype)
     assert (square.block_m, square.block_n, square.block_k, square.stages,
             square.epilogue_cols, square.cluster, square.stream_k) == (
@@ -147,10 +147,11 @@ def test_fp8_default_tiling(dtype):
     ragged = GemmConfig.for_problem(1000, 2000, 3008, dtype=dtype)
     assert (ragged.block_n, ragged.block_k, ragged.stages, ragged.epilogue_cols,
             ragged.cluster) == (128, 128, 6, 128, 2)
-    # Stream-K where the model finds it clearly cheaper: 68 tiles past the full waves, 80
-    # K blocks of 128 (2048 x 7168 x 4096 has 32: stream-K estimated only 5% cheaper).
-    assert GemmConfig.for_problem(2560, 2560, 10240, dtype=dtype).stream_k
-    assert not GemmConfig.for_problem(4096, 4096, 4096, dtype=dtype).stream_k
+    # The tiles left over in ordered K parts, as for bf16: 16 tiles of 128 x 192 past two
+    # waves, 80 K blocks of 128 in 8 parts; a last wave 88% full (4096^3) stays whole.
+    long_k = GemmConfig.for_problem(2560, 2560, 10240, dtype=dtype)
+    assert (long_k.block_n, long_k.tail_split, long_k.stream_k) == (192, 8, False)
+    assert GemmConfig.for_problem(4096, 4096, 4096, dtype=dtype).tail_split == 1
     for cfg in (square, ragged):
         assert cfg.shared_bytes <= MAX_SHARED < replace(cfg, stages=cfg.stages + 1).shared_bytes
     mixed = GemmConfig.for_problem(8192, 8192, 8192, dtype=E4, b_dtype=E5)

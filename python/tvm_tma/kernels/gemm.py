@@ -73,6 +73,13 @@ Options:
   ``C += A @ B``. The last part's K steps past K load zeros, so every unit runs the same
   number of ring uses. With ``split_k_ordered`` part 0 stores instead and the other parts
   add after its store completed (:mod:`.split_k`, one flag per tile): ``C = A @ B``.
+* ``tail_split=S``: the full waves run whole tiles; each tile left over is cut into S
+  ordered K parts (the same flags and order as ``split_k_ordered``), one per worker, all
+  in one last round (:func:`.scheduler.tail_unit`, :func:`.scheduler.tail_steps`): no
+  wave runs a third full, and every part starts on the same K step of its tile.
+* ``stream_k=True``: the full waves run whole tiles, the rest of the K steps are cut into
+  one run per worker, and a tile cut between runs is finished from fp32 partials
+  (:mod:`.stream_k`).
 
 The kernel's pieces are modules of their own, shared with the other kernels of
 :mod:`tvm_tma.kernels`: the work order (:mod:`.scheduler`), the ring

@@ -155,9 +155,10 @@ class GemmConfig:
     @classmethod
     def for_problem(cls, m: int, n: int, k: int, **options) -> GemmConfig:
         """The default tiling for a problem (:func:`.tiling.choose`, where the model and its
-        measurements are explained): cooperative 128-row tiles 256, 192 or 128 wide,
-        whichever the wave count makes fastest, data-parallel or with stream-K sharing a
-        last wave at most half full; 2x1 clusters multicasting B where the operands' rows
+        measurements are explained): cooperative 128-row tiles 256, 192, 160 or 128 wide,
+        whichever the wave count makes fastest, data-parallel or with a last wave at most
+        half full cut into ordered K parts (``tail_split``; stream-K where no tiling can
+        be cut so); 2x1 clusters multicasting B where the operands' rows
         straddle 128-byte L2 lines; where 128 x 128 tiles fill at most half the SMs, K
         cut into ordered parts on ping-pong tiles (:attr:`ordered_parts`); and 64 x 128
         tiles where M is at most 64, or where a problem of at most 16 K steps has too few
