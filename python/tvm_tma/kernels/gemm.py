@@ -452,33 +452,26 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
             if tid == 0:
                 if work is not None:
                     work.produce(ring, a_ring, b_ring, A, B, groups, worker)
-                elif stream_k:
+                elif stream_k or tail:
                     # Whole tiles first (rounds 0 .. dp_rounds - 1, the plain order), then
-                    # the K steps of this worker's run, tile by tile: ring use
-                    # dp_rounds * k_steps + (step - first).
+                    # stream-K's run, tile by tile (ring use dp_rounds * k_steps + (step -
+                    # first)), or the tail split's one part of a tile left over (ring uses
+                    # from dp_rounds * k_steps on).
                     if dp_rounds > 0:
                         for j in T.serial(dp_rounds):
                             mb, nb, part = T.meta_var(
                                 unit_coordinates(cfg, unit_of(cfg, worker, j), place))
                             load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place)
-                    first, end = T.meta_var(stream_k_run(cfg, worker))
-                    lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
-                    for t in T.serial(lo, hi):
-                        kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
-                        mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
-                        load_steps(ring, a_ring, b_ring, A, B,
-                                   dp_steps + t * k_steps + kb - first, kb, ke - kb, mb, nb,
-                                   rank, place)
-                elif tail:
-                    # Whole tiles for the full waves, then this worker's part of a tile left
-                    # over (ring uses from dp_rounds * k_steps on).
-                    if dp_rounds > 0:
-                        for j in T.serial(dp_rounds):
-                            mb, nb, part = T.meta_var(
-                                unit_coordinates(cfg, unit_of(cfg, worker, j), place))
-                            load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank,
-                                      place)
-                    if worker < tail_units:
+                    if stream_k:
+                        first, end = T.meta_var(stream_k_run(cfg, worker))
+                        lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
+                        for t in T.serial(lo, hi):
+                            kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
+                            mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
+                            load_steps(ring, a_ring, b_ring, A, B,
+                                       dp_steps + t * k_steps + kb - first, kb, ke - kb, mb,
+                                       nb, rank, place)
+                    elif worker < tail_units:
                         t, part = T.meta_var(tail_unit(cfg, worker))
                         kb, count = T.meta_var(tail_steps(cfg, part))
                         mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
@@ -501,10 +494,11 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
             if work is not None:
                 work.consume(ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, groups,
                              worker, consumer, lane, tid)
-            elif stream_k:
-                # Whole tiles first, then each tile of the run: its K steps here, then
-                # either publish them (a tile this run did not start) or gather the peers'
-                # and store the tile.
+            elif stream_k or tail:
+                # Whole tiles first; then each tile of stream-K's run: its K steps here,
+                # then either publish them (a tile this run did not start) or gather the
+                # peers' and store the tile; or the tail split's part of a tile left over,
+                # stored in order (part 0 stores, the others add after it).
                 if dp_rounds > 0:
                     for j in T.serial(dp_rounds):
                         mb, nb, part = T.meta_var(
@@ -513,34 +507,24 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
                                  consumer * 64, lane)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
                                    tid == WARPGROUP, scale, None)
-                first, end = T.meta_var(stream_k_run(cfg, worker))
-                lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
-                for t in T.serial(lo, hi):
-                    kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
-                    mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
-                    mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b,
-                              dp_steps + t * k_steps + kb - first, kb, ke - kb,
-                              consumer * 64, lane)
-                    if kb > 0:
-                        publish(partials, flags, acc, worker, place, tid - WARPGROUP)
-                    else:
-                        if ke < k_steps:
-                            gather(partials, flags, acc, flag, worker, place,
-                                   t * k_steps + k_steps, tid - WARPGROUP)
-                        store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
-                                   tid == WARPGROUP, scale, None)
-            elif tail:
-                # Whole tiles for the full waves, then this worker's part of a tile left
-                # over, stored in order: part 0 stores, the others add after it.
-                if dp_rounds > 0:
-                    for j in T.serial(dp_rounds):
-                        mb, nb, part = T.meta_var(
-                            unit_coordinates(cfg, unit_of(cfg, worker, j), place))
-                        mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part,
-                                 consumer * 64, lane)
-                        store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
-                                   tid == WARPGROUP, scale, None)
-                if worker < tail_units:
+                if stream_k:
+                    first, end = T.meta_var(stream_k_run(cfg, worker))
+                    lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
+                    for t in T.serial(lo, hi):
+                        kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
+                        mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
+                        mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b,
+                                  dp_steps + t * k_steps + kb - first, kb, ke - kb,
+                                  consumer * 64, lane)
+                        if kb > 0:
+                            publish(partials, flags, acc, worker, place, tid - WARPGROUP)
+                        else:
+                            if ke < k_steps:
+                                gather(partials, flags, acc, flag, worker, place,
+                                       t * k_steps + k_steps, tid - WARPGROUP)
+                            store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
+                                       tid == WARPGROUP, scale, None)
+                elif worker < tail_units:
                     t, part = T.meta_var(tail_unit(cfg, worker))
                     kb, count = T.meta_var(tail_steps(cfg, part))
                     mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
