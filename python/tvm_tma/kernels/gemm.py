@@ -427,6 +427,10 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
                            cluster=cluster)
         warpgroup = T.meta_var(tid // WARPGROUP)
         lane = T.meta_var(tid % WARPGROUP)
+        # (row block, column block, part) of this worker's whole tile of round j, before
+        # stream-K's run or the tail split's part.
+        whole_tile = T.meta_var(
+            lambda j: unit_coordinates(cfg, unit_of(cfg, worker, j), place))
 
         if tid == 0:
             ring.init()
@@ -459,8 +463,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
                     # from dp_rounds * k_steps on).
                     if dp_rounds > 0:
                         for j in T.serial(dp_rounds):
-                            mb, nb, part = T.meta_var(
-                                unit_coordinates(cfg, unit_of(cfg, worker, j), place))
+                            mb, nb, part = T.meta_var(whole_tile(j))
                             load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place)
                     if stream_k:
                         first, end = T.meta_var(stream_k_run(cfg, worker))
@@ -501,8 +504,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
                 # stored in order (part 0 stores, the others add after it).
                 if dp_rounds > 0:
                     for j in T.serial(dp_rounds):
-                        mb, nb, part = T.meta_var(
-                            unit_coordinates(cfg, unit_of(cfg, worker, j), place))
+                        mb, nb, part = T.meta_var(whole_tile(j))
                         mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part,
                                  consumer * 64, lane)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
