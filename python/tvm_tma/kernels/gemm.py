@@ -117,10 +117,9 @@ from .gemm_config import CONSUMER_REGISTERS, PRODUCER_REGISTERS, WARPGROUP, Gemm
 from .operands import AOperand
 from .scheduler import (
     rounds,
-    stream_k_run,
-    stream_k_segment,
+    stream_k_run_tile,
     stream_k_tile_coordinates,
-    stream_k_tiles,
+    stream_k_walk,
     tail_steps,
     tail_unit,
     unit_coordinates,
@@ -466,14 +465,12 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
                             mb, nb, part = T.meta_var(whole_tile(j))
                             load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place)
                     if stream_k:
-                        first, end = T.meta_var(stream_k_run(cfg, worker))
-                        lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
+                        first, end, lo, hi = T.meta_var(stream_k_walk(cfg, worker))
                         for t in T.serial(lo, hi):
-                            kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
-                            mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
-                            load_steps(ring, a_ring, b_ring, A, B,
-                                       dp_steps + t * k_steps + kb - first, kb, ke - kb, mb,
-                                       nb, rank, place)
+                            it0, kb, ke, mb, nb = T.meta_var(
+                                stream_k_run_tile(cfg, t, first, end, place))
+                            load_steps(ring, a_ring, b_ring, A, B, it0, kb, ke - kb, mb, nb,
+                                       rank, place)
                     elif worker < tail_units:
                         t, part = T.meta_var(tail_unit(cfg, worker))
                         kb, count = T.meta_var(tail_steps(cfg, part))
@@ -510,13 +507,11 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
                                    tid == WARPGROUP, scale, None)
                 if stream_k:
-                    first, end = T.meta_var(stream_k_run(cfg, worker))
-                    lo, hi = T.meta_var(stream_k_tiles(cfg, first, end))
+                    first, end, lo, hi = T.meta_var(stream_k_walk(cfg, worker))
                     for t in T.serial(lo, hi):
-                        kb, ke = T.meta_var(stream_k_segment(cfg, t, first, end))
-                        mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
-                        mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b,
-                                  dp_steps + t * k_steps + kb - first, kb, ke - kb,
+                        it0, kb, ke, mb, nb = T.meta_var(
+                            stream_k_run_tile(cfg, t, first, end, place))
+                        mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, kb, ke - kb,
                                   consumer * 64, lane)
                         if kb > 0:
                             publish(partials, flags, acc, worker, place, tid - WARPGROUP)

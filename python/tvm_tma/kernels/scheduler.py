@@ -141,6 +141,25 @@ def stream_k_segment(cfg: GemmConfig, tile, first, end):
     return T.max(first - tile * steps, 0), T.min(end - tile * steps, steps)
 
 
+def stream_k_walk(cfg: GemmConfig, worker):
+    """(first, end, lo, hi): worker ``worker``'s stream-K run (:func:`stream_k_run`) and the
+    range of worker tiles it touches (:func:`stream_k_tiles`), what its producer and its
+    consumers both walk."""
+    first, end = stream_k_run(cfg, worker)
+    return (first, end, *stream_k_tiles(cfg, first, end))
+
+
+def stream_k_run_tile(cfg: GemmConfig, tile, first, end, rank):
+    """(first ring use, first K step, end K step, row block, column block) of ``tile`` in
+    the stream-K run ``first .. end - 1`` for cluster rank ``rank``: what the producer
+    loads and the consumers compute of it (:func:`stream_k_segment`,
+    :func:`stream_k_tile_coordinates`). The run's ring uses follow the worker's whole
+    tiles: ``stream_k_dp_rounds * k_steps + (step - first)``."""
+    kb, ke = stream_k_segment(cfg, tile, first, end)
+    it0 = cfg.stream_k_dp_rounds * cfg.k_steps + tile * cfg.k_steps + kb - first
+    return (it0, kb, ke, *stream_k_tile_coordinates(cfg, tile, rank))
+
+
 def stream_k_tile_coordinates(cfg: GemmConfig, tile, rank):
     """(row block, column block) of cluster rank ``rank`` in stream-K worker tile
     ``tile``: the grouped order of :func:`tile_coordinates` over cluster row groups, the
