@@ -359,6 +359,17 @@ class GemmConfig:
         ``tail_split`` ordered parts)."""
         return self.m_groups * self.n_groups - self.tail_rounds * self.workers
 
+    @property
+    def tail_parts_held(self) -> int:
+        """Most parts the tiles left over after the full waves can each be cut into: as
+        many as the workers hold, at most :data:`MAX_ORDERED_SPLIT`, each at least
+        :data:`PART_STEPS_FLOOR` K steps (the bounds of :attr:`ordered_parts`); 0 with no
+        tile left over. :func:`.tiling.in_tail_parts` picks among 2 .. this many."""
+        if self.tail_tiles == 0:
+            return 0
+        return min(MAX_ORDERED_SPLIT, self.workers // self.tail_tiles,
+                   self.k_steps // PART_STEPS_FLOOR)
+
     def tail_part_steps(self, part: int) -> tuple[int, int]:
         """(first K step, K steps) of K part ``part`` of a tile left over with
         ``tail_split``: ``ceil(k_steps / tail_split)`` steps each but part 0, the short

@@ -119,6 +119,8 @@ class Tiling(Protocol):
     def tail_rounds(self) -> int: ...
     @property
     def tail_tiles(self) -> int: ...
+    @property
+    def tail_parts_held(self) -> int: ...
     def check(self) -> None: ...
 
 
@@ -355,16 +357,14 @@ def in_tail_parts(cfg: Tiling) -> Tiling | None:
     (``tail_split``), else None (fewer than :data:`TAIL_MIN_STEPS` K steps, no full wave,
     none left over, or too many left over for two parts each). The parts are as many as
     the workers hold, at most :data:`~.gemm_config.MAX_ORDERED_SPLIT`, each at least
-    :data:`~.gemm_config.PART_STEPS_FLOOR` K steps; of those, the cheapest estimate (each
-    later part costs :data:`ORDERED_PART_COST`)."""
-    from .gemm_config import MAX_ORDERED_SPLIT, PART_STEPS_FLOOR
-
+    :data:`~.gemm_config.PART_STEPS_FLOOR` K steps
+    (:attr:`~.gemm_config.GemmConfig.tail_parts_held`); of those, the cheapest estimate
+    (each later part costs :data:`ORDERED_PART_COST`)."""
     if cfg.schedule != "cooperative" or cfg.split_k != 1 or cfg.stream_k:
         return None
     if cfg.k_steps < TAIL_MIN_STEPS or not has_partial_wave(cfg):
         return None
-    tiles_left = cfg.work_units % cfg.workers
-    most = min(MAX_ORDERED_SPLIT, cfg.workers // tiles_left, cfg.k_steps // PART_STEPS_FLOOR)
+    most = cfg.tail_parts_held
     if most < 2:
         return None
     return min((replace(cfg, tail_split=parts) for parts in range(2, most + 1)),
