@@ -51,6 +51,15 @@ MAX_ORDERED_SPLIT = 16
 PART_STEPS_FLOOR = 4
 
 
+def short_part_first(steps: int, short: int, part: int) -> tuple[int, int]:
+    """(first K step, K steps) of K part ``part`` when every part runs ``steps`` K steps
+    but part 0, which runs ``short`` fewer: ordered split-K's parts and the tail split's
+    (the device twin is :func:`.scheduler.part_range`)."""
+    if part == 0:
+        return 0, steps - short
+    return part * steps - short, steps
+
+
 @dataclass(frozen=True)
 class GemmConfig:
     """One GEMM problem and how the kernel cuts it up."""
@@ -287,10 +296,7 @@ class GemmConfig:
     def part_steps(self, part: int) -> tuple[int, int]:
         """(first K step, K steps) of K part ``part`` of every tile (host-side twin of
         :func:`.scheduler.unit_steps`)."""
-        steps, short = self.steps_per_unit, self.part_shortfall
-        if part == 0:
-            return 0, steps - short
-        return part * steps - short, steps
+        return short_part_first(self.steps_per_unit, self.part_shortfall, part)
 
     def part_bounds(self) -> list[tuple[int, int]]:
         """The K columns ``(begin, end)`` each K part sums (the last may reach past K); with
@@ -370,15 +376,22 @@ class GemmConfig:
         return min(MAX_ORDERED_SPLIT, self.workers // self.tail_tiles,
                    self.k_steps // PART_STEPS_FLOOR)
 
+    @property
+    def tail_steps_per_part(self) -> int:
+        """K steps of each part of a tile left over but part 0: ``ceil(k_steps /
+        tail_split)``."""
+        return math.ceil(self.k_steps / self.tail_split)
+
+    @property
+    def tail_shortfall(self) -> int:
+        """K steps part 0 of a tile left over runs fewer than the other parts (it finishes
+        first, so its store is in C when the others come to add)."""
+        return self.tail_split * self.tail_steps_per_part - self.k_steps
+
     def tail_part_steps(self, part: int) -> tuple[int, int]:
         """(first K step, K steps) of K part ``part`` of a tile left over with
-        ``tail_split``: ``ceil(k_steps / tail_split)`` steps each but part 0, the short
-        one (it finishes first, so its store is in C when the others come to add)."""
-        steps = math.ceil(self.k_steps / self.tail_split)
-        short = self.tail_split * steps - self.k_steps
-        if part == 0:
-            return 0, steps - short
-        return part * steps - short, steps
+        ``tail_split`` (host-side twin of :func:`.scheduler.tail_steps`)."""
+        return short_part_first(self.tail_steps_per_part, self.tail_shortfall, part)
 
     @property
     def reduction_parts(self) -> int:

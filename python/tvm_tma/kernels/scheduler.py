@@ -56,11 +56,17 @@ def unit_steps(cfg: GemmConfig, j, part):
     shortfall``. Every unit of one worker has the same length when the shortfall is not
     0 (one unit per worker, or one part per worker), so round ``j``'s ring uses start at
     ``j * count``; with equal parts that is ``j * steps`` as ever."""
-    steps, short = cfg.steps_per_unit, cfg.part_shortfall
+    first, count = part_range(cfg.steps_per_unit, cfg.part_shortfall, part)
+    return j * count, first, count
+
+
+def part_range(steps: int, short: int, part):
+    """(first K step, K steps) of K part ``part`` (an expression) when every part runs
+    ``steps`` K steps but part 0, which runs ``short`` fewer (the device twin of
+    :func:`.gemm_config.short_part_first`): plain products where the parts are equal."""
     if short == 0:
-        return j * steps, part * steps, steps
-    count = T.if_then_else(part == 0, steps - short, steps)
-    return j * count, T.max(part * steps - short, 0), count
+        return part * steps, steps
+    return T.max(part * steps - short, 0), T.if_then_else(part == 0, steps - short, steps)
 
 
 def tile_coordinates(tile, m_blocks: int, n_blocks: int, group_m: int):
@@ -111,11 +117,7 @@ def tail_unit(cfg: GemmConfig, worker):
 def tail_steps(cfg: GemmConfig, part):
     """(first K step, K steps) of K part ``part`` of a tile left over (the device twin of
     :meth:`~.gemm_config.GemmConfig.tail_part_steps`: part 0 the short one)."""
-    steps = math.ceil(cfg.k_steps / cfg.tail_split)
-    short = cfg.tail_split * steps - cfg.k_steps
-    if short == 0:
-        return part * steps, steps
-    return T.max(part * steps - short, 0), T.if_then_else(part == 0, steps - short, steps)
+    return part_range(cfg.tail_steps_per_part, cfg.tail_shortfall, part)
 
 
 def stream_k_run(cfg: GemmConfig, worker):

@@ -98,7 +98,8 @@ def check_workspace_left_clean(cfg: GemmConfig, arguments: list) -> None:
     if cfg.order_waits:
         flags = arguments[0].numpy()
         if flags.any():
-            raise RuntimeError(f"ordered split-K left flags set at tiles "
+            option = "split_k_ordered" if cfg.split_k_ordered else "tail_split"
+            raise RuntimeError(f"ordered K parts ({option}) left flags set at tiles "
                                f"{np.flatnonzero(flags).tolist()}: a part-0 store was not "
                                f"followed by every other part's add")
         return
