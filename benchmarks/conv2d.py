@@ -18,7 +18,7 @@ cuDNN's, both from graph replays.
 ``--sweep`` times a few tilings per layer (tile width, ping-pong against cooperative
 warpgroups, 2x1 clusters multicasting the filter, 1x2 and 1x4 clusters multicasting the
 activation on narrow tiles, 64-row tiles, one ring stage fewer, stream-K, ordered
-split-K);
+split-K, the tiles past the last full wave in ordered K parts);
 ``--block-m``, ``--block-n``, ``--block-k``, ``--stages``, ``--epilogue-n``,
 ``--schedule``, ``--cluster``, ``--cluster-n``, ``--stream-k``, ``--split-k`` and
 ``--ctas`` set one tiling;
@@ -60,6 +60,7 @@ from tvm_tma.kernels.conv2d import (
 )
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
+from tvm_tma.kernels.tiling import in_tail_parts
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.timing import back_to_back, graph_back_to_back, per_launch_median
 
@@ -107,7 +108,9 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
                 **options) -> list[GemmConfig]:
     """The default configuration (:func:`conv2d_config`), or (``sweep``) it and the tilings
     of :data:`SWEEP` that fit (no wider than K rounded up to 64: a wider tile only adds
-    padding), plus the default with one ring stage fewer."""
+    padding), plus the default with one ring stage fewer, stream-K, ordered split-K and
+    the wave model's tail split (:func:`~tvm_tma.kernels.tiling.in_tail_parts`) of 64- and
+    128-row tiles."""
     base = conv2d_config(geometry, dtype, ctas=ctas, **options)
     if not sweep:
         return [base]
@@ -140,6 +143,17 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
     for block_n, cluster in [(w, c) for w in (64, 128, 256) for c in (1, 2)]:
         # Stream-K: every worker an equal run of the K steps, whatever the tile count.
         add(block_n, schedule="cooperative", cluster=cluster, stream_k=True)
+    for block_m, block_n in [(m, w) for m in (64, 128) for w in (128, 256)]:
+        # The tiles past the last full wave in the wave model's ordered K parts
+        # (tail_split), where the tiles leave a partial wave at most half full.
+        try:
+            plain = conv2d_config(geometry, dtype, ctas=ctas, **{
+                **options, "block_m": block_m, "block_n": block_n, "schedule": "cooperative"})
+        except ValueError:
+            continue
+        tail = in_tail_parts(plain) if block_n <= widest else None
+        if tail is not None and tail not in found:
+            found.append(tail)
     for block_n, parts in [(w, p) for w in (128, 256) for p in (2, 4)]:
         # Ordered split-K (part 0 stores, the others add), where the parts divide K's
         # steps and the work units still fit the CTAs.

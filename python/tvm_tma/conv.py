@@ -15,7 +15,8 @@ GEMM view of X that a kernel declares and copies tiles from with ``dispatch="tma
 
 The view's layout is exact (element ``(m, k)`` of A is that element of X); the padding halo
 lies outside X and reads as zeros. The planner recognizes the view and plans TMA im2col
-loads (``tvm_tma.planner.im2col``).
+loads (``tvm_tma.planner.im2col``), or, for a pointwise layer (:attr:`is_pointwise`: the
+view is X itself as an (N*H*W, C) matrix), tiled loads of that matrix.
 """
 
 from __future__ import annotations
@@ -50,6 +51,12 @@ class Conv2dGeometry:
         if self.p < 1 or self.q < 1:
             raise ValueError(f"a {self.r}x{self.s} filter does not fit {self.h}x{self.w} with "
                              f"padding {self.padding} and dilation {self.dilation}")
+
+    @property
+    def is_pointwise(self) -> bool:
+        """A 1x1 filter at stride 1 without padding: the GEMM view is X itself as an
+        (N*H*W, C) matrix (the planner loads it in tiled mode, not im2col)."""
+        return (self.r, self.s, self.stride, self.padding) == (1, 1, (1, 1), (0, 0))
 
     @property
     def p(self) -> int:

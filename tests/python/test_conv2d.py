@@ -66,6 +66,11 @@ SMALL = [
     # 32 K steps on 64-row tiles in 8 ordered parts (M = 98: the second row block 34 rows).
     ("half-rows-ordered-2x7x7x2048-k256", _layer(2, 7, 7, 2048, 256, 1, 1, pad=0), {}),
     ("1x1-stride2-2x16x16x128-k64", _layer(2, 16, 16, 128, 64, 1, 1, stride=2, pad=0), {}),
+    # 16 K steps, 4 tiles of 128 x 128 on 3 CTAs: by default the tile past the full wave
+    # runs in 3 ordered K parts (4 + 6 + 6 steps: part 0 the short one) on cooperative
+    # tiles; the 1x1 layer's A tiles are tiled loads of X (a pointwise view).
+    ("tail-split-1x1-2x10x10x1024-k256-ctas3", _layer(2, 10, 10, 1024, 256, 1, 1, pad=0),
+     {"ctas": 3}),
     # K = 320 in 192-wide tiles: the second column block is ragged (128 of 192 columns).
     ("k320-bn192-2x8x8x64", _layer(2, 8, 8, 64, 320), {"block_n": 192}),
     # K = 320 by the default rule: two 160-wide tiles per row block, C staged 32 columns at
@@ -307,6 +312,28 @@ def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles():
     assert conv2d_config(short, cluster=2).schedule == "cooperative"
 
 
+def test_a_short_layer_with_a_small_partial_wave_cuts_its_tail_into_k_parts():
+    """16 K steps and 196 tiles of 128 x 128 on 132 CTAs: the 64 past the full wave (at
+    most half the CTAs) run in 2 ordered K parts of 8 steps, on cooperative tiles (the
+    GEMM 6272 x 512 x 1024's default too); with 98 tiles (no full wave) or 8 K steps
+    (under TAIL_MIN_STEPS) the layer keeps its ping-pong tiles, and a caller's schedule
+    is kept."""
+    layer = _layer(32, 14, 14, 1024, 512, 1, 1, pad=0)
+    cfg = conv2d_config(layer)
+    assert (cfg.schedule, cfg.block_m, cfg.block_n, cfg.num_tiles, cfg.k_steps) == (
+        "cooperative", 128, 128, 196, 16)
+    assert (cfg.tail_split, cfg.tail_tiles, cfg.split_k, cfg.reduction_parts) == (2, 64, 1, 2)
+    assert (cfg.epilogue_cols, cfg.stages) == (128, 6)  # the whole tile in one C stage
+    gemm = GemmConfig.for_problem(layer.gemm_m, layer.k, layer.gemm_k)
+    assert (gemm.schedule, gemm.block_n, gemm.tail_split) == ("cooperative", 128, 2)
+    for other in (_layer(32, 14, 14, 1024, 256, 1, 1, pad=0),  # 98 tiles
+                  _layer(32, 28, 28, 512, 256, 1, 1, pad=0)):  # 8 K steps
+        assert (conv2d_config(other).schedule, conv2d_config(other).tail_split) == (
+            "pingpong", 1)
+    pinned = conv2d_config(layer, schedule="pingpong")
+    assert (pinned.schedule, pinned.tail_split) == ("pingpong", 1)
+
+
 def test_few_tiles_of_few_k_steps_take_64_row_tiles():
     """A layer of at most HALF_ROWS_MAX_STEPS K steps whose 128-row tiles fill at most half
     the CTAs takes 64-row tiles (cooperative: one consumer warpgroup each): plain where it
@@ -462,12 +489,34 @@ def test_a_padding_beyond_the_im2col_corner_range_is_refused_by_the_planner():
     assert load.rule == "im2col" and "corner -130" in load.detail
 
 
-def test_conv2d_copies_plan_as_one_im2col_load_and_tiled_loads_and_stores(built):
+def test_conv2d_copies_plan_as_one_a_load_and_tiled_loads_and_stores(built):
     geometry, cfg, kernel, _ = built
+    copies = list(tvm_tma.explain(kernel).copies)
+    if cfg.tail_split > 1:
+        # The tail's mainloop loads A and B again (planned alike); its parts store through
+        # two copies, a plain store (part 0) and a reduce-add, after the whole tiles' store.
+        assert len(copies) == 7
+        assert [c.plan.tensor_map for c in copies[:6]] == [c.plan.tensor_map for c in
+                                                          copies[:2] * 2 + [copies[4]] * 2]
+        copies = copies[:2] + [copies[4], copies[6]]
     # Ordered split-K stores through two copies, a plain store (part 0) and a reduce-add.
-    a_load, b_load, store, *reduce = tvm_tma.explain(kernel).copies
-    assert len(reduce) == (1 if cfg.split_k_ordered else 0)
+    a_load, b_load, store, *reduce = copies
+    assert len(reduce) == (1 if cfg.split_k_ordered or cfg.tail_split > 1 else 0)
     g = geometry
+    swizzle = {64: 3, 32: 2, 16: 1}[cfg.block_k]
+    if g.is_pointwise:
+        # 1x1, stride 1, no padding: A is X as an (N*H*W, C) matrix, one tiled 2-D load
+        # of each CTA's block_m / cluster_n rows.
+        assert a_load.planned and not a_load.plan.is_im2col, a_load.detail
+        assert a_load.encoder == "cuTensorMapEncodeTiled" and a_load.plan.num_issues == 1
+        spec = a_load.plan.tensor_map
+        assert (spec.global_dims, spec.box_dims, spec.swizzle) == (
+            (g.c, g.gemm_m), (cfg.block_k, cfg.a_share_rows), swizzle)
+        assert a_load.plan.notes[-1].startswith("pointwise convolution (filter 1x1")
+        assert a_load.instruction == ("cp.async.bulk.tensor.2d.shared::cluster.global"
+                                      ".mbarrier::complete_tx::bytes"
+                                      + (".multicast::cluster" if cfg.cluster_n > 1 else ""))
+        return
     assert a_load.planned and a_load.plan.is_im2col, a_load.detail
     assert a_load.encoder == "cuTensorMapEncodeIm2col"
     spec = a_load.plan.tensor_map
@@ -479,7 +528,6 @@ def test_conv2d_copies_plan_as_one_im2col_load_and_tiled_loads_and_stores(built)
     # block_k channels of one tap per pixel, swizzled as the slot's rows: 128, 64 or 32
     # bytes (3, 2, 1: the 128B, 64B, 32B swizzle); the filter tile the same.
     # C 8 mod 16: 8 channels per copy, unswizzled (the slot is wgmma core matrices).
-    swizzle = {64: 3, 32: 2, 16: 1}[cfg.block_k]
     assert (spec.channels_per_pixel, spec.swizzle) == (
         (8, 0) if cfg.a_copy_k else (cfg.block_k, swizzle))
     assert b_load.plan.tensor_map.swizzle == swizzle
@@ -509,19 +557,25 @@ def test_conv2d_assembles_for_sm90a_with_the_expected_instructions(built):
     ptx_type = "bf16" if cfg.dtype == "bfloat16" else "f16"
     assert (f"wgmma.mma_async.sync.aligned.m64n{cfg.block_n}k16.f32.{ptx_type}.{ptx_type}"
             in src)
-    assert ("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx"
-            "::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};"
-            if cfg.cluster_n == 1 else
-            "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx"
-            "::bytes.multicast::cluster [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;"
-            ) in src
+    if geometry.is_pointwise:  # A is X as an (N*H*W, C) matrix: a tiled 2-D load
+        assert ".im2col." not in src
+        assert ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+                f"{'.multicast::cluster' if cfg.cluster_n > 1 else ''} [") in src
+    else:
+        assert ("cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx"
+                "::bytes [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8};"
+                if cfg.cluster_n == 1 else
+                "cp.async.bulk.tensor.4d.shared::cluster.global.im2col.mbarrier::complete_tx"
+                "::bytes.multicast::cluster [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;"
+                ) in src
     assert re.search(r"cp\.async\.bulk\.tensor\.[23]d\.global\.shared::cta\.bulk_group", src)
     assert ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
             f"{'.multicast::cluster' if cfg.cluster > 1 else ''} [") in src
-    # Three maps: the activation's im2col map, the filter's and the output's tiled maps.
+    # Three maps: the activation's im2col (pointwise: tiled) map, the filter's and the
+    # output's tiled maps.
     assert kernel.tensormap_params == 3
     signature = next(line for line in src.splitlines() if "__global__" in line)
-    assert "X_im2col_tensormap" in signature
+    assert ("X_tensormap" if geometry.is_pointwise else "X_im2col_tensormap") in signature
     assert "setmaxnreg.inc.sync.aligned.u32 232;" in src
     assert f"__launch_bounds__({cfg.threads})" in src
     assert len(assemble(src)) > 0
@@ -529,26 +583,45 @@ def test_conv2d_assembles_for_sm90a_with_the_expected_instructions(built):
 
 @pytest.mark.parametrize("case", SMALL, ids=[c[0] for c in SMALL])
 def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case):
-    """The A copy's im2col plan, evaluated for every (worker, cluster rank, round, K step)
-    the producer runs and executed on the numpy TMA model, lands in its ring slot exactly
-    the block of the im2col matrix (built from the convolution's definition) that the
-    tile order assigns to that work unit, zeros past the last output pixel; every output
-    tile is loaded once (stream-K: every K step of every tile, once over all the runs)."""
+    """The A copy's im2col plan (a pointwise layer's tiled plan), evaluated for every
+    (worker, cluster rank, round, K step) the producer runs and executed on the numpy TMA
+    model, lands in its ring slot exactly the block of the im2col matrix (built from the
+    convolution's definition) that the tile order assigns to that work unit, zeros past
+    the last output pixel; every output tile is loaded once (stream-K: every K step of
+    every tile, once over all the runs; a tail split: the tail's A copy, every K part of
+    the tiles left over after the full waves)."""
     import tvm
     from tvm.sym import Analyzer
 
-    from tvm_tma.kernels.scheduler import rounds, stream_k_tile_coordinates, unit_coordinates
+    from tvm_tma.kernels.scheduler import (
+        rounds,
+        stream_k_tile_coordinates,
+        tail_unit,
+        tile_coordinates,
+        unit_coordinates,
+    )
     from tvm_tma.kernels.wgmma import a_slot_layout
     from tvm_tma.testing.im2col_model import conv_gemm_view, execute_im2col
     from tvm_tma.testing.layout_eval import layout_offsets
+    from tvm_tma.testing.tma_model import execute_plan
 
     _, g, options = case
     cfg = _config(g, options)
-    plan = tvm_tma.explain(conv2d_kernel(g, cfg)).copies[0].plan
-    names = {}
-    for expr in (*plan.coordinates, *plan.im2col_offsets, plan.smem_offset):
-        if not isinstance(expr, int):
-            names.update({str(v): v for v in tvm.tirx.analysis.undefined_vars(expr)})
+    copies = tvm_tma.explain(conv2d_kernel(g, cfg)).copies
+    # The whole tiles' A copy, and with a tail split the tail mainloop's (the third copy).
+    plans = [copies[0].plan] + ([copies[2].plan] if cfg.tail_split > 1 else [])
+    plan = plans[0]
+    assert plan.is_im2col != g.is_pointwise
+    execute = execute_im2col if plan.is_im2col else execute_plan
+
+    def variables(plan) -> dict:
+        found = {}
+        for expr in (*plan.coordinates, *plan.im2col_offsets, plan.smem_offset):
+            if not isinstance(expr, int):
+                found.update({str(v): v for v in tvm.tirx.analysis.undefined_vars(expr)})
+        return found
+
+    names = {name: var for p in plans for name, var in variables(p).items()}
     # p: the piece of a K block copied in 8-column pieces.
     # In a cluster, cta: the CTA index (worker * cluster size + rank, what the tile
     # arithmetic reads) beside rank (the scope id the multicast copies name).
@@ -563,7 +636,7 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
     analyzer = Analyzer()
     loaded = []
 
-    def check_slot(values: dict, it: int, mb: int, k_step: int) -> None:
+    def check_slot(values: dict, it: int, mb: int, k_step: int, plan=plan) -> None:
         # Each copy of the slot (one, or one per 8-column piece that starts before K); in
         # a cluster along N every CTA of the cluster sends its rows of it.
         width = cfg.a_copy_k or cfg.block_k
@@ -577,8 +650,8 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
             for sender in senders:
                 sender = {**sender, "p": p,
                           "cta": sender["worker"] * cfg.cluster_size + sender["rank"]}
-                env = {var: sender[name] for name, var in names.items()}
-                execute_im2col(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
+                env = {var: sender[name] for name, var in variables(plan).items()}
+                execute(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
             piece = slots[it % cfg.stages][:, p * width:(p + 1) * width]
             got = arena.view(np.uint16)[a_start + piece]
             want = matrix[mb * cfg.block_m:(mb + 1) * cfg.block_m, k0:k0 + width]
@@ -603,9 +676,10 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
                  for nb in range(cfg.n_blocks) for k in range(steps)}
         assert sorted(covered) == sorted(every)
         return
+    whole_rounds = cfg.tail_rounds if cfg.tail_split > 1 else rounds(cfg)
     for worker in range(cfg.workers):
         for rank in range(cfg.cluster_size):
-            for j in range(rounds(cfg)):
+            for j in range(whole_rounds):
                 unit = worker + j * cfg.workers
                 if unit >= cfg.work_units:
                     continue
@@ -618,6 +692,21 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
                     # a worker has the same length, so round j starts at ring use j * count)
                     check_slot({"worker": worker, "rank": rank, "j": j, "ks": ks},
                                j * count + ks, mb, first + ks)
+    if cfg.tail_split > 1:
+        # The last round: adjacent workers take the K parts of one tile left over, its
+        # ring uses after the full rounds' (tail_rounds * k_steps of them).
+        assert cfg.cluster_size == 1 and cfg.split_k == 1
+        for worker in range(cfg.tail_tiles * cfg.tail_split):
+            tile, part = (int(analyzer.simplify(tvm.tirx.const(0) + v))
+                          for v in tail_unit(cfg, worker))
+            mb, nb = (int(analyzer.simplify(tvm.tirx.const(0) + v)) for v in
+                      tile_coordinates(tile, cfg.m_groups, cfg.n_groups, cfg.group_m))
+            if part == 0:
+                loaded.append((mb, nb, 0))
+            first, count = cfg.tail_part_steps(part)
+            for ks in range(count):
+                check_slot({"worker": worker, "rank": 0, "ks": ks},
+                           cfg.tail_rounds * cfg.k_steps + ks, mb, first + ks, plans[1])
     tiles = {(mb, nb, part) for mb in range(cfg.m_blocks) for nb in range(cfg.n_blocks)
              for part in range(cfg.split_k)}
     assert sorted(t for t in loaded

@@ -95,7 +95,9 @@ def test_a_stream_of_random_convolutions_matches_the_definition():
 @pytest.mark.parametrize("case", CASES, ids=IDS)
 def test_kernel_assembles(case):
     built = compile_kernel(im2col_kernel(case))
-    assert ".im2col.mbarrier::complete_tx::bytes" in built.cuda_source
+    # A pointwise layer's view is the activation itself: a tiled 2-D load (next test).
+    mode = ".2d.shared::cluster.global" if case.geometry.is_pointwise else ".im2col"
+    assert f"{mode}.mbarrier::complete_tx::bytes" in built.cuda_source
     assert built.tensormap_params == 2  # the im2col map over X and the tiled map over D
     assemble(built.cuda_source)
 
@@ -222,3 +224,122 @@ def test_the_im2col_load_instruction_text():
             '.L2::cache_hint [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;"') in source
     assert '"h"((unsigned short)(a7)), "h"((unsigned short)(a8)), "l"(' in source
     assemble(source)
+
+
+POINTWISE = Conv2dGeometry(2, 7, 7, 64, 64, 1, 1)
+
+
+def test_a_pointwise_view_plans_as_a_tiled_load_of_the_activation():
+    """1x1, stride 1, no padding: row (n, p, q) of the view is pixel (n, p, q) of X, so the
+    view is X as a (98, 64) matrix; its 64-row blocks move as one tiled 2-D issue each
+    (the last one past row 98 zero-filled), not as an im2col pixel walk."""
+    load = _load(Im2colCase(POINTWISE, 64, 64, swizzle=3))
+    plan = load.plan
+    assert not plan.is_im2col and load.encoder == "cuTensorMapEncodeTiled"
+    spec = plan.tensor_map
+    assert (spec.global_dims, spec.global_strides, spec.box_dims, spec.swizzle) == (
+        (64, 98), (128,), (64, 64), 3)
+    assert [str(c) for c in plan.coordinates] == ["0", "mb * 64"]
+    assert plan.num_issues == 1 and plan.edge_dims == (1,) and plan.im2col_offsets == ()
+    assert load.instruction == ("cp.async.bulk.tensor.2d.shared::cluster.global"
+                                ".mbarrier::complete_tx::bytes")
+    assert plan.notes == ("pointwise convolution (filter 1x1, stride 1x1, padding 0x0): A is "
+                          "the activation as a (98, 64) matrix, loaded in tiled mode (1 issue "
+                          "against the im2col load's 1)",)
+
+
+def test_a_strided_or_padded_1x1_layer_keeps_its_im2col_load():
+    """Stride 2 skips pixels and padding adds a halo: neither view is a matrix over X."""
+    strided = _load(Im2colCase(Conv2dGeometry(2, 9, 9, 64, 64, 1, 1, stride=(2, 2)), 32, 64,
+                               swizzle=3)).plan
+    padded = _load(Im2colCase(Conv2dGeometry(2, 6, 6, 64, 64, 1, 1, padding=(1, 1)), 64, 64,
+                              swizzle=3)).plan
+    assert strided.is_im2col and strided.tensor_map.element_strides == (1, 2, 2, 1)
+    assert padded.is_im2col and padded.tensor_map.lower_corner == (-1, -1)
+
+
+def _cropped_pointwise_kernel(n=2, h=7, w=7, c=64, stored_w=8, bm=64, bk=64):
+    """A 1x1 layer over a crop: X is W = 7 columns of an image stored 8 wide, so a run of
+    64 output pixels is no run of memory (every 7 pixels skip one)."""
+    from tvm.backend.cuda.tile_primitive.tma_utils import mma_shared_layout
+    from tvm.script import tirx as T
+    from tvm.script.tirx import tile as Tx
+    from tvm.tirx.layout import S, TileLayout
+
+    rows = n * h * w
+    strides = (h * stored_w * c, stored_w * c, c, 1)
+
+    # fmt: off
+    @T.prim_func
+    def load(X_ptr: T.handle):
+        X = T.match_buffer(X_ptr, (n, h, w, c), "float16",
+                           layout=TileLayout(S[(n, h, w, c):strides]))
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([32])
+        dyn = T.alloc_buffer((bm * bk * 2 + 1024,), "uint8", scope="shared.dyn")
+        tile = T.decl_buffer((bm, bk), "float16", dyn.data,
+                             layout=mma_shared_layout("float16", 3, (bm, bk)))
+        mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=bm * bk * 2 // 8)
+        A = T.decl_buffer((rows, c), "float16", X.data,
+                          layout=TileLayout(S[(n, h, w, c):strides]))
+        if tid == 0:
+            T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
+            for mb in T.serial(-(-rows // bm)):
+                Tx.copy_async(tile[:, :], A[mb * bm:mb * bm + bm, 0:bk], dispatch="tma",
+                              mbar=mbar.ptr_to([0]), oob="zero")
+    # fmt: on
+    return load
+
+
+def test_a_pointwise_view_over_a_cropped_image_keeps_its_im2col_load():
+    """The tiled planner cannot box 64 pixels that skip a column every 7; the im2col map
+    walks them with X's own strides, as for any convolution."""
+    load = tvm_tma.explain(_cropped_pointwise_kernel()).copies[0]
+    assert load.plan.is_im2col and load.plan.num_issues == 1
+    spec = load.plan.tensor_map
+    assert (spec.global_dims, spec.global_strides) == ((64, 7, 7, 2), (128, 1024, 7168))
+    assert load.plan.notes == ("im2col: filter 1x1, stride 1x1, padding 0x0, dilation 1x1, "
+                               "output 7x7",)
+
+
+def _planner_regions(geometry: Conv2dGeometry, rows: int = 128, cols: int = 64):
+    """(tile, view) BufferRegions of a load of the view's first rows x cols block into a
+    128B-swizzled tile, and X (the argument the view aliases), as the dispatch sees them."""
+    import tvm
+    from tvm.backend.cuda.tile_primitive.tma_utils import mma_shared_layout
+
+    x = tvm.tirx.decl_buffer(geometry.argument_shape, "float16", "X",
+                             layout=geometry.argument_layout)
+    view = tvm.tirx.decl_buffer(geometry.view_shape, "float16", "A", data=x.data,
+                                elem_offset=geometry.view_elem_offset,
+                                layout=geometry.view_layout)
+    tile = tvm.tirx.decl_buffer((rows, cols), "float16", "tile", scope="shared.dyn",
+                                layout=mma_shared_layout("float16", 3, (rows, cols)))
+
+    def region(buffer):
+        return tvm.tirx.BufferRegion(buffer, [tvm.ir.Range.from_min_extent(0, e)
+                                              for e in (rows, cols)])
+
+    return region(tile), region(view), x
+
+
+def test_a_pointwise_view_takes_a_multicast_split_that_an_im2col_load_refuses():
+    """A load split among 2 CTAs of a cluster (each issues half the rows, to both): the
+    pointwise view's tiled plan makes 2 issues of 64 rows, CTA r the r-th; a 3x3 view's
+    im2col load is refused by name."""
+    from tvm_tma.planner import PlanError, plan
+
+    tile, view, x = _planner_regions(Conv2dGeometry(2, 8, 8, 64, 64, 1, 1))
+    split = plan(tile, view, argument=x, multicast_ctas=2)
+    assert not split.is_im2col and split.cluster_split == 2
+    assert (split.num_issues, split.issues_per_cta, split.tensor_map.box_dims) == (2, 1,
+                                                                                   (64, 64))
+    assert split.notes == ("pointwise convolution (filter 1x1, stride 1x1, padding 0x0): A "
+                           "is the activation as a (128, 64) matrix, loaded in tiled mode "
+                           "(2 issues)",)
+    tile, view, x = _planner_regions(Conv2dGeometry(2, 8, 8, 64, 64, 3, 3, padding=(1, 1)))
+    with pytest.raises(PlanError) as refused:
+        plan(tile, view, argument=x, multicast_ctas=2)
+    assert refused.value.rule == "multicast" and "im2col load is not split" in str(
+        refused.value)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
+from dataclasses import replace
 
 from .descriptor import Context, build_plan
 from .errors import PlanError, refuse
@@ -81,20 +82,31 @@ def plan(dst, src, *, var_ranges: Mapping | None = None, facts: Iterable = (),
     shared = read_shared(shared_region, prover)
     alignment = shared_alignment(shared_region.source, shared_allocation)
     conv = recognize(global_region, argument, prover)
-    if conv is not None:
+
+    def tiled() -> TmaPlan:
+        placements = global_placements(global_region, prover, direction, oob, argument)
+
+        def plan_view(global_view: GlobalView) -> TmaPlan:
+            axes = refine(shared, global_view)
+            ctx = Context(shared, global_view, direction, prover, alignment, reduce,
+                          l2_promotion)
+            copy_plan = build_plan(axes, ctx)
+            if multicast_ctas is not None:
+                copy_plan = split_among_ctas(copy_plan, multicast_ctas, ctx)
+            return copy_plan
+
+        return _first_plan(placements, plan_view, prover)
+
+    if conv is None:
+        return tiled()
+
+    def im2col() -> TmaPlan:
         return _plan_im2col(conv, shared, global_region, prover, direction, oob, alignment,
                             reduce, l2_promotion, multicast_ctas)
-    placements = global_placements(global_region, prover, direction, oob, argument)
 
-    def plan_view(global_view: GlobalView) -> TmaPlan:
-        axes = refine(shared, global_view)
-        ctx = Context(shared, global_view, direction, prover, alignment, reduce, l2_promotion)
-        copy_plan = build_plan(axes, ctx)
-        if multicast_ctas is not None:
-            copy_plan = split_among_ctas(copy_plan, multicast_ctas, ctx)
-        return copy_plan
-
-    return _first_plan(placements, plan_view, prover)
+    if conv.is_pointwise and direction == "g2s" and reduce is None:
+        return _plan_pointwise(conv, global_region, tiled, im2col, prover)
+    return im2col()
 
 
 def _plan_im2col(conv: ConvView, shared, global_region, prover: Prover, direction: str,
@@ -114,6 +126,48 @@ def _plan_im2col(conv: ConvView, shared, global_region, prover: Prover, directio
                                         None, l2_promotion, im2col=True), max_box_axes=2)
 
     return plan_im2col(conv, shared, global_region, prover, oob, plan_tiled)
+
+
+def _plan_pointwise(conv: ConvView, global_region, tiled, im2col, prover: Prover) -> TmaPlan:
+    """A load from the GEMM view of a pointwise convolution (1x1 filter, stride 1, no
+    padding): row ``(n, p, q)`` of the view is pixel ``(n, p, q)`` of X and column ``c`` its
+    channel ``c``, so the view is X itself read as an (N*H*W, C) matrix. Over a packed X the
+    tiled planner merges the pixels into one dimension of a 2-D map: the plain tiled copy
+    of a matrix, with every option the tiled mode takes (a multicast load split among a
+    cluster's CTAs, which an im2col load refuses) and no pixel walk, corners or tap offsets
+    to encode. It is not faster: the implicit-GEMM conv2d's 36 pointwise ResNet-50 layers
+    ran at 0.94-1.08x (geometric mean 1.005x) of their im2col loads in one run (H100,
+    benchmarks/RESULTS.md section 8), within the run-to-run spread. Both plans are made:
+    the tiled one is taken when it needs no more issues than the im2col one (over a
+    cropped image, say, a run of pixels is no run of memory and the tiled planner cannot
+    box it), the im2col one otherwise, and when both are refused, the im2col refusal (the
+    view is a convolution's) is raised. The prover keeps the records of the plan taken."""
+    kept = len(prover.established), len(prover.unproven)
+    attempts = []
+    for attempt in (tiled, im2col):
+        try:
+            result: TmaPlan | PlanError = attempt()
+        except PlanError as error:
+            result = error
+        attempts.append((result, prover.established[kept[0]:], prover.unproven[kept[1]:]))
+        del prover.established[kept[0]:], prover.unproven[kept[1]:]
+    (as_tiled, *tiled_records), (as_im2col, *im2col_records) = attempts
+    take_tiled = isinstance(as_tiled, TmaPlan) and (
+        not isinstance(as_im2col, TmaPlan) or as_tiled.num_issues <= as_im2col.num_issues)
+    chosen, established, unproven = (attempts[0] if take_tiled else attempts[1])
+    prover.established.extend(established)
+    prover.unproven.extend(unproven)
+    if isinstance(chosen, PlanError):
+        raise chosen
+    if not take_tiled:
+        return chosen
+    view = global_region.source.name
+    return replace(chosen, notes=(*chosen.notes, (
+        f"pointwise convolution (filter 1x1, stride 1x1, padding 0x0): {view} is the "
+        f"activation as a ({conv.rows}, {conv.channels}) matrix, loaded in tiled mode "
+        f"({chosen.num_issues} issue{'s' if chosen.num_issues > 1 else ''}"
+        + (f" against the im2col load's {as_im2col.num_issues}"
+           if isinstance(as_im2col, TmaPlan) else "") + ")")))
 
 
 def _first_plan(placements: tuple[GlobalView, ...], plan_view, prover: Prover) -> TmaPlan:

@@ -68,6 +68,12 @@ class ConvView:
         return self.batch * self.out[0] * self.out[1]
 
     @property
+    def is_pointwise(self) -> bool:
+        """A 1x1 filter at stride 1 without padding: output pixel (n, p, q) reads input
+        pixel (n, p, q) alone, so the view is X read as an (N*H*W, C) matrix."""
+        return self.filter == (1, 1) and self.stride == (1, 1) and self.padding == (0, 0)
+
+    @property
     def cols(self) -> int:
         return self.filter[0] * self.filter[1] * self.channels
 

@@ -27,6 +27,7 @@ from ..planner import RULES, PlanError
 from .im2col_kernel import Im2colCase, expected_matrix, im2col_kernel
 from .im2col_model import execute_im2col
 from .layout_eval import layout_offsets
+from .tma_model import execute_plan
 
 DEFAULT_SEED = 20261124
 
@@ -73,8 +74,10 @@ def check_im2col_case(case: Im2colCase, seed: int = 0) -> tuple[str, str]:
         if load.rule not in RULES:
             return "mismatch", f"unknown rule {load.rule}"
         return "refused", load.rule
-    if not load.plan.is_im2col:
+    pointwise = case.geometry.is_pointwise
+    if not load.plan.is_im2col and not pointwise:
         return "mismatch", "a convolution's view was planned as a tiled copy"
+    execute = execute_im2col if load.plan.is_im2col else execute_plan
     rng = np.random.default_rng(seed)
     x = rng.integers(0, 1 << 16, size=case.geometry.argument_shape, dtype=np.uint16)
     want = expected_matrix(case, x)
@@ -86,7 +89,7 @@ def check_im2col_case(case: Im2colCase, seed: int = 0) -> tuple[str, str]:
         for kb in range(case.col_blocks):
             arena = np.full(span * 2 + 2048, 0xA5, np.uint8)
             env = {var: {"mb": mb, "kb": kb}[name] for name, var in names.items()}
-            execute_im2col(load.plan, flat, arena, 2, env)
+            execute(load.plan, flat, arena, 2, env)
             got = arena.view(np.uint16)[offsets]
             tile = want[mb * case.block_m:(mb + 1) * case.block_m,
                         kb * case.block_k:(kb + 1) * case.block_k]
