@@ -17,8 +17,8 @@ cuDNN's, both from graph replays.
 ``--compile-only`` builds and assembles every kernel for sm_90a (no GPU, no torch);
 ``--sweep`` times a few tilings per layer (tile width, ping-pong against cooperative
 warpgroups, 2x1 clusters multicasting the filter, 1x2 and 1x4 clusters multicasting the
-activation on narrow tiles, 64-row tiles, one ring stage fewer, stream-K, ordered
-split-K, the tiles past the last full wave in ordered K parts);
+activation on narrow tiles, 64- and 192-row tiles, one ring stage fewer, stream-K,
+ordered split-K, the tiles past the last full wave in ordered K parts);
 ``--block-m``, ``--block-n``, ``--block-k``, ``--stages``, ``--epilogue-n``,
 ``--schedule``, ``--cluster``, ``--cluster-n``, ``--stream-k``, ``--split-k`` and
 ``--ctas`` set one tiling;
@@ -138,6 +138,10 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
         # 64-row tiles (one consumer warpgroup each): the default for short layers whose
         # 128-row tiles are few (conv2d._half_rows).
         add(block_n, block_m=64, schedule="cooperative")
+    for block_n in (64, 128, 192):
+        # 192-row tiles (three consumer warpgroups): the default where they save a round
+        # (conv2d._tall_tiles).
+        add(block_n, block_m=192, schedule="cooperative")
     if base.stages > 2:
         found.append(replace(base, stages=base.stages - 1))
     for block_n, cluster in [(w, c) for w in (64, 128, 256) for c in (1, 2)]:
@@ -333,7 +337,7 @@ def main(argv: list[str] | None = None) -> int:
                         help="runs of --launches; the best is reported")
     parser.add_argument("--runs", type=int, default=50,
                         help="launches timed one by one (median)")
-    parser.add_argument("--block-m", type=int, choices=(64, 128))
+    parser.add_argument("--block-m", type=int, choices=(64, 128, 192))
     parser.add_argument("--block-n", type=int)
     parser.add_argument("--stages", type=int)
     parser.add_argument("--epilogue-n", type=int, help="columns of C per TMA store stage")

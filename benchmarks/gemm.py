@@ -398,7 +398,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--problem", action="append", default=[],
                         help="MxNxK (repeatable); default: the six of the issue")
     parser.add_argument("--schedule", choices=("cooperative", "pingpong"))
-    parser.add_argument("--block-m", type=int, choices=(64, 128))
+    parser.add_argument("--block-m", type=int, choices=(64, 128, 192))
     parser.add_argument("--block-n", type=int)
     parser.add_argument("--stages", type=int)
     parser.add_argument("--epilogue-n", type=int)

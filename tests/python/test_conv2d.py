@@ -66,6 +66,12 @@ SMALL = [
     # 32 K steps on 64-row tiles in 8 ordered parts (M = 98: the second row block 34 rows).
     ("half-rows-ordered-2x7x7x2048-k256", _layer(2, 7, 7, 2048, 256, 1, 1, pad=0), {}),
     ("1x1-stride2-2x16x16x128-k64", _layer(2, 16, 16, 128, 64, 1, 1, stride=2, pad=0), {}),
+    # 192-row tiles (three consumer warpgroups): by default where they save a round (M =
+    # 320 on 2 CTAs: 2 tiles of 192 rows, the second 128, against 3 of 128 rows), and
+    # pinned over a ragged M = 242 (the second row block 50 rows).
+    ("tall-5x8x8x128-k128-ctas2", _layer(5, 8, 8, 128, 128), {"ctas": 2}),
+    ("tall-ragged-2x11x11x64-k128", _layer(2, 11, 11, 64, 128), {"block_m": 192,
+                                                                  "block_n": 128}),
     # 16 K steps, 4 tiles of 128 x 128 on 3 CTAs: by default the tile past the full wave
     # runs in 3 ordered K parts (4 + 6 + 6 steps: part 0 the short one) on cooperative
     # tiles; the 1x1 layer's A tiles are tiled loads of X (a pointwise view).
@@ -162,30 +168,32 @@ def built(request):
 
 
 def test_default_layers_get_the_documented_tiling():
-    """conv2d_config's rule on the benchmark's layers (132 CTAs): (block_n, C stage
-    columns, stages, cluster shape, tiles)."""
+    """conv2d_config's rule on the benchmark's layers (132 CTAs): (block_m, block_n, C
+    stage columns, stages, cluster shape, tiles)."""
     want = {
-        "resnet50-56x56x64": (64, 64, 8, (1, 1), 784),  # K = 64: one column block
-        "resnet50-28x28x128": (128, 128, 6, (1, 1), 196),
-        "resnet50-14x14x256": (128, 128, 6, (1, 1), 98),  # 98 >= 132 / 2 tiles: 128 wide
+        "resnet50-56x56x64": (128, 64, 64, 8, (1, 1), 784),  # K = 64: one column block
+        # 196 tiles of 128 rows leave a wave 48% full; 131 of 192 rows fill one.
+        "resnet50-28x28x128": (192, 128, 64, 5, (1, 1), 131),
+        # 98 >= 132 / 2 tiles: 128 wide
+        "resnet50-14x14x256": (128, 128, 128, 6, (1, 1), 98),
         # 13 row blocks: 256 wide leaves 26 tiles, whose K is cut into 5 ordered parts.
-        "resnet50-7x7x512": (256, 128, 4, (1, 1), 26),
+        "resnet50-7x7x512": (128, 256, 128, 4, (1, 1), 26),
         # No whole-atom width >= 128 divides 320: two 160-wide tiles, C 32 columns at a
         # time (64B swizzle), no cluster.
-        "unet-64x64x320": (160, 32, 6, (1, 1), 512),
-        "unet-32x32x640": (160, 32, 6, (1, 1), 256),  # four 160-wide: 1.18x 128-wide
-        "vae-256x256x256": (256, 128, 4, (1, 1), 512),  # the GEMM's default tiling
-        "resnet50-56x56x128-stride2": (128, 128, 6, (1, 1), 196),
+        "unet-64x64x320": (128, 160, 32, 6, (1, 1), 512),
+        "unet-32x32x640": (128, 160, 32, 6, (1, 1), 256),  # four 160-wide: 1.18x 128-wide
+        "vae-256x256x256": (128, 256, 128, 4, (1, 1), 512),  # the GEMM's default tiling
+        "resnet50-56x56x128-stride2": (192, 128, 64, 5, (1, 1), 131),
     }
     got = {}
     for name, geometry, _ in BENCHMARK.PROBLEMS:
         cfg = conv2d_config(geometry)
-        assert cfg.block_m == 128 and cfg.block_k == 64
+        assert cfg.block_k == 64
         assert cfg.schedule == "cooperative"
         # K in ordered parts only where the widest tiles are too few for the SMs.
         assert (cfg.split_k, cfg.split_k_ordered) == (
             (5, True) if name == "resnet50-7x7x512" else (1, False))
-        got[name] = (cfg.block_n, cfg.epilogue_cols, cfg.stages,
+        got[name] = (cfg.block_m, cfg.block_n, cfg.epilogue_cols, cfg.stages,
                      (cfg.cluster, cfg.cluster_n), cfg.num_tiles)
     assert got == want
 
@@ -292,10 +300,11 @@ def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms
 def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles():
     """At most SHORT_K_STEPS K steps (ResNet's 1x1 layers) and 128 dividing K: ping-pong
     128 x 128 tiles, no split, no cluster, where they fill more than half the CTAs (64-row
-    tiles where they do not: the test below); not where the caller chose the tile, the
-    schedule or the split, nor past 16 K steps or for K = 64."""
+    tiles where they do not, the tail in K parts or 192-row tiles where those pay: the
+    tests below); not where the caller chose the tile, the schedule or the split, nor past
+    16 K steps or for K = 64."""
     assert SHORT_K_STEPS == 16
-    for layer in [_layer(32, 28, 28, 512, 128, 1, 1, pad=0),  # 8 K steps, 196 tiles
+    for layer in [_layer(32, 28, 28, 512, 256, 1, 1, pad=0),  # 8 K steps, 392 tiles
                   _layer(32, 7, 7, 512, 2048, 1, 1, pad=0),  # 128 x 256 before
                   _layer(32, 14, 14, 1024, 256, 1, 1, pad=0)]:  # 16 K steps
         cfg = conv2d_config(layer)
@@ -313,25 +322,68 @@ def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles():
 
 
 def test_a_short_layer_with_a_small_partial_wave_cuts_its_tail_into_k_parts():
-    """16 K steps and 196 tiles of 128 x 128 on 132 CTAs: the 64 past the full wave (at
-    most half the CTAs) run in 2 ordered K parts of 8 steps, on cooperative tiles (the
-    GEMM 6272 x 512 x 1024's default too); with 98 tiles (no full wave) or 8 K steps
-    (under TAIL_MIN_STEPS) the layer keeps its ping-pong tiles, and a caller's schedule
-    is kept."""
-    layer = _layer(32, 14, 14, 1024, 512, 1, 1, pad=0)
+    """16 K steps and 294 tiles of 128 x 128 on 132 CTAs (N=32 14x14x1024 -> 768): the 30
+    past the full waves (at most half the CTAs) run in 4 ordered K parts of 4 steps, on
+    cooperative tiles (the GEMM's wave model's tail split of these tiles); with 98 tiles
+    (no full wave) or 8 K steps (under TAIL_MIN_STEPS) a layer keeps its ping-pong tiles, a
+    caller's schedule is kept, and where 192-row tiles save a round they take the layer
+    instead (14x14x1024 -> 512: the next test)."""
+    layer = _layer(32, 14, 14, 1024, 768, 1, 1, pad=0)
     cfg = conv2d_config(layer)
     assert (cfg.schedule, cfg.block_m, cfg.block_n, cfg.num_tiles, cfg.k_steps) == (
-        "cooperative", 128, 128, 196, 16)
-    assert (cfg.tail_split, cfg.tail_tiles, cfg.split_k, cfg.reduction_parts) == (2, 64, 1, 2)
+        "cooperative", 128, 128, 294, 16)
+    assert (cfg.tail_split, cfg.tail_tiles, cfg.split_k, cfg.reduction_parts) == (4, 30, 1, 4)
     assert (cfg.epilogue_cols, cfg.stages) == (128, 6)  # the whole tile in one C stage
-    gemm = GemmConfig.for_problem(layer.gemm_m, layer.k, layer.gemm_k)
-    assert (gemm.schedule, gemm.block_n, gemm.tail_split) == ("cooperative", 128, 2)
     for other in (_layer(32, 14, 14, 1024, 256, 1, 1, pad=0),  # 98 tiles
                   _layer(32, 28, 28, 512, 256, 1, 1, pad=0)):  # 8 K steps
         assert (conv2d_config(other).schedule, conv2d_config(other).tail_split) == (
             "pingpong", 1)
     pinned = conv2d_config(layer, schedule="pingpong")
     assert (pinned.schedule, pinned.tail_split) == ("pingpong", 1)
+
+
+def test_a_layer_whose_192_row_tiles_save_a_round_takes_them():
+    """192 x 128 cooperative tiles (three consumer warpgroups, 512 threads, 5 stages beside
+    a 64-column C stage) where 128-row tiles leave a partial wave that 192-row ones fill:
+    the wave model with a 192-row K step at 1.57 of a 128-row one. Kept elsewhere (more
+    rounds, or a wave no fuller), and never over a caller's tile, schedule or split."""
+    for layer, tiles in ((_layer(32, 28, 28, 128, 128), 131),  # 3x3: 196 of 128 rows
+                         (_layer(32, 56, 56, 128, 128, stride=2), 131),
+                         (_layer(32, 28, 28, 512, 128, 1, 1, pad=0), 131),
+                         (_layer(32, 14, 14, 1024, 512, 1, 1, pad=0), 132)):
+        cfg = conv2d_config(layer)
+        assert (cfg.block_m, cfg.block_n, cfg.schedule, cfg.num_tiles) == (
+            192, 128, "cooperative", tiles)
+        assert (cfg.consumers, cfg.threads, cfg.consumer_registers) == (3, 512, 152)
+        assert (cfg.stages, cfg.epilogue_cols, cfg.tail_split, cfg.split_k) == (5, 64, 1, 1)
+        assert cfg.shared_bytes <= MAX_SHARED
+    for layer in (_layer(32, 28, 28, 512, 256, 1, 1, pad=0),  # 262 tiles: 2 rounds of 3
+                  _layer(32, 7, 7, 512, 2048, 1, 1, pad=0),  # 144 tiles > 132
+                  _layer(32, 14, 14, 256, 256),  # 66 tiles: no fuller than 98 of 128 rows
+                  _layer(32, 56, 56, 64, 64)):  # K = 64
+        assert conv2d_config(layer).block_m != 192
+    layer = _layer(32, 28, 28, 128, 128)
+    assert conv2d_config(layer, block_n=128).block_m == 128
+    assert conv2d_config(layer, schedule="cooperative").block_m == 128
+    assert conv2d_config(layer, tail_split=2).block_m == 128
+
+
+def test_192_row_tiles_are_cooperative_and_keep_their_registers():
+    """Three consumer warpgroups share 152 registers a thread (setmaxnreg), 96 of them at
+    most for accumulators: 192 x 128 and 192 x 192 tiles, not 192 x 256; no ping-pong (a
+    warpgroup would hold 192 rows) and no stream-K (its fix-up is two warpgroups')."""
+    ok = GemmConfig(6272, 512, 1024, block_m=192, block_n=192, stages=4, epilogue_n=64)
+    ok.check()
+    assert (ok.accumulators, ok.max_accumulators) == (96, 96)
+    for fields, words in (
+            (dict(block_n=256, stages=3), "64x256 outputs, 128 fp32 registers per thread (at "
+                                          "most 96 of its 152 beside 2 other consumer "
+                                          "warpgroups)"),
+            (dict(schedule="pingpong"), "or 192 cooperative (three consumer warpgroups"),
+            (dict(stream_k=True), "stream_k with block_m=192")):
+        with pytest.raises(ValueError, match=re.escape(words)):
+            GemmConfig(6272, 512, 1024, **{"block_m": 192, "block_n": 128, "stages": 5,
+                                           "epilogue_n": 64, **fields}).check()
 
 
 def test_few_tiles_of_few_k_steps_take_64_row_tiles():
@@ -358,10 +410,10 @@ def test_few_tiles_of_few_k_steps_take_64_row_tiles():
         assert cfg.split_k_ordered == (cfg.split_k > 1)
     # 16 K steps whose 64-row tiles would still fill at most half: plain, no parts.
     assert conv2d_config(_layer(1, 14, 14, 1024, 256, 1, 1, pad=0)).split_k == 1
-    # 128-row tiles that fill more than half the CTAs stay: 196 tiles (ping-pong), 98
+    # 128-row tiles that fill more than half the CTAs stay: 392 tiles (ping-pong), 98
     # (18 K steps, in 2 parts), and N=32 7x7x2048 -> 512 (26 of 128 x 256 in 5 parts:
     # 100 plain 64-row tiles of 32 K steps measured slower).
-    for layer in (_layer(32, 28, 28, 512, 128, 1, 1, pad=0), _layer(8, 28, 28, 128, 128),
+    for layer in (_layer(32, 28, 28, 512, 256, 1, 1, pad=0), _layer(8, 28, 28, 128, 128),
                   _layer(32, 7, 7, 2048, 512, 1, 1, pad=0)):
         assert conv2d_config(layer).block_m == 128
     # Past 32 K steps (N=1 7x7x512 3x3: 72), and 128 x 64 tiles of 18 K steps: 128 rows.
@@ -576,7 +628,8 @@ def test_conv2d_assembles_for_sm90a_with_the_expected_instructions(built):
     assert kernel.tensormap_params == 3
     signature = next(line for line in src.splitlines() if "__global__" in line)
     assert ("X_tensormap" if geometry.is_pointwise else "X_im2col_tensormap") in signature
-    assert "setmaxnreg.inc.sync.aligned.u32 232;" in src
+    # 232 registers a consumer thread beside one other consumer warpgroup, 152 beside two.
+    assert f"setmaxnreg.inc.sync.aligned.u32 {232 if cfg.consumers <= 2 else 152};" in src
     assert f"__launch_bounds__({cfg.threads})" in src
     assert len(assemble(src)) > 0
 

@@ -55,11 +55,13 @@ CASES = [
     # last round. 64 tiles on 20 CTAs (3 waves, 4 left over in 5 parts of 47 ragged K
     # steps: a short part 0 of 7, then four of 10); 2x1 clusters (6 cluster tiles left
     # over on 13 clusters, 2 parts each); the K x N B in fp16 (3 tiles left over after a
-    # wave of 12, in 4 parts); and the model's own, 64 of 196 tiles of 128 x 128 in 2
-    # parts of 8 K steps.
+    # wave of 12, in 4 parts); and the model's own before 192-row tiles took the problem,
+    # 64 of 196 tiles of 128 x 128 in 2 parts of 8 K steps (its default now: 132 tiles
+    # of 192 x 128, one wave).
     GemmConfig(1000, 2000, 3000, tail_split=5, ctas=20),
     GemmConfig(1000, 2000, 3000, cluster=2, tail_split=2, ctas=26),
     GemmConfig(520, 648, 1000, b_layout="kn", dtype="float16", tail_split=4, ctas=12),
+    GemmConfig(6272, 512, 1024, block_n=128, stages=6, epilogue_n=0, tail_split=2),
     GemmConfig.for_problem(6272, 512, 1024),
     GemmConfig(1000, 2000, 3000, ctas=16),
     GemmConfig(128, 256, 40, b_layout="kn"),
@@ -101,6 +103,15 @@ CASES = [
     GemmConfig(200, 520, 136, block_m=64, block_n=128, stages=6, cluster_n=4, ctas=4),
     GemmConfig(264, 256, 200, block_k=16, a_copy_k=8, block_n=64, stages=8, epilogue_n=0,
                cluster_n=2, ctas=4),
+    # 192-row tiles, three consumer warpgroups of 64 rows: ragged M, N and K (1000 rows:
+    # 6 row blocks, the last 40 rows) on 5 CTAs (two rounds), the K x N B in fp16 at 192
+    # columns (96 accumulators a thread), and the tail split (12 tiles on 9 CTAs: 3 left
+    # over, each in 3 ordered K parts: 4, 6 and 6 of its 16 K steps).
+    GemmConfig(1000, 520, 1000, block_m=192, block_n=128, stages=5, epilogue_n=64, ctas=5),
+    GemmConfig(520, 384, 264, block_m=192, block_n=192, stages=4, epilogue_n=64,
+               b_layout="kn", dtype="float16", ctas=3),
+    GemmConfig(1000, 256, 1024, block_m=192, block_n=128, stages=5, epilogue_n=64,
+               tail_split=3, ctas=9),
     # Split-K through reduce-add stores (C += A @ B): even parts, a last part shorter than
     # the others (5 K steps in 3 parts of 2), with a cluster.
     GemmConfig(1000, 2000, 3000, split_k=2),
@@ -230,9 +241,12 @@ def test_gemm_issues_the_expected_instructions(built):
     a_copy, b_copy = tvm_tma.explain(gemm_kernel(cfg)).copies[:2]
     assert a_copy.plan.tensor_map.swizzle == (0 if cfg.a_copy_k else swizzle)
     assert b_copy.plan.tensor_map.swizzle == (3 if cfg.b_layout == "kn" else swizzle)
+    # The producer gives registers back; each consumer takes 232 beside one other
+    # consumer warpgroup, 152 beside two (192-row tiles: 4 warpgroups, 512 threads).
     assert "setmaxnreg.dec.sync.aligned.u32 40;" in src
-    assert "setmaxnreg.inc.sync.aligned.u32 232;" in src
+    assert f"setmaxnreg.inc.sync.aligned.u32 {232 if cfg.consumers <= 2 else 152};" in src
     assert f"__launch_bounds__({cfg.threads})" in src
+    assert cfg.threads == 128 * (1 + cfg.consumers)
     # One TMA load call site for A, one for B; N-wide tiles (the K x N B slot, the C tile)
     # go in one 3-D box or, where an N edge keeps the 64-column swizzle atoms from folding
     # into one dim, one box per atom.

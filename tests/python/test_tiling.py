@@ -13,10 +13,12 @@ from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.tiling import (
     MIN_PART_STEPS,
     ORDERED_PART_COST,
+    ROWS_STEP_FACTOR,
     SPLIT_STEP_FACTOR,
     STEP_BYTES,
     STEP_COST,
     TAIL_MIN_STEPS,
+    TALL_MIN_FILL,
     candidates,
     choose,
     estimate,
@@ -217,6 +219,30 @@ def test_160_wide_tiles_are_offered_only_where_they_were_measured():
         found = candidates(GemmConfig, 4096, 640, 4096, options)
         assert found and 160 not in {cfg.block_n for cfg in found}
         assert GemmConfig.for_problem(4096, 640, 4096, **options).block_n != 160
+
+
+def test_192_row_tiles_are_offered_where_they_fill_one_wave():
+    """192 x 128 tiles (three consumer warpgroups) are a candidate only plain, in one wave
+    at least 90% full, for 16-bit inputs with B as N x K on whole L2 lines: what was
+    measured. 6272 x 512 x K takes them (132 tiles; the 196 of 128 x 128 left 64 past a
+    wave), 3000 x 1024 x K too (128); priced at 1.57 K steps of a 128 x 128 tile each."""
+    for problem, tiles in (((6272, 512, 1024), 132), ((3000, 1024, 4096), 128)):
+        cfg = GemmConfig.for_problem(*problem)
+        assert (cfg.block_m, cfg.block_n, cfg.stages, cfg.epilogue_cols) == (192, 128, 5, 64)
+        assert (cfg.num_tiles, cfg.tail_split, cfg.split_k, cfg.cluster_size) == (tiles, 1, 1,
+                                                                                   1)
+        assert estimate(cfg).cost == pytest.approx(cfg.k_steps * STEP_COST[128]
+                                                   * ROWS_STEP_FACTOR[192])
+    assert ROWS_STEP_FACTOR == {192: 1.57} and TALL_MIN_FILL == 0.9
+    for problem, options in (((6272, 256, 4096), {}),  # 66 tiles: half a wave
+                             ((25088, 256, 512), {}),  # 262 tiles: two rounds
+                             ((6272, 512, 1000), {}),  # rows straddle L2 lines
+                             ((6272, 512, 1024), {"b_layout": "kn"}),
+                             ((6272, 512, 1024), {"dtype": "float8_e4m3fn"}),
+                             ((6272, 512, 1024), {"tail_split": 2})):
+        assert all(cfg.block_m != 192 for cfg in candidates(GemmConfig, *problem, options))
+        assert GemmConfig.for_problem(*problem, **options).block_m != 192
+    assert GemmConfig.for_problem(6272, 512, 1024, block_m=128).block_m == 128
 
 
 def test_clusters_follow_the_row_alignment():

@@ -202,7 +202,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     * **block_m**: 128, but 64 (cooperative, one consumer warpgroup a tile) for a layer of
       at most :data:`HALF_ROWS_MAX_STEPS` K steps whose 128-row tiles fill at most half
       the CTAs (in ordered parts past 16; :func:`_half_rows`): the 1x1
-      layers of small batches, N=1 7x7x512 -> 2048 1.29-1.68x cuDNN against 0.99-1.24x.
+      layers of small batches, N=1 7x7x512 -> 2048 1.29-1.68x cuDNN against 0.99-1.24x;
+      and 192 x 128 (cooperative, three consumer warpgroups) where 128-row tiles leave a
+      partial wave that 192-row ones fill whole (:func:`_tall_tiles`: N=32 28x28x128 3x3
+      1.20-1.23x the 128 x 128 tiles, 1x1 14x14x1024 -> 512 1.24-1.26x).
     * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
       count).
 
@@ -234,7 +237,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
         chosen = _short_k_tiles(base)
     else:
         chosen = _by_width(base, options)
-    best = _epilogue_and_stages(_half_rows(chosen, options), options)
+    best = _epilogue_and_stages(_tall_tiles(_half_rows(chosen, options), options), options)
     check_config(geometry, best)
     return best
 
@@ -252,8 +255,9 @@ def _short_k_tiles(base: GemmConfig) -> GemmConfig:
     past the last full wave cut into ordered K parts where the GEMM's wave model offers
     that (:func:`~.tiling.in_tail_parts`: at least 16 K steps, the tiles left over at most
     half the CTAs). N=32 1x1 14x14x1024 -> 512 (196 tiles, 16 K steps: 64 left over, in 2
-    parts) ran at 0.81-0.84x cuDNN against 0.75x on ping-pong tiles (H100, two runs, graph
-    replays); the layer is the GEMM 6272 x 512 x 1024, whose default it is too."""
+    parts) ran at 0.81-0.87x cuDNN against 0.75-0.79x on ping-pong tiles (H100, three
+    runs, graph replays; the GEMM 6272 x 512 x 1024's default too); that layer now takes
+    192-row tiles (:func:`_tall_tiles`: 0.98x), and 14x14x1024 -> 768 keeps the tail."""
     tail = in_tail_parts(replace(base, block_n=128, schedule="cooperative"))
     return tail if tail is not None else replace(base, block_n=128, schedule="pingpong")
 
@@ -335,6 +339,28 @@ def _enough_units(widest: GemmConfig, exact: list[int]) -> GemmConfig:
     if (4 * units <= widest.ctas or steps_cap) and half in exact:
         return replace(widest, block_n=half)
     return widest
+
+
+def _tall_tiles(chosen: GemmConfig, options: dict) -> GemmConfig:
+    """192 x 128 tiles (three consumer warpgroups of 64 rows) in place of 128-row ones
+    where the wave model prices them cheaper: a layer whose 128-row tiles leave a partial
+    wave that 192-row tiles fill whole. Each 192-row K step costs 1.57 of a 128 x 128 one
+    (:data:`~.tiling.ROWS_STEP_FACTOR`), so they win only where they save a round. H100,
+    same runs, x cuDNN, 192 x 128 against the rule before (graph replays): N=32 28x28x128
+    3x3 131 tiles in one wave 1.33 against 196 of 128 x 128 1.05; its stride-2 twin
+    56x56x128 1.29 / 1.06; 1x1 14x14x1024 -> 512 0.98 against 0.82 (128 x 128, the tail in
+    2 parts); 1x1 28x28x512 -> 128 1.09 / 0.95 (ping-pong). The model keeps the layers
+    where they lost: 28x28x512 -> 256 (262 tiles, two rounds against three of 128 x 128:
+    0.82 / 0.95), 7x7x512 -> 2048 (144 tiles: 0.65 / 0.96), 14x14x256 3x3 (66 tiles: 0.80 /
+    1.01). Only for K blocks of 64 channels and widths of 128 dividing K (what was
+    measured), not where the caller chose the tile, the schedule or the split."""
+    if ({"block_m", "block_n", "schedule"} | _SPLIT_CHOICES) & set(options):
+        return chosen
+    if (chosen.block_m != 128 or chosen.block_k != 64 or chosen.a_copy_k or chosen.n % 128
+            or chosen.cluster_size > 1 or chosen.stream_k or chosen.split_k > 1):
+        return chosen
+    tall = replace(chosen, block_m=192, block_n=128, schedule="cooperative", tail_split=1)
+    return tall if estimate(tall).cost < estimate(chosen).cost else chosen
 
 
 def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:

@@ -113,7 +113,7 @@ from tvm.tirx.layout import S, TileLayout
 from tvm_tma.pipeline import TmaPipeline
 
 from .epilogue import c_stage_layout, make_store_unit
-from .gemm_config import CONSUMER_REGISTERS, PRODUCER_REGISTERS, WARPGROUP, GemmConfig
+from .gemm_config import PRODUCER_REGISTERS, WARPGROUP, GemmConfig
 from .operands import AOperand
 from .scheduler import (
     rounds,
@@ -484,7 +484,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
                             mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, place))
                             load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place)
         else:
-            T.ptx.setmaxnreg.inc.sync.aligned.u32(CONSUMER_REGISTERS)
+            T.ptx.setmaxnreg.inc.sync.aligned.u32(cfg.consumer_registers)
             consumer = T.meta_var(warpgroup - 1)
             if fp8:
                 # The per-tensor scales, once per thread for the whole launch: the epilogue

@@ -31,6 +31,15 @@ BARRIER_BYTES = 1024
 WARPGROUP = 128
 PRODUCER_REGISTERS = 40
 CONSUMER_REGISTERS = 232
+#: The consumers' budget where three share the SM (192-row cooperative tiles):
+#: 3 x 128 x 152 + 128 x 40 = 63488 (``setmaxnreg`` counts in multiples of 8).
+THREE_CONSUMER_REGISTERS = 152
+#: Registers a consumer thread needs beside its accumulators (descriptors, addresses, the
+#: epilogue's words): 232 - 128 leaves 104; 152 leaves 56 beside 96 accumulators.
+MIN_SPARE_REGISTERS = 56
+#: Tile heights: one, two or three cooperative consumer warpgroups of 64 rows (ping-pong
+#: warpgroups take 64- or 128-row tiles whole).
+BLOCK_MS = (64, 128, 192)
 #: Largest dynamic shared memory a Hopper CTA may use.
 MAX_SHARED = 227 * 1024
 #: K block widths (16-bit elements): one 128-, 64- or 32-byte swizzle row of 4, 2 or 1 k16
@@ -171,7 +180,8 @@ class GemmConfig:
         straddle 128-byte L2 lines; where 128 x 128 tiles fill at most half the SMs, K
         cut into ordered parts on ping-pong tiles (:attr:`ordered_parts`); and 64 x 128
         tiles where M is at most 64, or where a problem of at most 16 K steps has too few
-        128-row tiles (:func:`.tiling.on_half_rows`).
+        128-row tiles (:func:`.tiling.on_half_rows`); 192 x 128 tiles (three consumer
+        warpgroups) where they fill one wave (:func:`.tiling.tall_fills_a_wave`).
 
         Every option the caller gives is kept; the model fills in the rest. FP8 inputs take
         the same tiles with a K block of 128: their slots have the 16-bit slots' bytes
@@ -212,6 +222,18 @@ class GemmConfig:
         """Consumer warpgroups: 64 rows of the tile each (cooperative), or two that take
         turns (ping-pong)."""
         return 2 if self.schedule == "pingpong" else self.block_m // 64
+
+    @property
+    def consumer_registers(self) -> int:
+        """Registers a consumer thread takes with ``setmaxnreg.inc``: 232 beside one
+        producer and two consumer warpgroups, 152 beside three."""
+        return CONSUMER_REGISTERS if self.consumers <= 2 else THREE_CONSUMER_REGISTERS
+
+    @property
+    def max_accumulators(self) -> int:
+        """fp32 accumulators a consumer thread may hold: at most 128 (a 64 x 256 slice),
+        and :data:`MIN_SPARE_REGISTERS` under its budget (96 with three consumers)."""
+        return min(128, self.consumer_registers - MIN_SPARE_REGISTERS)
 
     @property
     def consumer_rows(self) -> int:
@@ -536,9 +558,12 @@ class GemmConfig:
             if extent < 8 or extent % 8:
                 raise ValueError(f"{name}={extent}: N and K must be positive multiples of 8 "
                                  f"(16-byte rows for TMA); M may be anything")
-        if self.block_m not in (64, 128):
-            raise ValueError(f"block_m={self.block_m}: 64 or 128 (one or two consumer "
-                             f"warpgroups of 64 rows)")
+        if self.block_m not in BLOCK_MS or (self.block_m == 192
+                                            and self.schedule != "cooperative"):
+            raise ValueError(f"block_m={self.block_m} with schedule={self.schedule!r}: 64 or "
+                             f"128 (one or two consumer warpgroups of 64 rows, or ping-pong "
+                             f"warpgroups each taking a tile whole), or 192 cooperative "
+                             f"(three consumer warpgroups of 64 rows)")
         if self.b_layout == "kn" and (self.block_n % 64 or not 64 <= self.block_n <= 256):
             raise ValueError(f"block_n={self.block_n}: a multiple of 64 from 64 to 256 with "
                              f"b_layout='kn' (the N-major B slot is whole 64-column 128-byte "
@@ -565,11 +590,13 @@ class GemmConfig:
                              f"block_n={self.block_n}")
         if self.schedule not in ("cooperative", "pingpong"):
             raise ValueError(f"schedule={self.schedule!r}: 'cooperative' or 'pingpong'")
-        if self.accumulators > 128:
+        if self.accumulators > self.max_accumulators:
             raise ValueError(f"{self.schedule}: a consumer warpgroup computes "
                              f"{self.consumer_rows}x{self.block_n} outputs, "
-                             f"{self.accumulators} fp32 registers per thread (at most 128 of "
-                             f"its {CONSUMER_REGISTERS})")
+                             f"{self.accumulators} fp32 registers per thread (at most "
+                             f"{self.max_accumulators} of its {self.consumer_registers} beside "
+                             f"{self.consumers - 1} other consumer warpgroup"
+                             f"{'s' if self.consumers > 2 else ''})")
         if self.cluster not in (1, 2):
             raise ValueError(f"cluster={self.cluster}: 1 or 2 CTAs (2x1, sharing B)")
         if self.cluster_n not in (1, 2, 4):
@@ -683,6 +710,10 @@ class GemmConfig:
         if self.schedule != "cooperative":
             raise ValueError(f"stream_k with schedule={self.schedule!r}: stream-K shares "
                              f"K steps between CTAs of the cooperative schedule only")
+        if self.consumers > 2:
+            raise ValueError(f"stream_k with block_m={self.block_m}: stream-K's fix-up "
+                             f"(fp32 partial tiles) runs on one or two consumer warpgroups "
+                             f"(block_m 64 or 128)")
         if self.split_k != 1:
             raise ValueError(f"stream_k with split_k={self.split_k}: stream-K is its own K "
                              f"split (split_k=1)")

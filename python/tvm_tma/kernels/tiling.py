@@ -41,6 +41,12 @@ one K step of a 128 x 256 tile and takes the cheapest:
   tiles of 128 x 256 in 3 parts (120 units) rather than 80 tiles of 128 x 128 (61% of the
   SMs), 1.35x faster.
 
+192 x 128 tiles (three consumer warpgroups of 64 rows, :data:`TALL`) are a candidate only
+in plain waves where they make one wave at least :data:`TALL_MIN_FILL` full
+(:func:`tall_fills_a_wave`), priced at :data:`ROWS_STEP_FACTOR` 1.57 K steps of a 128 x 128
+tile: 6272 x 512 x K runs 132 of them where 128 x 128 tiles made 196 (the last 64 in K
+parts), 1.03-1.23x faster (H100, same runs, RESULTS.md section 6j).
+
 Where the rows of a K-major operand are not whole 128-byte lines (K x element bytes not a
 multiple of 128: K = 2000, 3000, 5000, 6000 in 16-bit elements), every 128-byte box row TMA
 fetches straddles two L2 lines, and 2x1 clusters that multicast B (each CTA fetching half of
@@ -137,6 +143,12 @@ MakeTiling = Callable[..., Tiling]
 #: 128 on 16384 x 640 x 8192 0.69, and conv2d's UNet 32x32x640 0.67, 8x16x16x1280 0.72,
 #: 4x16x16x1280 0.82. The wider the tile, the more products per byte loaded.
 STEP_COST = {256: 1.0, 192: 0.81, 160: 0.72, 128: 0.57}
+#: Time of one K step of a tile of ``block_m`` rows against a 128-row tile of the same width,
+#: where it is not ``block_m / 128``: a 192 x 128 K step (three consumer warpgroups) 1.57x
+#: a cooperative 128 x 128 one, 5% more than its products (H100, conv2d, same runs of
+#: equal K steps: 28x28x512 -> 256 1x1 in 2 rounds of 192-row tiles against 3 of 128-row
+#: ones 410 / 432 TFLOP/s, 28x28x128 3x3 in 1 against 2 529 / 415).
+ROWS_STEP_FACTOR = {192: 1.57}
 #: Bytes one K step of a 128 x 256 tile loads (16-bit A and B tiles of 64 columns): the
 #: unit the fix-up's partial tiles are priced in (each SM's loads run at about the same
 #: rate whatever they carry, RESULTS.md section 8).
@@ -197,6 +209,17 @@ TILINGS = (
     {"block_n": 160, "stages": 6, "epilogue_n": 32},
     {"block_n": 128, "stages": 6, "epilogue_n": 0},
 )
+#: The 192-row tiling (three cooperative consumer warpgroups of 64 rows, 5 ring stages of
+#: 40 KiB beside a 64-column C stage), offered only where its tiles make one wave at least
+#: :data:`TALL_MIN_FILL` full (:func:`tall_fills_a_wave`): what was measured.
+TALL = {"block_m": 192, "block_n": 128, "stages": 5, "epilogue_n": 64}
+#: Fewest of the workers one wave of 192-row tiles must fill for the model to offer them.
+#: H100 / H200, conv2d's layers as GEMMs, 192 x 128 in one wave against the default's
+#: 128-row tiles in the same runs: 6272 x 512 x 1024 (132 tiles) 1.24-1.26x, 25088 x 128 x
+#: 1152 (131) 1.20-1.23x, 25088 x 128 x 512 (131) 1.14-1.15x; in two rounds (25088 x 256 x
+#: 512, 262 tiles) 0.87x, over a wave (1568 x 2048 x 512, 144) 0.67x, and not measured in
+#: a wave partly empty.
+TALL_MIN_FILL = 0.9
 #: The ping-pong tiling (a caller's ``schedule="pingpong"``, and ordered split-K): each
 #: warpgroup its own 128 x 128 tile and 64-column C stage, leaving room for 5 ring stages.
 PINGPONG = {"block_n": 128, "stages": 5, "epilogue_n": 64, "schedule": "pingpong"}
@@ -248,7 +271,8 @@ def step_cost(cfg: Tiling) -> float:
     """One K step of ``cfg``'s tile, in K steps of a 128 x 256 tile (by area where the
     width was not measured), at least :func:`straddled_step_cost` where the operands'
     rows straddle L2 lines."""
-    cost = STEP_COST.get(cfg.block_n, cfg.block_n / 256) * cfg.block_m / 128
+    rows = ROWS_STEP_FACTOR.get(cfg.block_m, cfg.block_m / 128)
+    cost = STEP_COST.get(cfg.block_n, cfg.block_n / 256) * rows
     if rows_straddle_lines(cfg):
         cost = max(cost, straddled_step_cost(cfg))
     return cost
@@ -331,6 +355,13 @@ def stream_k_pays(cfg: Tiling) -> bool:
     return estimate(streamed).cost <= (1 - STREAM_K_MARGIN) * estimate(cfg).cost
 
 
+def tall_fills_a_wave(cfg: Tiling) -> bool:
+    """Whether ``cfg``'s 192-row tiles run in one wave at least :data:`TALL_MIN_FILL` full
+    (16-bit inputs, B as N x K, rows on whole L2 lines: what was measured)."""
+    return (cfg.b_layout == "nk" and cfg.element_bytes == 2 and not rows_straddle_lines(cfg)
+            and TALL_MIN_FILL * cfg.workers <= cfg.num_tiles <= cfg.workers)
+
+
 def measured_width(cfg: Tiling) -> bool:
     """Whether the model may offer ``cfg``'s tile width: 128 x 160 (no multiple of 64) was
     measured with B as N x K in 16-bit types only (:data:`TILINGS`)."""
@@ -379,9 +410,19 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
     rows straddle L2 lines (unless the caller chose how the work is split)."""
     free = not (SPLIT_FIELDS & set(options))
     found: list[Tiling] = []
-    for tiling in (PINGPONG,) if options.get("schedule") == "pingpong" else TILINGS:
+    tilings = (PINGPONG,) if options.get("schedule") == "pingpong" else (*TILINGS, TALL)
+    for tiling in tilings:
         plain = make(m, n, k, **{**tiling, **options})
         if not measured_width(plain):
+            continue
+        if tiling is TALL:
+            # Plain and one wave, or not at all (:data:`TALL_MIN_FILL`).
+            if free and plain.block_m == 192 and tall_fills_a_wave(plain):
+                try:
+                    plain.check()
+                except ValueError:
+                    continue
+                found.append(plain)
             continue
         cfg = plain
         if free and rows_straddle_lines(cfg) and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0:
