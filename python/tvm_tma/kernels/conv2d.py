@@ -182,7 +182,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       :data:`SHORT_K_STEPS` K steps (ResNet's 1x1 layers: 1.04-1.86x the cooperative
       tiles), but cooperative ones with the tiles past the last full wave in ordered K
       parts where the GEMM's wave model offers that (:func:`_short_k_tiles`: N=32
-      14x14x1024 -> 512 0.81-0.84x cuDNN against 0.75x); ping-pong too where a layer
+      14x14x1024 -> 768 1.13-1.15x the ping-pong tiles); ping-pong too where a layer
       of more than 64 output channels falls back to 64-wide tiles with at most one per
       CTA (in 1x2 clusters sharing A where the column blocks pair up).
     * **split_k** where even the widest exact tile leaves at most half the SMs a tile

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import replace
+from dataclasses import dataclass, replace
 
 from .descriptor import Context, build_plan
 from .errors import PlanError, refuse
@@ -142,23 +142,11 @@ def _plan_pointwise(conv: ConvView, global_region, tiled, im2col, prover: Prover
     cropped image, say, a run of pixels is no run of memory and the tiled planner cannot
     box it), the im2col one otherwise, and when both are refused, the im2col refusal (the
     view is a convolution's) is raised. The prover keeps the records of the plan taken."""
-    kept = len(prover.established), len(prover.unproven)
-    attempts = []
-    for attempt in (tiled, im2col):
-        try:
-            result: TmaPlan | PlanError = attempt()
-        except PlanError as error:
-            result = error
-        attempts.append((result, prover.established[kept[0]:], prover.unproven[kept[1]:]))
-        del prover.established[kept[0]:], prover.unproven[kept[1]:]
-    (as_tiled, *tiled_records), (as_im2col, *im2col_records) = attempts
-    take_tiled = isinstance(as_tiled, TmaPlan) and (
-        not isinstance(as_im2col, TmaPlan) or as_tiled.num_issues <= as_im2col.num_issues)
-    chosen, established, unproven = (attempts[0] if take_tiled else attempts[1])
-    prover.established.extend(established)
-    prover.unproven.extend(unproven)
-    if isinstance(chosen, PlanError):
-        raise chosen
+    as_tiled, as_im2col = _attempt(tiled, prover), _attempt(im2col, prover)
+    take_tiled = isinstance(as_tiled.result, TmaPlan) and (
+        not isinstance(as_im2col.result, TmaPlan)
+        or as_tiled.result.num_issues <= as_im2col.result.num_issues)
+    chosen = (as_tiled if take_tiled else as_im2col).kept_by(prover)
     if not take_tiled:
         return chosen
     view = global_region.source.name
@@ -166,8 +154,38 @@ def _plan_pointwise(conv: ConvView, global_region, tiled, im2col, prover: Prover
         f"pointwise convolution (filter 1x1, stride 1x1, padding 0x0): {view} is the "
         f"activation as a ({conv.rows}, {conv.channels}) matrix, loaded in tiled mode "
         f"({chosen.num_issues} issue{'s' if chosen.num_issues > 1 else ''}"
-        + (f" against the im2col load's {as_im2col.num_issues}"
-           if isinstance(as_im2col, TmaPlan) else "") + ")")))
+        + (f" against the im2col load's {as_im2col.result.num_issues}"
+           if isinstance(as_im2col.result, TmaPlan) else "") + ")")))
+
+
+@dataclass(frozen=True)
+class _Attempt:
+    """One planning attempt: its plan or refusal, and the prover's records it made (what
+    ``explain`` reports), taken off the prover until the attempt is kept."""
+
+    result: TmaPlan | PlanError
+    established: list
+    unproven: list
+
+    def kept_by(self, prover: Prover) -> TmaPlan:
+        """Give the prover this attempt's records back; its plan, or raise its refusal."""
+        prover.established.extend(self.established)
+        prover.unproven.extend(self.unproven)
+        if isinstance(self.result, PlanError):
+            raise self.result
+        return self.result
+
+
+def _attempt(make_plan, prover: Prover) -> _Attempt:
+    """Run ``make_plan()`` and take the records it made off the prover."""
+    kept = len(prover.established), len(prover.unproven)
+    try:
+        result: TmaPlan | PlanError = make_plan()
+    except PlanError as error:
+        result = error
+    attempt = _Attempt(result, prover.established[kept[0]:], prover.unproven[kept[1]:])
+    del prover.established[kept[0]:], prover.unproven[kept[1]:]
+    return attempt
 
 
 def _first_plan(placements: tuple[GlobalView, ...], plan_view, prover: Prover) -> TmaPlan:
@@ -176,20 +194,14 @@ def _first_plan(placements: tuple[GlobalView, ...], plan_view, prover: Prover) -
     The prover's records (``established``, ``unproven``: what ``explain`` reports) end up
     as the returned plan's own, or, on a refusal, as the first placement's.
     """
-    kept = len(prover.established), len(prover.unproven)
-    refusal: tuple[PlanError, list, list] | None = None
+    refusal: _Attempt | None = None
     for global_view in placements:
-        try:
-            return plan_view(global_view)
-        except PlanError as error:
-            if refusal is None:
-                refusal = error, prover.established[kept[0]:], prover.unproven[kept[1]:]
-            del prover.established[kept[0]:], prover.unproven[kept[1]:]
+        attempt = _attempt(lambda view=global_view: plan_view(view), prover)
+        if isinstance(attempt.result, TmaPlan):
+            return attempt.kept_by(prover)
+        refusal = refusal or attempt
     assert refusal is not None  # global_placements returns at least one view
-    error, established, unproven = refusal
-    prover.established.extend(established)
-    prover.unproven.extend(unproven)
-    raise error
+    return refusal.kept_by(prover)
 
 
 #: The dynamic shared arena starts 1024-byte aligned in a kernel without static shared
