@@ -389,14 +389,20 @@ def test_192_row_tiles_are_cooperative_and_keep_their_registers():
 def test_few_tiles_of_few_k_steps_take_64_row_tiles():
     """A layer of at most HALF_ROWS_MAX_STEPS K steps whose 128-row tiles fill at most half
     the CTAs takes 64-row tiles (cooperative: one consumer warpgroup each): plain where it
-    has at most 16 and they fit one wave, in ordered K parts past that where
-    they still fill at most half (and the 128-row tiles were at least 128 wide).
-    Measured on the H100 (kernels/conv2d.py)."""
+    has at most 16 and they fit one wave (64 x 64 where 64 x 128 ones still fill at most
+    half and the 64 x 64 ones fit a wave), in ordered K parts past that where they still
+    fill at most half (and the 128-row tiles were at least 128 wide). Measured on the
+    H100 (kernels/conv2d.py, kernels/tiling.py)."""
     assert HALF_ROWS_MAX_STEPS == 32
     cases = {  # layer (n, h, c, k, r): (block_n, tiles, parts, stages)
         (8, 14, 1024, 512, 1): (128, 100, 1, 9),  # 16 K steps; 52 of 128 rows before
         (8, 28, 512, 128, 1): (128, 98, 1, 9),  # 49 of 128 rows before
-        (1, 7, 512, 2048, 1): (128, 16, 1, 9),  # M = 49: one row block either way
+        # M = 49: one row block either way; 16 tiles of 64 x 128 are 32 of 64 x 64
+        # (tiling.narrow_half_rows: at most half the CTAs had a 64 x 128 tile).
+        (1, 7, 512, 2048, 1): (64, 32, 1, 12),
+        (1, 14, 1024, 512, 1): (64, 32, 1, 12),
+        (1, 28, 512, 256, 1): (64, 52, 1, 12),
+        (8, 14, 1024, 256, 1): (64, 100, 1, 12),
         (1, 56, 64, 64, 3): (64, 49, 1, 12),  # K = 64: 64 x 64 tiles
         (8, 7, 2048, 512, 1): (128, 28, 4, 9),  # 32 K steps: 4 parts of 8
         (1, 7, 2048, 512, 1): (128, 4, 8, 9),  # 8 parts of 4

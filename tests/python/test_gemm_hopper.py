@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
@@ -18,7 +19,7 @@ from tvm_tma.kernels.gemm import gemm_kernel
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.operands import AOperand
 from tvm_tma.kernels.reference import run
-from tvm_tma.kernels.tiling import HALF_ROWS_SHORT_STEPS
+from tvm_tma.kernels.tiling import HALF_ROWS_SHORT_STEPS, QUARTER_TILES, narrow_half_rows
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.scripts import load_script
 
@@ -155,6 +156,9 @@ CASES = [
     GemmConfig.for_problem(200, 320, 200, ctas=4),
     GemmConfig.for_problem(264, 320, 4096, ctas=4),
     GemmConfig.for_problem(200, 320, 4096, ctas=8),
+    # A short problem on 64 x 64 tiles (tiling.narrow_half_rows: 15 tiles of 64 x 128 on
+    # 132 CTAs become 25), M and N ragged (300 rows: the last row block 44; 320 columns).
+    GemmConfig.for_problem(300, 320, 512),
     # Stream-K: every CTA an equal run of K steps; tiles cut between runs are finished by
     # the CTA holding their K step 0. Many tiles per run (ctas=7), a tile shared by four
     # runs (ctas=20, K x N B, fp16), each tile cut into ~17 runs (M = 49, 8 tiles for 132
@@ -575,7 +579,6 @@ def test_64_row_tiles_where_m_is_at_most_64_or_short_tiles_are_few():
         (16, 8192, 8192): (2, 64, 256),  # M <= 64: the ordered parts kept
         (1, 4096, 14336): (4, 32, 256),
         (64, 14336, 4096): (1, 112, 256),  # was 128 x 128 in plain waves
-        (512, 512, 512): (1, 32, 128),  # 8 K steps, 16 tiles of 128 rows
         (1024, 1024, 1024): (1, 128, 128),  # 16 K steps, 64 tiles of 128 rows
         (4096, 256, 1024): (1, 128, 128),
     }
@@ -597,6 +600,38 @@ def test_64_row_tiles_where_m_is_at_most_64_or_short_tiles_are_few():
                                ((512, 512, 512), {"stages": 5}),
                                ((16, 8192, 8192), {"split_k": 2, "split_k_ordered": True})]:
         assert GemmConfig.for_problem(m, n, k, **options).block_m == 128, (m, n, k, options)
+
+
+def test_64_by_64_tiles_where_even_64_row_tiles_are_few():
+    """tiling.narrow_half_rows: a short problem's plain 64 x 128 tiles become 64 x 64 ones
+    (12 stages, one 64-column C stage) where at most half the CTAs get a 64 x 128 tile and
+    the 64 x 64 ones fit a wave; not where M is at most 64 (the K split is kept), nor
+    where the 64 x 128 tiles already fill more than half the SMs."""
+    assert QUARTER_TILES == {"block_n": 64, "stages": 12, "epilogue_n": 64}
+    quarter = {"block_m": 64, "block_n": 64, "schedule": "cooperative", "stages": 12,
+               "epilogue_n": 64, "split_k": 1}
+    cases = {  # (m, n, k): tiles of 64 x 64 (the 64 x 128 tiles they replace: half)
+        (512, 512, 512): 64,
+        (256, 2048, 512): 128,
+        (512, 1024, 1024): 128,
+        (196, 512, 1024): 32,
+        (784, 256, 512): 52,
+        (1568, 256, 1024): 100,
+    }
+    for (m, n, k), tiles in cases.items():
+        cfg = GemmConfig.for_problem(m, n, k)
+        cfg.check()
+        assert {name: getattr(cfg, name) for name in quarter} == quarter, (m, n, k)
+        assert cfg.num_tiles == tiles and cfg.shared_bytes <= 227 * 1024
+    # 64 x 128 stays: 64 of them on 132 CTAs or more (1024^3: 128; 200 x 3000 x 800: 96).
+    for m, n, k in [(1024, 1024, 1024), (200, 3000, 800), (16, 8192, 8192)]:
+        assert GemmConfig.for_problem(m, n, k).block_n == 128, (m, n, k)
+    # The rule on its own: plain 64 x 128 tiles only.
+    half = GemmConfig(512, 512, 512, block_m=64, block_n=128, stages=9, epilogue_n=64)
+    assert narrow_half_rows(half).block_n == 64
+    assert narrow_half_rows(replace(half, split_k=2, split_k_ordered=True)) == replace(
+        half, split_k=2, split_k_ordered=True)
+    assert narrow_half_rows(replace(half, m=4096)) == replace(half, m=4096)  # 256 tiles
 
 
 @pytest.mark.parametrize("options", [{}, {"cluster": 2}, {"cluster_n": 2}, {"cluster": 1},

@@ -230,6 +230,10 @@ HALF_ROWS = {"block_m": 64, "block_n": 128, "stages": 9, "epilogue_n": 64,
 #: K steps at most of a problem whose too few 128-row tiles give way to plain 64-row ones
 #: (the GEMM's :func:`on_half_rows`, conv2d's ``_half_rows``).
 HALF_ROWS_SHORT_STEPS = 16
+#: The 64 x 64 tiling :func:`narrow_half_rows` takes where even 64 x 128 tiles leave most
+#: SMs idle: 12 ring stages of 16 KiB beside one 64-column C stage (as many as conv2d's
+#: ``MAX_STAGES`` allows; a short problem's whole K is then in flight at once).
+QUARTER_TILES = {"block_n": 64, "stages": 12, "epilogue_n": 64}
 #: L2 fill of the operand loads where the problem streams B (:func:`streams_weights`).
 #: H100, same runs: 16 x 8192 x 8192 92.9% -> 94.5% of cuBLAS (92.3% -> 94.2% in another
 #: session), 1 x 16384 x 16384 90.8% -> 93.5%, 128 x 8192 x 8192 96.8% -> 97.1% (94.7% ->
@@ -512,14 +516,30 @@ def on_half_rows(cfg: Tiling) -> Tiling:
     if cfg.m <= 64:
         return half
     if cfg.k_steps <= HALF_ROWS_SHORT_STEPS and half_rows_fill(replace(cfg, split_k=1), half):
-        return replace(half, split_k=1, split_k_ordered=False)
+        return narrow_half_rows(replace(half, split_k=1, split_k_ordered=False))
     return cfg
 
 
+def narrow_half_rows(half: Tiling) -> Tiling:
+    """``half``'s plain 64 x 128 tiles as 64 x 64 ones (:data:`QUARTER_TILES`) where they
+    too leave most SMs idle: at most half the CTAs get a 64 x 128 tile and the 64 x 64
+    tiles still fit one wave (:func:`half_rows_fill`). A problem this small is the latency
+    of each CTA's loads: a 64 x 64 K step carries two thirds of a 64 x 128 one's bytes,
+    and twice the SMs pull them. H100, x cuDNN, same runs, graph replays, 64 x 64 / 64 x
+    128: conv2d 1x1 N=1 14x14x1024 -> 512 (32 tiles) 1.00 / 0.75, N=1 28x28x512 -> 256
+    (52) 0.96 / 0.78, N=8 14x14x1024 -> 256 (100) 0.95 / 0.75. Shared by the GEMM's
+    :func:`on_half_rows` and conv2d's ``_half_rows``."""
+    narrow = replace(half, **QUARTER_TILES)
+    if half.block_n == 128 and half.split_k == 1 and half_rows_fill(half, narrow):
+        return narrow
+    return half
+
+
 def half_rows_fill(whole: Tiling, half: Tiling) -> bool:
-    """Whether ``whole``'s 128-row tiles are too few for the SMs (at most half the CTAs
-    get one) and ``half``'s 64-row tiles of the problem still fit one wave: where a short
-    problem (or conv2d layer) takes the 64-row ones."""
+    """Whether ``whole``'s tiles are too few for the SMs (at most half the CTAs get one)
+    and ``half``'s smaller tiles of the problem still fit one wave: where a short problem
+    (or conv2d layer) takes 64-row tiles for 128-row ones, and 64 x 64 ones for those
+    (:func:`narrow_half_rows`)."""
     return 2 * whole.num_tiles <= whole.ctas and half.num_tiles <= half.ctas
 
 
