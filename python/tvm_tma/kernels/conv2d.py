@@ -206,9 +206,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       layers of small batches, N=1 7x7x512 -> 2048 1.29-1.68x cuDNN against 0.99-1.24x;
       64 x 64 where even 64 x 128 tiles fill at most half the CTAs
       (:func:`~.tiling.narrow_half_rows`: N=1 14x14x1024 -> 512 1.09x cuDNN against
-      0.78x, N=8 14x14x1024 -> 256 1.52 / 1.24); and 192 x 128 (cooperative, three consumer warpgroups) where 128-row tiles leave a
-      partial wave that 192-row ones fill whole (:func:`_tall_tiles`: N=32 28x28x128 3x3
-      1.20-1.23x the 128 x 128 tiles, 1x1 14x14x1024 -> 512 1.24-1.26x).
+      0.78x, N=8 14x14x1024 -> 256 1.52 / 1.24); and 192 x 128 (cooperative, three
+      consumer warpgroups) where 128-row tiles leave a partial wave that 192-row ones
+      fill whole (:func:`_tall_tiles`: N=32 28x28x128 3x3 1.20-1.23x the 128 x 128
+      tiles, 1x1 14x14x1024 -> 512 1.24-1.26x).
     * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
       count).
 

@@ -114,6 +114,7 @@ from tvm_tma.pipeline import TmaPipeline
 
 from .epilogue import c_stage_layout, make_store_unit
 from .gemm_config import PRODUCER_REGISTERS, WARPGROUP, GemmConfig
+from .launch import with_dependent_launch
 from .operands import AOperand
 from .scheduler import (
     rounds,
@@ -328,7 +329,7 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
         def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
             matched(A_ptr, B_ptr, C_ptr, None, None, None)
     # fmt: on
-    return gemm
+    return with_dependent_launch(gemm, cfg.cluster_size)
 
 
 def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
@@ -449,6 +450,10 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
             T.cuda.cluster_sync()
         else:
             T.cuda.cta_sync()
+        # A dependent launch (kernels/launch.py) may have started this CTA while the
+        # previous kernel on the stream still ran: no thread touches global memory before
+        # that kernel has completed.
+        T.ptx.griddepcontrol.wait()
 
         if warpgroup == 0:
             T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGISTERS)

@@ -62,6 +62,7 @@ from tvm.tirx.layout import S, TileLayout
 from .epilogue import make_store_unit
 from .gemm import make_kernel_body, make_load_steps
 from .gemm_config import WARPGROUP, GemmConfig
+from .launch import with_dependent_launch
 from .scheduler import unit_of, unit_steps
 from .stream_k import check_stream_k_flags_clear, make_fixup, refuse_grid_past_gpu
 from .stream_k import workspace_shapes as stream_k_workspace_shapes
@@ -455,7 +456,7 @@ def grouped_gemm_kernel(gcfg: GroupedGemmConfig) -> tvm.tirx.PrimFunc:
                          W_ptr: T.handle):
             matched(A_ptr, B_ptr, O_ptr, C_ptr, W_ptr, ())
     # fmt: on
-    return grouped_gemm
+    return with_dependent_launch(grouped_gemm, cfg.cluster_size)
 
 
 def workspace(gcfg: GroupedGemmConfig, sm_count: int | None = None) -> list[np.ndarray]:
