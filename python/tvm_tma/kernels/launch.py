@@ -14,8 +14,8 @@ launch allowed no overlap.
 
 TVM launches a kernel that way when its ``tirx.kernel_launch_params`` carry the tag
 :data:`DEPENDENT_LAUNCH` (TVM's spelling). Measured on an H200, same run, graph replays of
-back-to-back launches, eight conv2d layers of 4-11 us: 0.4-0.6 us less a launch, 1.05-1.17x
-(benchmarks/RESULTS.md section 8).
+back-to-back launches: 0.2-0.6 us less a launch, 1.05-1.17x on eight conv2d layers of 3-11
+us and 1.05-1.11x on GEMMs of 3-8 us, nothing on long ones (benchmarks/RESULTS.md 6l).
 
 Cluster launches are left as they are: the runtime's cluster launch path sets the cluster
 shape and not this attribute, so a cluster kernel keeps TVM's own launch parameters (the
