@@ -17,6 +17,7 @@ import tvm_tma
 from tvm_tma.conv import Conv2dGeometry
 from tvm_tma.kernels.conv2d import (
     HALF_ROWS_MAX_STEPS,
+    K_STEP_COLUMNS,
     MAX_STAGES,
     SHORT_K_STEPS,
     conv2d_config,
@@ -66,6 +67,11 @@ SMALL = [
     # 32 K steps on 64-row tiles in 8 ordered parts (M = 98: the second row block 34 rows).
     ("half-rows-ordered-2x7x7x2048-k256", _layer(2, 7, 7, 2048, 256, 1, 1, pad=0), {}),
     ("1x1-stride2-2x16x16x128-k64", _layer(2, 16, 16, 128, 64, 1, 1, stride=2, pad=0), {}),
+    # Pointwise layers whose C is no multiple of 64: 64-wide K blocks, the last past C
+    # zero-filled (C = 200: 3 whole blocks and 8 channels; C = 24: one block, 24 of 64),
+    # K = 40 ragged in its one column block.
+    ("pointwise-bk64-c200-2x9x9x200-k64", _layer(2, 9, 9, 200, 64, 1, 1, pad=0), {}),
+    ("pointwise-bk64-c24-3x7x9x24-k40", _layer(3, 7, 9, 24, 40, 1, 1, pad=0), {}),
     # 192-row tiles (three consumer warpgroups): by default where they save a round (M =
     # 320 on 2 CTAs: 2 tiles of 192 rows, the second 128, against 3 of 128 rows), and
     # pinned over a ragged M = 242 (the second row block 50 rows).
@@ -469,6 +475,29 @@ def test_the_k_block_is_the_widest_of_64_32_16_dividing_c():
     assert conv2d_config(_layer(2, 8, 8, 64, 64), block_k=32).block_k == 32
 
 
+def test_a_pointwise_layer_takes_64_wide_k_blocks_whatever_c():
+    """A 1x1, stride-1, unpadded layer's A is X as an (N*H*W, C) matrix (a tiled load):
+    its K blocks need not divide C, the last one zero-filled past C (no tap to stay
+    inside): the block of fewest columns moved, a step counting K_STEP_COLUMNS (16)
+    besides its own, ties to the wider; the other layers keep blocks dividing C.
+    MobileNetV2's 56x56x144 -> 24 ran 9 steps of 16 channels at 0.39x cuDNN, 3 of 64 at
+    0.60x; 56x56x96 -> 24 3 of 32 faster than 2 of 64 (H100)."""
+    assert K_STEP_COLUMNS == 16
+    for c, (block_k, steps) in {8: (16, 1), 24: (32, 1), 40: (64, 1), 96: (32, 3),
+                                144: (64, 3), 200: (64, 4), 240: (64, 4), 480: (64, 8),
+                                672: (64, 11), 960: (64, 15)}.items():
+        cfg = conv2d_config(_layer(2, 8, 8, c, 64, 1, 1, pad=0))
+        assert (cfg.block_k, cfg.a_copy_k, cfg.k_steps) == (block_k, 0, steps), c
+    # Strided or padded 1x1 layers load A in im2col mode: K blocks inside C.
+    assert conv2d_config(_layer(2, 16, 16, 144, 64, 1, 1, stride=2, pad=0)).block_k == 16
+    assert conv2d_config(_layer(2, 9, 7, 40, 24, 1, 1, stride=2, pad=0)).a_copy_k == 8
+    assert conv2d_config(_layer(2, 8, 8, 144, 64, 1, 1, pad=1)).block_k == 16
+    # A pointwise layer's given K block need not divide C either; a 3x3 layer's must.
+    assert conv2d_config(_layer(2, 8, 8, 96, 64, 1, 1, pad=0), block_k=64).block_k == 64
+    with pytest.raises(ValueError, match="must lie inside one filter tap"):
+        conv2d_config(_layer(2, 8, 8, 96, 64), block_k=64)
+
+
 @pytest.mark.parametrize("geometry, options, copied", [
     (_layer(2, 8, 8, 96, 64), {"block_k": 64, "a_copy_k": 0}, 64),
     (_layer(2, 8, 8, 48, 64), {"block_k": 32, "a_copy_k": 0}, 32),
@@ -687,9 +716,11 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
     assert set(names) <= {"worker", "cta", "rank", "t" if cfg.stream_k else "j", "ks",
                           "p"}, names
     x = np.random.default_rng(5).integers(1, 1 << 16, size=g.argument_shape, dtype=np.uint16)
-    matrix = np.zeros((cfg.m_blocks * cfg.cluster * cfg.block_m + cfg.block_m, g.gemm_k),
-                      np.uint16)
-    matrix[:g.gemm_m] = conv_gemm_view(x, (g.r, g.s), g.stride, g.padding, g.dilation)
+    # Columns past K (a pointwise layer's last K block past C) are zeros: the copy's edge.
+    matrix = np.zeros((cfg.m_blocks * cfg.cluster * cfg.block_m + cfg.block_m,
+                       max(g.gemm_k, cfg.k_steps * cfg.block_k)), np.uint16)
+    matrix[:g.gemm_m, :g.gemm_k] = conv_gemm_view(x, (g.r, g.s), g.stride, g.padding,
+                                                  g.dilation)
     slots = layout_offsets(a_slot_layout(cfg), (cfg.stages, cfg.block_m, cfg.block_k))
     a_start = cfg.a_ring_start // cfg.element_bytes
     analyzer = Analyzer()

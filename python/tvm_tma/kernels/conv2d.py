@@ -107,22 +107,48 @@ def check_geometry(geometry: Conv2dGeometry, dtype: str = "bfloat16") -> None:
                          f"of the NPQK output and of the KRSC filter for TMA)")
 
 
+#: What one K step costs a pointwise layer besides its own columns, in columns: the
+#: price :func:`channel_block` weighs fewer steps against the zeros of a last block past
+#: C with. H100, same run, x cuDNN, 64-wide blocks against blocks dividing C: N=32 1x1
+#: 56x56x144 -> 24 3 steps against 9 of 16 1.53x (0.60 / 0.39), 28x28x240 -> 40 4 against
+#: 15 of 16 1.47x, 14x14x480 -> 80 8 against 15 of 32 1.07x, 14x14x672 -> 112 11 against
+#: 21 of 32 1.13x; 56x56x96 -> 24 2 against 3 of 32 0.88x and at N=8 0.91-0.92x. A step
+#: worth more than 8 columns (144) and less than 32 (96): 16.
+K_STEP_COLUMNS = 16
+
+
+def pointwise_k_blocks(geometry: Conv2dGeometry) -> bool:
+    """Whether a K block may run past C: a pointwise layer (1x1, stride 1, no padding,
+    :attr:`~tvm_tma.conv.Conv2dGeometry.is_pointwise`), whose A view is X itself as an
+    (N*H*W, C) matrix that the planner loads in tiled mode. K is C, and the columns of a
+    K block past it read zeros (the copy's edge, ``oob="zero"``) in A and B alike: no K
+    block has another tap's channels to avoid. (An im2col load, a strided or padded 1x1
+    layer's, keeps each K block inside C: the planner's ``im2col`` rule.)"""
+    return geometry.is_pointwise
+
+
 def channel_block(geometry: Conv2dGeometry) -> int:
     """The K block of a layer: the widest of 64, 32 and 16 channels that divides C (one
     im2col load per K block reads one filter tap), or 16 in two 8-column pieces where C
-    is 8 mod 16 (:func:`a_copy_k`)."""
+    is 8 mod 16 (:func:`a_copy_k`). A pointwise layer's K blocks need not divide C
+    (:func:`pointwise_k_blocks`: the last one is zero-filled past C): it takes the one of
+    fewest columns moved, a K step counting :data:`K_STEP_COLUMNS` columns besides its own
+    (ties to the wider)."""
+    if pointwise_k_blocks(geometry):
+        return min(K_BLOCKS, key=lambda w: (-(-geometry.c // w) * (K_STEP_COLUMNS + w), -w))
     return next((w for w in K_BLOCKS if geometry.c % w == 0), K_BLOCKS[-1])
 
 
 def a_copy_k(geometry: Conv2dGeometry) -> int:
     """``GemmConfig.a_copy_k`` of a layer: 0 (one copy per K block) where a K block fits
-    in a tap, :data:`PIECE` where C is 8 mod 16."""
-    return 0 if geometry.c % K_BLOCKS[-1] == 0 else PIECE
+    in a tap (every K block of a pointwise layer does), :data:`PIECE` where C is 8 mod
+    16."""
+    return 0 if pointwise_k_blocks(geometry) or geometry.c % K_BLOCKS[-1] == 0 else PIECE
 
 
 def _check_block_k(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
     copied = cfg.a_copy_k or cfg.block_k
-    if cfg.block_k in K_BLOCKS and geometry.c % copied:
+    if cfg.block_k in K_BLOCKS and geometry.c % copied and not pointwise_k_blocks(geometry):
         raise ValueError(f"block_k={cfg.block_k}, a_copy_k={cfg.a_copy_k}: each A copy "
                          f"({copied} columns) must lie inside one filter tap's "
                          f"C={geometry.c} channels (one im2col load reads at one tap "
