@@ -194,7 +194,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     * **block_k**: the widest of 64, 32 and 16 that divides C (:func:`channel_block`), so
       each K block, one im2col load, lies inside one filter tap (C = 96: 32, three K blocks
       per tap; C = 48: 16). A given one must divide C too. Where C is 8 mod 16: 16, with
-      **a_copy_k** 8 (two 8-column copies per K block, :func:`a_copy_k`).
+      **a_copy_k** 8 (two 8-column copies per K block, :func:`a_copy_k`). A pointwise
+      layer (one tap, X loaded as a matrix) takes the block of fewest columns moved
+      whether it divides C or not (:data:`K_STEP_COLUMNS`; C = 144: 64, three K blocks,
+      the last zero-filled past C).
     * **block_n** (output channels per tile), **cluster**, **split_k**, **stream_k**, as
       the H100 sweeps measured (benchmarks/RESULTS.md section 8): of the widths dividing
       K exactly (multiples of 32 from 256 down to 128) whose tiles give at least half
