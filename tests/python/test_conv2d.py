@@ -29,6 +29,7 @@ from tvm_tma.kernels.conv2d import (
 )
 from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
 from tvm_tma.kernels.reference import error_bound
+from tvm_tma.kernels.tiling import STEP_COST
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.scripts import load_script
 
@@ -72,6 +73,9 @@ SMALL = [
     # K = 40 ragged in its one column block.
     ("pointwise-bk64-c200-2x9x9x200-k64", _layer(2, 9, 9, 200, 64, 1, 1, pad=0), {}),
     ("pointwise-bk64-c24-3x7x9x24-k40", _layer(3, 7, 9, 24, 40, 1, 1, pad=0), {}),
+    # K = 320 on 9 CTAs: only 128 x 64 tiles (10, two rounds) give half the CTAs one; the
+    # wave model takes 4 tiles of 128 x 160 in one round instead (conv2d._measured_tiling).
+    ("widest-one-round-1x16x16x320-k320-ctas9", _layer(1, 16, 16, 320, 320), {"ctas": 9}),
     # 192-row tiles (three consumer warpgroups): by default where they save a round (M =
     # 320 on 2 CTAs: 2 tiles of 192 rows, the second 128, against 3 of 128 rows), and
     # pinned over a ragged M = 242 (the second row block 50 rows).
@@ -301,6 +305,17 @@ def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms
     # 320 tiles of 128 x 256 with stream-K (2.4 waves shared out) cost less than 512 of
     # 128 x 160 in 3.9 rounds.
     assert conv2d_config(_layer(8, 32, 32, 1280, 1280)).block_n == 256
+    # Where only 64-wide tiles give half the SMs one, the widest exact ones in one round
+    # are priced against them (a 64-wide K step at STEP_COST 0.45): N=1 UNet 64x64x320
+    # takes 64 tiles of 128 x 160 (45 x 0.72 = 32.4) over 160 of 128 x 64 (2 x 45 x
+    # 0.45 = 40.5): measured 1.02x cuDNN against 0.75x (H100).
+    assert STEP_COST[64] == 0.45
+    unet = conv2d_config(_layer(1, 64, 64, 320, 320))
+    assert (unet.block_n, unet.num_tiles, unet.split_k, unet.stream_k) == (160, 64, 1, False)
+    assert conv2d_config(_layer(1, 64, 64, 640, 320, 1, 1, pad=0)).block_n == 160
+    # K = 64 has no wider exact tile; a caller's split keeps the 64-wide tiles.
+    assert conv2d_config(_layer(1, 64, 64, 64, 64)).block_n == 64
+    assert conv2d_config(_layer(1, 64, 64, 320, 320), cluster=1).block_n == 64
 
 
 def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles():

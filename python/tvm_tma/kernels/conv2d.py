@@ -207,7 +207,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       8x16x16x1280 160 (128 tiles in one wave, 1.4x the 80 of 128 x 256); 4x16x16x1280
       40 tiles of 128 x 256 in 3 ordered parts (1.4x the 80 of 128 x 128). No cluster
       (one cost 14x14x256 24% and 7x7x512 20%). Where no such width divides K, two
-      192-wide tiles cover wide layers in 2x1 clusters, narrow ones 64-wide tiles.
+      192-wide tiles cover wide layers in 2x1 clusters, narrow ones 64-wide tiles. Where
+      only 64-wide tiles give half the CTAs one, the widest exact tiles in one round where
+      the wave model prices them cheaper (N=1 UNet 64x64x320: 64 tiles of 128 x 160,
+      1.02x cuDNN, against 160 of 128 x 64, 0.75x).
     * **schedule**: ping-pong 128 x 128 tiles for a layer of at most
       :data:`SHORT_K_STEPS` K steps (ResNet's 1x1 layers: 1.04-1.86x the cooperative
       tiles), but cooperative ones with the tiles past the last full wave in ordered K
@@ -470,6 +473,14 @@ def _measured_tiling(base: GemmConfig, options: dict) -> tuple[int, int, int]:
             tilings += [parts] if parts is not None else []
         best = min(tilings, key=_wave_cost)
         return best.block_n, 1, best.split_k
+    if filling and exact[0] >= 128 and not _SPLIT_CHOICES & set(options):
+        # Only 64-wide tiles give half the CTAs one: the widest exact tiles in one round
+        # are a candidate too, where the wave model prices them cheaper (a 64-wide K step
+        # costs nearly a 128-wide one's loads: tiling.STEP_COST). N=1 UNet 64x64x320 3x3:
+        # 64 tiles of 128 x 160 1.02x cuDNN against 160 of 128 x 64 0.75x (H100, same run).
+        narrow, widest = (replace(base, block_n=w) for w in (filling[-1], exact[0]))
+        if _wave_cost(widest) < _wave_cost(narrow):
+            return widest.block_n, 1, 1
     if filling or exact:
         return (filling or exact)[-1], 1, 1
     # No such width divides K: padded 192-wide tiles in 2x1 clusters where K is wide

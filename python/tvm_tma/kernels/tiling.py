@@ -142,7 +142,11 @@ MakeTiling = Callable[..., Tiling]
 #: x 1536 x 2048 0.71, 640 x 4096 x 1024 0.72 and 1536 x 1536 x 512 0.75, against 128 x
 #: 128 on 16384 x 640 x 8192 0.69, and conv2d's UNet 32x32x640 0.67, 8x16x16x1280 0.72,
 #: 4x16x16x1280 0.82. The wider the tile, the more products per byte loaded.
-STEP_COST = {256: 1.0, 192: 0.81, 160: 0.72, 128: 0.57}
+#: 128 x 64 0.45, near its loads' share (24 KB a step against 128 x 128's 32 KB), not its
+#: products': conv2d N=1 UNet 64x64x320 3x3, 160 tiles of 128 x 64 in 2 rounds against 64
+#: of 128 x 160 in one (45 K steps), ran at 0.49 (H100, same run; 0.31-0.37 on a 10-step
+#: 1x1 layer, where fixed costs weigh more).
+STEP_COST = {256: 1.0, 192: 0.81, 160: 0.72, 128: 0.57, 64: 0.45}
 #: Time of one K step of a tile of ``block_m`` rows against a 128-row tile of the same width,
 #: where it is not ``block_m / 128``: a 192 x 128 K step (three consumer warpgroups) 1.57x
 #: a cooperative 128 x 128 one, 5% more than its products (H100, conv2d, same runs of
