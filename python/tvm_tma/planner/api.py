@@ -137,7 +137,10 @@ def _plan_pointwise(conv: ConvView, global_region, tiled, im2col, prover: Prover
     cluster's CTAs, which an im2col load refuses) and no pixel walk, corners or tap offsets
     to encode. It is not faster: the implicit-GEMM conv2d's 36 pointwise ResNet-50 layers
     ran at 0.94-1.08x (geometric mean 1.005x) of their im2col loads in one run (H100,
-    benchmarks/RESULTS.md section 8), within the run-to-run spread. Both plans are made:
+    benchmarks/RESULTS.md section 8), within the run-to-run spread. It also takes a K block
+    that runs past C (its columns past the matrix read zeros), which the im2col mode
+    refuses (rule ``im2col``): conv2d gives a pointwise layer such blocks where C is no
+    multiple of them (``kernels.conv2d.channel_block``). Both plans are made:
     the tiled one is taken when it needs no more issues than the im2col one (over a
     cropped image, say, a run of pixels is no run of memory and the tiled planner cannot
     box it), the im2col one otherwise, and when both are refused, the im2col refusal (the
