@@ -16,14 +16,17 @@ import pytest
 import tvm_tma
 from tvm_tma.conv import Conv2dGeometry
 from tvm_tma.kernels.conv2d import (
+    COVERING_SHARE,
     HALF_ROWS_MAX_STEPS,
     K_STEP_COLUMNS,
     MAX_STAGES,
+    NARROW_TALL_WIDTH,
     SHORT_K_STEPS,
     conv2d_config,
     conv2d_error_bound,
     conv2d_kernel,
     conv2d_reference,
+    covering_width,
     random_inputs,
     run,
 )
@@ -80,6 +83,15 @@ SMALL = [
     # 320 on 2 CTAs: 2 tiles of 192 rows, the second 128, against 3 of 128 rows), and
     # pinned over a ragged M = 242 (the second row block 50 rows).
     ("tall-5x8x8x128-k128-ctas2", _layer(5, 8, 8, 128, 128), {"ctas": 2}),
+    # Narrow K in one tile (conv2d.covering_width), then 192 rows (_narrow_and_tall): a 3x3
+    # layer of K = 80 on 192 x 96 tiles, a pointwise one of C = 144 (the last K block past
+    # C) on 192 x 64; 64 x 96 tiles of 32-wide K blocks; 64 x 64 tiles of K = 112.
+    ("narrow-tall-3x12x12x64-k80-ctas3", _layer(3, 12, 12, 64, 80), {"ctas": 3}),
+    ("narrow-tall-pointwise-3x16x16x144-k24-ctas4", _layer(3, 16, 16, 144, 24, 1, 1, pad=0),
+     {"ctas": 4}),
+    ("covering-2x7x7x96-k80", _layer(2, 7, 7, 96, 80, 1, 1, pad=0), {}),
+    ("covering-quarter-1x9x9x40-k112-ctas4", _layer(1, 9, 9, 40, 112, 1, 1, pad=0),
+     {"ctas": 4}),
     ("tall-ragged-2x11x11x64-k128", _layer(2, 11, 11, 64, 128), {"block_m": 192,
                                                                   "block_n": 128}),
     # 16 K steps, 4 tiles of 128 x 128 on 3 CTAs: by default the tile past the full wave
@@ -454,6 +466,77 @@ def test_few_tiles_of_few_k_steps_take_64_row_tiles():
     assert conv2d_config(short, block_n=128).block_m == 128
     assert conv2d_config(short, schedule="pingpong").block_m == 128
     assert conv2d_config(short, split_k=2, split_k_ordered=True).block_m == 128
+
+
+def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms():
+    """Where no measured width divides K (at most 256), the narrowest multiple of 32 (at
+    least 64) spanning K is the tile width, so each A tile is read once, not once per
+    64-wide column block; not where its tiles (after the 64-row rule) are fewer than 90%
+    of the 64-wide ones' (or of a wave), nor where they give fewer than half the CTAs one
+    with more than 16 K steps. Measured on the H100 (kernels/conv2d.py)."""
+    assert COVERING_SHARE == 0.9
+    widths = {24: 64, 40: 64, 64: 64, 80: 96, 96: 96, 112: 128, 144: 160, 200: 224,
+              256: 256, 264: None, 320: None}
+    for k, width in widths.items():
+        assert covering_width(GemmConfig(100, k, 64, b_layout="nk")) == width
+    cases = {  # (n, h, c, k, r): (block_m, block_n, tiles)
+        (32, 14, 480, 80, 1): (64, 96, 98),  # 49 of 128 x 96 -> 64 rows
+        (8, 14, 576, 96, 1): (64, 96, 25),  # 25 against 26 of 128 x 64 (ping-pong)
+        (32, 14, 672, 112, 1): (64, 128, 98),
+        (1, 14, 672, 112, 1): (64, 64, 8),  # 64 x 128: 4 tiles -> 64 x 64
+        (32, 56, 64, 96, 3): (192, 96, 523),  # then 192 rows (below)
+        (32, 56, 24, 144, 1): (192, 160, 523),
+        (8, 112, 16, 96, 1): (192, 96, 523),
+    }
+    for (n, h, c, k, r), want in cases.items():
+        cfg = conv2d_config(_layer(n, h, h, c, k, r, r, pad=r // 2))
+        assert (cfg.block_m, cfg.block_n, cfg.num_tiles) == want, (n, h, c, k, r)
+        assert (cfg.schedule, cfg.cluster_size) == ("cooperative", 1)
+        assert cfg.n_blocks == (2 if cfg.block_n < k else 1)
+    # Fewer tiles than the 64-wide ones kept busy: 49 of 64 x 160 against 75 of 128 x 64
+    # (ping-pong), 98 of 128 x 96 against 196 of 128 x 64 (a wave of 132).
+    for layer, tiles in ((_layer(1, 56, 56, 24, 144, 1, 1, pad=0), 75),
+                         (_layer(1, 112, 112, 16, 96, 1, 1, pad=0), 196)):
+        cfg = conv2d_config(layer)
+        assert (cfg.block_n, cfg.num_tiles) == (64, tiles)
+    # 49 tiles of 128 x 96 with 18 K steps (no plain 64-row tiles): the 64-wide tiles in
+    # 1x2 clusters as before.
+    cfg = conv2d_config(_layer(8, 28, 28, 128, 80))
+    assert (cfg.block_n, cfg.schedule, cfg.cluster_n) == (64, "pingpong", 2)
+    # A caller's width is kept.
+    assert conv2d_config(_layer(32, 14, 14, 480, 80, 1, 1, pad=0), block_n=64).block_n == 64
+
+
+def test_narrow_tiles_padded_past_k_take_192_rows_where_they_fill_a_wave():
+    """128-row tiles of one column block at most 160 wide, K not a multiple of 64, take
+    192 rows (three cooperative consumer warpgroups) where those fill at least 90% of a
+    wave: in any number of rounds. Not for K a multiple of 64 (measured even at 64 wide,
+    slower at 128), 64-row tiles, or a caller's tile, schedule or split."""
+    assert NARROW_TALL_WIDTH == 160
+    cases = {  # (n, h, c, k, r): (block_n, block_k, tiles, stages)
+        (32, 56, 144, 24, 1): (64, 64, 523, 6),
+        (32, 28, 240, 40, 1): (64, 64, 131, 6),
+        (32, 28, 192, 32, 1): (64, 64, 131, 6),
+        (32, 112, 16, 96, 1): (96, 16, 2091, 12),
+        (32, 28, 96, 144, 3): (160, 32, 131, 9),
+        (32, 28, 128, 80, 3): (96, 64, 131, 5),
+    }
+    for (n, h, c, k, r), want in cases.items():
+        cfg = conv2d_config(_layer(n, h, h, c, k, r, r, pad=r // 2))
+        assert (cfg.block_m, cfg.schedule, cfg.consumers, cfg.threads) == (
+            192, "cooperative", 3, 512)
+        assert (cfg.block_n, cfg.block_k, cfg.num_tiles, cfg.stages) == want, (n, h, c, k)
+        assert cfg.shared_bytes <= MAX_SHARED
+    for layer in (_layer(32, 56, 56, 256, 64, 1, 1, pad=0),  # K = 64
+                  _layer(32, 56, 56, 64, 64),
+                  _layer(32, 112, 112, 128, 128),  # K = 128 (VGG)
+                  _layer(8, 28, 28, 32, 192, 1, 1, pad=0),  # 64 x 192 tiles
+                  _layer(1, 56, 56, 24, 144, 1, 1, pad=0)):  # 64-wide, 3 column blocks
+        assert conv2d_config(layer).block_m != 192
+    narrow = _layer(32, 56, 56, 144, 24, 1, 1, pad=0)
+    assert conv2d_config(narrow, block_m=128).block_m == 128
+    assert conv2d_config(narrow, schedule="cooperative").block_m == 128
+    assert conv2d_config(narrow, split_k=2, split_k_ordered=True).block_m == 128
 
 
 def test_options_are_kept_and_the_rest_fits_them():

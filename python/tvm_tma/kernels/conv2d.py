@@ -54,6 +54,7 @@ from .stream_k import check_workspace_left_clean, workspace
 from .tiling import (
     HALF_ROWS_SHORT_STEPS,
     SPLIT_FIELDS,
+    TALL_MIN_FILL,
     estimate,
     half_rows_fill,
     in_ordered_parts,
@@ -80,6 +81,12 @@ SHORT_K_STEPS = 16
 #: (:func:`_half_rows`): a 1x1 layer of 2048 channels (32 steps) gains, a 3x3 layer of
 #: 512 (72) loses.
 HALF_ROWS_MAX_STEPS = 32
+#: Share of the narrower tiles' count (or of a wave) that tiles covering a narrow K must
+#: keep to be taken (:func:`_covering_unless_idle`): 25 tiles against 26 is a rounding of
+#: the same rows; 98 against a wave of 132 (0.74) lost 4-7%.
+COVERING_SHARE = 0.9
+#: Widest tile :func:`_narrow_and_tall` gives 192 rows (the widest measured: 160).
+NARROW_TALL_WIDTH = 160
 #: Options that say how the work is split (the GEMM's :data:`~.tiling.SPLIT_FIELDS`, but
 #: ``stream_k_waves``, which alone shapes only a stream-K the caller did not ask for):
 #: given any, conv2d_config keeps them and adds no split, stream-K or short-K schedule.
@@ -206,8 +213,12 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       the model takes it: 14x14x256 128 (98 tiles); UNet 64x64x320 and 32x32x640 160;
       8x16x16x1280 160 (128 tiles in one wave, 1.4x the 80 of 128 x 256); 4x16x16x1280
       40 tiles of 128 x 256 in 3 ordered parts (1.4x the 80 of 128 x 128). No cluster
-      (one cost 14x14x256 24% and 7x7x512 20%). Where no such width divides K, two
-      192-wide tiles cover wide layers in 2x1 clusters, narrow ones 64-wide tiles. Where
+      (one cost 14x14x256 24% and 7x7x512 20%). Where no such width divides a K of at
+      most 256 channels, one tile spans it (:func:`covering_width`: 80 -> 96, 112 ->
+      128, 144 -> 160), so A is read once, unless that leaves idle SMs the 64-wide tiles
+      would fill (:func:`_covering_unless_idle`: N=32 1x1 14x14x480 -> 80 0.85x cuDNN
+      against 0.63x, 3x3 56x56x64 -> 96 1.08 / 0.67); wider K, two 192-wide tiles in 2x1
+      clusters; else 64-wide tiles. Where
       only 64-wide tiles give half the CTAs one, the widest exact tiles in one round where
       the wave model prices them cheaper (N=1 UNet 64x64x320: 64 tiles of 128 x 160,
       1.02x cuDNN, against 160 of 128 x 64, 0.75x).
@@ -241,7 +252,9 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       0.78x, N=8 14x14x1024 -> 256 1.52 / 1.24); and 192 x 128 (cooperative, three
       consumer warpgroups) where 128-row tiles leave a partial wave that 192-row ones
       fill whole (:func:`_tall_tiles`: N=32 28x28x128 3x3 1.20-1.23x the 128 x 128
-      tiles, 1x1 14x14x1024 -> 512 1.24-1.26x).
+      tiles, 1x1 14x14x1024 -> 512 1.24-1.26x), and for narrow tiles padded past K
+      wherever they fill a wave (:func:`_narrow_and_tall`: N=32 3x3 28x28x96 -> 144
+      1.40x cuDNN against 1.03, 1x1 56x56x144 -> 24 0.71 / 0.61).
     * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
       count).
 
@@ -272,7 +285,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
         # 1.17 / 0.63 (in 2 ordered parts of 4 K steps); 56x56x64->256 (1) 1.17 / 1.16.
         chosen = _short_k_tiles(base)
     else:
-        chosen = _by_width(base, options)
+        chosen = _covering_unless_idle(base, options)
     best = _epilogue_and_stages(_tall_tiles(_half_rows(chosen, options), options), options)
     check_config(geometry, best)
     return best
@@ -298,11 +311,30 @@ def _short_k_tiles(base: GemmConfig) -> GemmConfig:
     return tail if tail is not None else replace(base, block_n=128, schedule="pingpong")
 
 
-def _by_width(base: GemmConfig, options: dict) -> GemmConfig:
+def _covering_unless_idle(base: GemmConfig, options: dict) -> GemmConfig:
+    """The tiling of :func:`_by_width`, whose tile spans all of a narrow K where no width
+    divides it (:func:`covering_width`), unless the narrower tiles it replaces kept more SMs
+    busy: after the 64-row rule (:func:`_half_rows`) the covering tiles must be at least
+    :data:`COVERING_SHARE` as many as those, or as a wave. H100, x cuDNN, same run: N=1 1x1
+    56x56x24 -> 144 49 tiles of 64 x 160 0.60-0.64 against 75 of 128 x 64 0.98-1.03, N=1
+    112x112x16 -> 96 98 of 128 x 96 1.31-1.41 against 196 of 128 x 64 1.40-1.44; at (nearly)
+    equal counts the covering tiles win (N=32 14x14x480 -> 80, 98 of 64 x 96 0.85 against 98
+    of 128 x 64 0.63; N=8 the same, 25 against 26, 1.02-1.12 / 0.85-0.89)."""
+    covering = _by_width(base, options)
+    narrow = _by_width(base, options, cover=False)
+    if covering == narrow:
+        return covering
+    spread = _half_rows(covering, options).num_tiles
+    if spread >= COVERING_SHARE * min(_half_rows(narrow, options).num_tiles, base.ctas):
+        return covering
+    return narrow
+
+
+def _by_width(base: GemmConfig, options: dict, cover: bool = True) -> GemmConfig:
     """The tile width, cluster, split and schedule of a layer by the measured rules of
     :func:`conv2d_config` (the wave model's pick of the exact widths, ordered K parts of
     the widest tiles where they are too few, the 64-wide ping-pong fallback)."""
-    width, cluster, split = _measured_tiling(base, options)
+    width, cluster, split = _measured_tiling(base, options, cover)
     chosen = replace(base, block_n=width)
     if "cluster" not in options:
         chosen = replace(chosen, cluster=cluster if chosen.ctas % cluster == 0 else 1)
@@ -392,11 +424,35 @@ def _tall_tiles(chosen: GemmConfig, options: dict) -> GemmConfig:
     measured), not where the caller chose the tile, the schedule or the split."""
     if ({"block_m", "block_n", "schedule"} | _SPLIT_CHOICES) & set(options):
         return chosen
+    if _narrow_and_tall(chosen):
+        return replace(chosen, block_m=192, schedule="cooperative")
     if (chosen.block_m != 128 or chosen.block_k != 64 or chosen.a_copy_k or chosen.n % 128
             or chosen.cluster_size > 1 or chosen.stream_k or chosen.split_k > 1):
         return chosen
     tall = replace(chosen, block_m=192, block_n=128, schedule="cooperative", tail_split=1)
     return tall if estimate(tall).cost < estimate(chosen).cost else chosen
+
+
+def _narrow_and_tall(chosen: GemmConfig) -> bool:
+    """Whether 128-row tiles of one column block at most :data:`NARROW_TALL_WIDTH` wide,
+    padded past K (K not a multiple of 64), take 192 rows (three consumer warpgroups), their
+    192-row tiles at least a wave :data:`~.tiling.TALL_MIN_FILL` full. A narrow tile's K
+    step is mostly its A tile, and its MMAs are small: a third more rows a tile is a third
+    fewer tiles, each B tile and epilogue serving more rows, and three warpgroups issuing
+    MMAs. H100, x cuDNN, 192 / 128 rows, same runs: 3x3 N=8 56x56x64 -> 96 1.54-1.56 /
+    1.08-1.10, N=32 1.25-1.28 / 1.08-1.09, N=32 28x28x128 -> 80 1.25-1.35 / 0.92-0.98, N=32
+    28x28x96 -> 144 1.40-1.41 / 1.03-1.04; 1x1 N=32 56x56x144 -> 24 0.70-0.72 / 0.61, N=32
+    28x28x240 -> 40 1.00 / 0.89-0.91, N=8 56x56x24 -> 144 0.94-0.95 / 0.66-0.79, N=32
+    112x112x16 -> 96 0.92 / 0.84-0.85, N=32 112x112x32 -> 16 1.00-1.01 / 0.87-0.88, N=32
+    28x28x192 -> 32 1.00-1.05 / 0.89-0.92. Where K is a multiple of 64 they were measured
+    too and are not taken: 64 wide at N=32 even (56x56x256 -> 64 1x1 1.04-1.05 / 1.07-1.09,
+    56x56x64 3x3 1.19-1.20 / 1.20-1.21), 128 wide slower (VGG 112x112x128 3x3 N=32 0.90-0.92
+    / 0.93-0.94, VAE 512x512x128 0.85-0.89 / 0.95-0.96; :func:`_tall_tiles` prices those)."""
+    return (chosen.block_m == 128 and chosen.n_blocks == 1 and chosen.n % 64
+            and chosen.block_n <= NARROW_TALL_WIDTH and not chosen.a_copy_k
+            and chosen.cluster_size == 1 and not chosen.stream_k and chosen.split_k == 1
+            and chosen.tail_split == 1
+            and replace(chosen, block_m=192).num_tiles >= TALL_MIN_FILL * chosen.ctas)
 
 
 def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
@@ -427,8 +483,13 @@ def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
         return chosen
     if chosen.k_steps > HALF_ROWS_MAX_STEPS or chosen.stream_k or chosen.cluster_size > 1:
         return chosen
-    width = 64 if chosen.block_n == 64 else 128 if chosen.n % 128 == 0 else None
-    if width is None:
+    if chosen.block_n == 64:
+        width = 64
+    elif chosen.n % 128 == 0:
+        width = 128
+    elif chosen.n_blocks == 1:
+        width = chosen.block_n  # one tile spans K (80, 96, 160 or 192 channels)
+    else:
         return chosen  # K = 320 keeps its 160-wide tiles: 64-row ones were not measured
     whole = replace(chosen, block_m=128, block_n=width, schedule="cooperative",
                     split_k=1, split_k_ordered=False)
@@ -450,8 +511,10 @@ def _exact_widths(base: GemmConfig) -> list[int]:
             if base.n % w == 0 and replace(base, block_n=w).accumulators <= 128]
 
 
-def _measured_tiling(base: GemmConfig, options: dict) -> tuple[int, int, int]:
-    """(block_n, cluster, ordered K parts) by the measured rule of :func:`conv2d_config`."""
+def _measured_tiling(base: GemmConfig, options: dict,
+                     cover: bool = True) -> tuple[int, int, int]:
+    """(block_n, cluster, ordered K parts) by the measured rule of :func:`conv2d_config`
+    (``cover``: the covering width a candidate, see :func:`_covering_unless_idle`)."""
     if "block_n" in options:
         return base.block_n, 1, 1
 
@@ -483,11 +546,31 @@ def _measured_tiling(base: GemmConfig, options: dict) -> tuple[int, int, int]:
             return widest.block_n, 1, 1
     if filling or exact:
         return (filling or exact)[-1], 1, 1
+    covering = covering_width(base) if cover else None
+    if covering is not None and holds(covering) and (
+            2 * replace(base, block_n=covering).num_tiles >= base.ctas
+            or base.k_steps <= HALF_ROWS_SHORT_STEPS):
+        # No width divides K, but one tile spans all of it: each A tile is read once,
+        # not once per column block. H100, x cuDNN, same run, against the 64-wide tiles
+        # (two or three column blocks): N=32 1x1 14x14x480 -> 80 0.85 / 0.63, 14x14x576
+        # -> 96 1.65 / 1.16, 14x14x672 -> 112 0.90 / 0.75 (then 64-row tiles,
+        # _half_rows), 56x56x24 -> 144 0.62 / 0.54 (128 x 160).
+        return covering, 1, 1
     # No such width divides K: padded 192-wide tiles in 2x1 clusters where K is wide
-    # (measured on K = 320 before 160-wide tiles existed), else 64-wide ones.
+    # (measured on K = 320 before 160-wide tiles existed).
     if base.n > 192 and holds(192):
         return 192, 2, 1
     return 64, 1, 1
+
+
+def covering_width(base: GemmConfig) -> int | None:
+    """The narrowest tile width (a multiple of 32, at least 64) that spans all K output
+    channels in one column block, where K is at most 256; else None. Taken where its
+    tiles give half the CTAs one, or the layer is short enough for plain 64-row tiles
+    (:func:`_half_rows`) to spread them."""
+    if base.n > 256:
+        return None
+    return max(64, -(-base.n // 32) * 32)
 
 
 def _wave_cost(cfg: GemmConfig) -> float:
