@@ -640,7 +640,7 @@ def test_conv2d_refuses_a_configuration_that_is_not_its_gemm():
                          (replace(cfg, split_k=2), "split_k=2: conv2d computes Y = conv(X, "
                                                    "F); plain split-K adds into Y (Y +=): "
                                                    "take split_k_ordered=True"),
-                         (replace(cfg, block_n=80), "block_n=80: a multiple of 32"),
+                         (replace(cfg, block_n=84), "block_n=84: a multiple of 8 from 8 to 256"),
                          (replace(cfg, block_n=160, epilogue_n=64),
                           "epilogue_n=64 (64 columns): whole 64-column atoms")):
         with pytest.raises(ValueError, match=re.escape(message)):

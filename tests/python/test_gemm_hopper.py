@@ -16,10 +16,16 @@ from gemm_kernels import built_fixture
 
 import tvm_tma
 from tvm_tma.kernels.gemm import gemm_kernel
-from tvm_tma.kernels.gemm_config import GemmConfig
+from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
 from tvm_tma.kernels.operands import AOperand
 from tvm_tma.kernels.reference import run
-from tvm_tma.kernels.tiling import HALF_ROWS_SHORT_STEPS, QUARTER_TILES, narrow_half_rows
+from tvm_tma.kernels.tiling import (
+    HALF_ROWS_SHORT_STEPS,
+    QUARTER_TILES,
+    TRIM_MAX_STAGES,
+    TRIM_MIN_STAGES,
+    narrow_half_rows,
+)
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.scripts import load_script
 
@@ -82,6 +88,21 @@ CASES = [
     GemmConfig(200, 448, 200, block_n=224, epilogue_n=32, dtype="float16", cluster=2, ctas=4),
     GemmConfig(200, 320, 136, block_m=64, block_n=160, epilogue_n=32, schedule="pingpong",
                ctas=3),
+    # Widths no multiple of 32 (any multiple of 8, B as N x K): the whole tile's C staged
+    # unswizzled, 16 columns per stmatrix .x4 and an 8-column tail through .x2. Ragged M, N
+    # and K at 104 (the model's trimmed width for N = 296); 24 wide (under 64); 152 with
+    # split-K reduce-adds; ping-pong and 192-row tiles at 104; 2x1 clusters at 112 (56 B
+    # rows a CTA) and 1x2 at 104; the model's own (3000 x 296 x 512: 3 blocks of 104).
+    GemmConfig(300, 248, 200, block_n=104, stages=6, epilogue_n=0),
+    GemmConfig(130, 24, 64, block_n=24, stages=8, epilogue_n=0),
+    GemmConfig(257, 456, 512, block_n=152, stages=5, epilogue_n=0, split_k=2, ctas=7),
+    GemmConfig(300, 248, 200, block_n=104, stages=6, epilogue_n=0, schedule="pingpong"),
+    GemmConfig(500, 248, 200, block_m=192, block_n=104, stages=5, epilogue_n=0, ctas=5),
+    GemmConfig(512, 224, 256, block_n=112, stages=6, epilogue_n=0, cluster=2, ctas=4),
+    GemmConfig(512, 208, 256, block_n=104, stages=6, epilogue_n=0, cluster_n=2, ctas=4),
+    GemmConfig.for_problem(3000, 296, 512),
+    GemmConfig(300, 8, 200, block_n=8, stages=8, epilogue_n=0),  # one .x2 a slice
+    GemmConfig.for_problem(136, 8, 16),  # the model's 16-wide tiles in 2x1 clusters
     # Ping-pong: each consumer warpgroup takes whole 128 x 128 tiles, in turns; ragged,
     # persistent (several tiles per warpgroup), both layouts.
     GemmConfig(1000, 2000, 3000, block_n=128, stages=5, epilogue_n=64, schedule="pingpong"),
@@ -286,10 +307,16 @@ def test_gemm_issues_the_expected_instructions(built):
                 < src.rindex("fence_proxy_proxy_async_global", 0, release))
     # The C stage is whole 64-column atoms with the 128B swizzle, or (a tile no multiple of
     # 64 wide) 32 columns of 64-byte rows with the 64B swizzle: the store's tensor map
-    # carries the stage's swizzle and its inner box is one swizzle span.
+    # carries the stage's swizzle and its inner box is one swizzle span. A width no
+    # multiple of 32 is one unswizzled stage, stored by one box holding the whole tile
+    # (where the tile spans whole rows of C the planner may fold them into a wider box).
     store_map = tvm_tma.explain(gemm_kernel(cfg)).copies[-1].plan.tensor_map
-    atom = 64 if cfg.epilogue_cols % 64 == 0 else 32
-    assert (store_map.swizzle, store_map.box_dims[0]) == ((3, 64) if atom == 64 else (2, 32))
+    if cfg.block_n % 32:
+        assert store_map.swizzle == 0
+        assert math.prod(store_map.box_dims) == cfg.block_m * cfg.block_n
+    else:
+        want = (3, 64) if cfg.epilogue_cols % 64 == 0 else (2, 32)
+        assert (store_map.swizzle, store_map.box_dims[0]) == want
     assert len(re.findall(r"cp\.async\.bulk\.tensor\.\dd\.shared::cluster\.global"
                           r"\.mbarrier::complete_tx::bytes", src)) >= 1
     if cfg.reduction_parts > 1:
@@ -351,14 +378,24 @@ def test_epilogue_rounds_accumulator_pairs_and_stores_whole_matrices(built):
     assert f'"cvt.rn.{packed}.f32 %0, %1, %2;"' in src
     pairs = re.findall(rf"cvt_{packed}_f32_rn_{packed}_f32\(words_ptr\w*\[(\d)\], "
                        r"acc_ptr\[(\d+)\], acc_ptr\[(\d+)\]\);", src)
-    assert pairs and all(int(high) == int(low) + 1 and int(low) % 8 == 2 * int(word)
+    # Within each 64-row slice's block_n / 2 accumulators, register pair 4j + q of eight
+    # goes to word q (stmatrix matrix q).
+    slice_regs = cfg.block_n // 2
+    assert pairs and all(int(high) == int(low) + 1
+                         and int(low) % slice_regs % 8 == 2 * int(word)
                          for word, high, low in pairs)
     rounded = Counter(int(low) for _, _, low in pairs)
     assert set(rounded) == set(range(0, cfg.accumulators, 2))
     sites = set(rounded.values())  # one epilogue per mainloop (two with stream-K runs)
     assert len(sites) == 1
-    stmatrix = "stmatrix_sync_aligned_m8n8_x4_shared_b16(tvm_builtin_cuda_cvta_generic_to_shared("
-    assert src.count(stmatrix) == cfg.accumulators // 8 * sites.pop()
+    # One .x4 per 16 columns of each 64-row slice, one .x2 for an 8-column remainder.
+    stores = sites.pop()
+    slices = cfg.accumulators // slice_regs
+    x4 = "stmatrix_sync_aligned_m8n8_x4_shared_b16(tvm_builtin_cuda_cvta_generic_to_shared("
+    x2 = "stmatrix_sync_aligned_m8n8_x2_shared_b16(tvm_builtin_cuda_cvta_generic_to_shared("
+    pieces = cfg.block_n // cfg.epilogue_cols
+    assert src.count(x4) == slices * pieces * (cfg.epilogue_cols // 16) * stores
+    assert src.count(x2) == slices * pieces * (cfg.epilogue_cols % 16 // 8) * stores
     assert '"stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"' in src
     assert not re.search(r"\((nv_bfloat16|half)\)\(?acc_ptr\[", src)  # no scalar rounding
 
@@ -457,8 +494,17 @@ def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
     (dict(n=1001), "n=1001: N and K must be positive multiples of 8"),
     (dict(k=12), "k=12: N and K must be positive multiples of 8"),
     (dict(m=0), "m=0: at least one row"),
-    (dict(block_n=80), "block_n=80: a multiple of 32 from 64 to 256"),
-    (dict(block_n=288), "block_n=288: a multiple of 32 from 64 to 256"),
+    (dict(block_n=80), "epilogue_n=128 with block_n=80: 0 (a width no multiple of 32 is "
+                       "staged whole, unswizzled)"),
+    (dict(block_n=288), "block_n=288: a multiple of 8 from 8 to 256 (wgmma N)"),
+    (dict(block_n=84, epilogue_n=0), "block_n=84: a multiple of 8 from 8 to 256"),
+    (dict(block_n=104, epilogue_n=0, cluster=2), "cluster=2 with block_n=104: each CTA's "
+                                                 "share of the B tile must be whole 8-row "
+                                                 "groups"),
+    (dict(block_n=104, epilogue_n=0, dtype="float8_e4m3fn", block_k=128),
+     "block_n=104: a multiple of 32 from 64 to 256 with FP8 inputs"),
+    (dict(block_n=104, epilogue_n=0, stages=7), "7 stages of 128x104x64 tiles need 235520 "
+                                                "bytes"),
     (dict(block_n=160, b_layout="kn"), "block_n=160: a multiple of 64 from 64 to 256 with "
                                        "b_layout='kn'"),
     (dict(block_n=96, epilogue_n=48), "epilogue_n=48 (48 columns): whole 64-column atoms "
@@ -521,6 +567,41 @@ def test_gemm_refuses_configurations_it_cannot_run(bad, rule):
     params = dict(m=256, n=256, k=256) | bad
     with pytest.raises(ValueError, match=re.escape(rule)):
         gemm_kernel(GemmConfig(**params))
+
+
+def test_the_default_trims_padded_columns_off_the_last_column_block():
+    """Where N leaves the last column block partly empty, the model's cooperative 128-row
+    tiles narrow to the fewest columns keeping the same blocks and cluster (tiling.trimmed):
+    a multiple of 8, of 16 in 2x1 clusters; C staged whole and unswizzled where the width
+    is no multiple of 32; as many ring stages as fit, at least 4. Measured on the H100."""
+    assert (TRIM_MIN_STAGES, TRIM_MAX_STAGES) == (4, 12)
+    cases = {  # problem: (block_n, stages, cluster, column blocks)
+        (5000, 296, 4000): (112, 6, 2, 3),  # 128 wide before
+        (8192, 200, 4096): (104, 6, 1, 2),
+        (4096, 600, 4096): (152, 5, 1, 4),  # 160
+        (4096, 296, 4096): (152, 5, 1, 2),  # 160, in 2 ordered K parts
+        (6000, 712, 2048): (184, 4, 1, 4),  # 192
+        (5000, 600, 3000): (208, 4, 2, 3),  # 256
+    }
+    for problem, want in cases.items():
+        cfg = GemmConfig.for_problem(*problem)
+        assert (cfg.block_n, cfg.stages, cfg.cluster, cfg.n_blocks) == want, problem
+        assert (cfg.block_m, cfg.schedule, cfg.epilogue_n, cfg.epilogue_cols) == (
+            128, "cooperative", 0, cfg.block_n)
+        assert cfg.shared_bytes <= MAX_SHARED
+        assert cfg.block_n - (-cfg.n % cfg.block_n) < 8 * cfg.cluster + cfg.block_n
+        assert (cfg.n_blocks - 1) * cfg.block_n < cfg.n <= cfg.n_blocks * cfg.block_n
+    # Kept: N a whole number of blocks, a trim that would leave 3 stages (248 or 240 wide
+    # beside a whole C stage), a 2x1 cluster's width rounding back up (N = 4040 in 192-wide
+    # blocks: 184 is no multiple of 16), 64-row tiles, and a caller's width, stages or C
+    # stage.
+    for problem, width in (((4096, 4096, 4096), 256), ((2048, 1000, 4096), 128),
+                           ((1234, 5680, 2048), 256), ((4096, 1400, 4096), 256),
+                           ((700, 4040, 1000), 192), ((4000, 200, 1024), 128)):
+        assert GemmConfig.for_problem(*problem).block_n == width, problem
+    assert GemmConfig.for_problem(5000, 296, 4000, block_n=128).block_n == 128
+    assert GemmConfig.for_problem(5000, 296, 4000, stages=4).block_n == 128
+    assert GemmConfig.for_problem(5000, 296, 4000, epilogue_n=64).block_n == 128
 
 
 def test_default_tiling_keeps_every_sm_busy():

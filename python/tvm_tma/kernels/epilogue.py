@@ -10,7 +10,9 @@ rows x 16 columns of a warp) where 16-bit stores took eight times as many instru
 (H100, same runs: 8192^3 775 -> 801 TFLOP/s, 8192 x 8192 x 1024 696 -> 715).
 The stage is 128B-swizzled when it is a whole number of 64-column atoms, 64B-swizzled when
 it is 32 columns (a tile whose width is a multiple of 32 but not of 64:
-:func:`c_stage_layout`). Going through shared memory turns the wgmma fragment (each thread
+:func:`c_stage_layout`), and the whole tile unswizzled when the width is no multiple of 32
+(a multiple of 8: 104, say); a width of 8 mod 16 ends each row group on one ``stmatrix
+.x2`` (two 8 x 8 blocks). Going through shared memory turns the wgmma fragment (each thread
 holds pairs of columns of scattered rows) into whole swizzled rows the TMA moves in one
 instruction, and ``oob="skip"`` makes the parts of an edge tile past M or N fall away
 without any per-element guard. A narrower stage costs more store/barrier rounds but leaves
@@ -41,6 +43,7 @@ from collections.abc import Callable
 from tvm.backend.cuda.tile_primitive.tma_utils import mma_shared_layout
 from tvm.script import tirx as T
 from tvm.script.tirx import tile as Tx
+from tvm.tirx.layout import S, TileLayout
 
 from .gemm_config import WARPGROUP, GemmConfig
 from .split_k import make_order, tile_flag
@@ -67,13 +70,18 @@ def c_stage_layout(cfg: GemmConfig):
     128-byte inner rows). Its period is 512 bytes; the stage starts 1024-aligned, and each
     stage of ``block_m`` rows is a whole number of periods. Only the swizzle pattern
     differs: the store unit writes the same (row, column) elements either way, through the
-    layout, and the TMA store's tensor map takes the swizzle from it.
+    layout, and the TMA store's tensor map takes the swizzle from it. A width no multiple
+    of 32 (any multiple of 8, :meth:`GemmConfig.check`) is staged whole in plain rows: no
+    swizzle span divides it, and a row of 13 16-byte units (104 columns) spreads an 8 x 8
+    ``stmatrix`` block over distinct banks.
     """
     shape = (cfg.c_stages, cfg.block_m, cfg.epilogue_cols)
     if cfg.epilogue_cols % 64 == 0:
         return swizzled_layout(cfg.out_dtype, shape)
-    assert cfg.epilogue_cols == SWIZZLE_64B_COLUMNS, cfg.epilogue_cols  # GemmConfig.check
-    return mma_shared_layout(cfg.out_dtype, SWIZZLE_64B, shape)
+    if cfg.epilogue_cols == SWIZZLE_64B_COLUMNS:
+        return mma_shared_layout(cfg.out_dtype, SWIZZLE_64B, shape)
+    # A width no multiple of 32 (GemmConfig.check): the whole tile, unswizzled rows.
+    return TileLayout(S[shape]).canonicalize()
 
 
 def epilogue_threads(cfg: GemmConfig) -> int:
@@ -111,6 +119,10 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
     # even, as a cast; the first source lands in the upper half: the higher column).
     cvt = T.ptx[f"cvt.rn.{PACKED[dtype]}.f32"]
     stmatrix = T.ptx["stmatrix.sync.aligned.m8n8.x4.shared.b16"]
+    # A stage of 8 mod 16 columns ends on one 8-column block: two 8 x 8 matrices (the
+    # warp's 16 rows), lanes 0-15 naming their rows.
+    stmatrix_x2 = T.ptx["stmatrix.sync.aligned.m8n8.x2.shared.b16"]
+    tail = en % 16 == 8
 
     # fmt: off
     @T.inline
@@ -146,6 +158,16 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
                     col = T.meta_var(p * 16 + lane % 32 // 16 * 8)
                     stmatrix(c_tile.ptr_to([cs, row, col]), words[0], words[1], words[2],
                              words[3])
+                if tail:
+                    for q in T.unroll(2):
+                        r = T.meta_var(mi * (bn // 2) + h * (en // 2) + 8 * (en // 16) + 2 * q)
+                        if scaled:
+                            cvt(words[q], acc[r + 1] * scale[0], acc[r] * scale[0])
+                        else:
+                            cvt(words[q], acc[r + 1], acc[r])
+                    row = T.meta_var(row0 + mi * 64 + warp * 16 + lane % 8
+                                     + lane % 16 // 8 * 8)
+                    stmatrix_x2(c_tile.ptr_to([cs, row, en // 16 * 16]), words[0], words[1])
             T.ptx.fence.proxy.async_.shared__cta()
             T.ptx.bar.sync(T.Cast("uint32", barrier), threads)
             n0 = T.meta_var(nb * bn + h * en)

@@ -181,7 +181,10 @@ class GemmConfig:
         cut into ordered parts on ping-pong tiles (:attr:`ordered_parts`); and 64 x 128
         tiles where M is at most 64, or where a problem of at most 16 K steps has too few
         128-row tiles (:func:`.tiling.on_half_rows`); 192 x 128 tiles (three consumer
-        warpgroups) where they fill one wave (:func:`.tiling.tall_fills_a_wave`).
+        warpgroups) where they fill one wave (:func:`.tiling.tall_fills_a_wave`); and the
+        chosen 128-row tiles narrowed to the fewest columns that keep their column blocks
+        where N leaves the last one partly empty (:func:`.tiling.trimmed`: N = 296 in
+        blocks of 112, 328 of 168).
 
         Every option the caller gives is kept; the model fills in the rest. FP8 inputs take
         the same tiles with a K block of 128: their slots have the 16-bit slots' bytes
@@ -569,9 +572,7 @@ class GemmConfig:
                              f"b_layout='kn' (the N-major B slot is whole 64-column 128-byte "
                              f"swizzle atoms)")
         if self.block_n % 32 or not 64 <= self.block_n <= 256:
-            raise ValueError(f"block_n={self.block_n}: a multiple of 32 from 64 to 256 "
-                             f"(wgmma N; C staged in 64-column 128B- or 32-column "
-                             f"64B-swizzled pieces)")
+            self._check_odd_width()
         if not self.fp8 and self.block_k not in K_BLOCKS:
             raise ValueError(f"block_k={self.block_k}: 64, 32 or 16 (a K-major slot row of "
                              f"128, 64 or 32 bytes: one 128B, 64B or 32B swizzle span, "
@@ -582,8 +583,10 @@ class GemmConfig:
                              f"of one k16 wgmma step, in an unswizzled slot)")
         if self.stages < 2:
             raise ValueError(f"stages={self.stages}: the ring needs at least 2 slots")
+        whole_odd = self.block_n % 32 and self.epilogue_cols == self.block_n
         if self.block_n % self.epilogue_cols or (self.epilogue_cols % 64
-                                                  and self.epilogue_cols != 32):
+                                                  and self.epilogue_cols != 32
+                                                  and not whole_odd):
             raise ValueError(f"epilogue_n={self.epilogue_n} ({self.epilogue_cols} columns): "
                              f"whole 64-column atoms (128B swizzle) or exactly 32 columns "
                              f"(one 64-byte row, the 64B swizzle's widest box), dividing "
@@ -646,6 +649,25 @@ class GemmConfig:
         if self.block_k != FP8_BLOCK_K:
             raise ValueError(f"block_k={self.block_k}: FP8 takes {FP8_BLOCK_K} (one "
                              f"128-byte row of the 128B swizzle, four k32 MMA steps)")
+
+    def _check_odd_width(self) -> None:
+        """A tile width that is no multiple of 32 (or under 64): any multiple of 8 from 8 to
+        256 (wgmma N), for 16-bit inputs with B as N x K (its slot is whole 8-row groups of
+        the 128B swizzle), C staged whole (``epilogue_n`` 0 or ``block_n``: an unswizzled
+        stage of ``block_n``-column rows, the TMA store's box), and a cluster along M only
+        where each CTA's share of B is whole 8-row groups."""
+        if self.block_n % 8 or not 8 <= self.block_n <= 256:
+            raise ValueError(f"block_n={self.block_n}: a multiple of 8 from 8 to 256 (wgmma N)")
+        if self.fp8 or self.b_layout != "nk":
+            raise ValueError(f"block_n={self.block_n}: a multiple of 32 from 64 to 256 with "
+                             f"{'FP8 inputs' if self.fp8 else 'b_layout=' + repr(self.b_layout)}"
+                             f" (other widths: 16-bit inputs, B as N x K)")
+        if self.epilogue_cols != self.block_n:
+            raise ValueError(f"epilogue_n={self.epilogue_n} with block_n={self.block_n}: 0 "
+                             f"(a width no multiple of 32 is staged whole, unswizzled)")
+        if self.block_n % (8 * self.cluster):
+            raise ValueError(f"cluster={self.cluster} with block_n={self.block_n}: each CTA's "
+                             f"share of the B tile must be whole 8-row groups")
 
     def _check_cluster_n(self) -> None:
         """A cluster along N shares A: each CTA loads ``block_m / cluster_n`` rows of it (16

@@ -238,6 +238,11 @@ HALF_ROWS_SHORT_STEPS = 16
 #: SMs idle: 12 ring stages of 16 KiB beside one 64-column C stage (as many as conv2d's
 #: ``MAX_STAGES`` allows; a short problem's whole K is then in flight at once).
 QUARTER_TILES = {"block_n": 64, "stages": 12, "epilogue_n": 64}
+#: Fewest ring stages a trimmed tiling (:func:`trimmed`) must keep beside its whole C
+#: stage: 3 lost on a short K (1234 x 5680 x 2048, 248 wide: 0.90x the 256-wide tiles).
+TRIM_MIN_STAGES = 4
+#: Most ring stages a trimmed tiling takes (as many as fit up to this).
+TRIM_MAX_STAGES = 12
 #: L2 fill of the operand loads where the problem streams B (:func:`streams_weights`).
 #: H100, same runs: 16 x 8192 x 8192 92.9% -> 94.5% of cuBLAS (92.3% -> 94.2% in another
 #: session), 1 x 16384 x 16384 90.8% -> 93.5%, 128 x 8192 x 8192 96.8% -> 97.1% (94.7% ->
@@ -488,9 +493,50 @@ def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
     if not ({"block_m", "block_n", "schedule", "stages", "epilogue_n"} | SPLIT_FIELDS) & set(
             options):
         chosen = on_half_rows(chosen)
+        chosen = trimmed(chosen)
     if "l2_promotion" not in options and streams_weights(chosen):
         chosen = replace(chosen, l2_promotion=WEIGHT_STREAM_PROMOTION)
     return chosen
+
+
+def trimmed(cfg: Tiling) -> Tiling:
+    """``cfg``'s tiles narrowed to the fewest columns that keep its column blocks, where N
+    leaves the last one partly empty: N = 296 in three blocks of 112 rather than 128 (2x1
+    clusters), 600 in four of 152 rather than 160, or three of 208 rather than 256. The tile
+    count, the waves and the cluster stay; every K step loads and multiplies fewer padded
+    columns. The width is a multiple of 8 (wgmma N), of 16 in 2x1 clusters (each CTA's half
+    of B whole 8-row groups); one no multiple of 32 is staged whole in C (unswizzled,
+    :func:`~.epilogue.c_stage_layout`), and the ring keeps as many stages as fit, at least
+    :data:`TRIM_MIN_STAGES`. Cooperative 128-row tiles of 16-bit inputs, B as N x K (what
+    was measured). H100, same runs, % of cuBLAS trimmed / untrimmed: 5000 x 600 x 3000 75.0
+    / 57.3 (208 / 256 wide, 2x1), 8192 x 200 x 4096 93.7-95.6 / 71.9 (104 / 128), 4096 x 296
+    x 4096 99.2 / 84.9 (152 / 160, 2 ordered parts), 4096 x 600 x 4096 97.0 / 95.4, 6000 x
+    712 x 2048 96.0 / 89.9 (184 / 192, 4 stages), 2560 x 2560 x 10240 100.6 / 98.6 (184 /
+    192, tail in 8 parts), 3000 x 1096 x 4096 98.5 / 90.3 (224 / 256, C in 32-column
+    stages), 8192 x 328 x 8192 93.9 / 49.0 (168 / 256), 5000 x 296 x 4000 67.1 / 61-63 (112
+    / 128, 2x1; 104 without the cluster 73.7-73.8). Not taken where 3 stages would be left:
+    1234 x 5680 x 2048 82.9 / 91.9 (248 / 256)."""
+    if (cfg.block_m != 128 or cfg.schedule != "cooperative" or cfg.block_n < 128
+            or cfg.element_bytes != 2 or cfg.b_layout != "nk"):
+        return cfg
+    step = 8 * cfg.cluster
+    width = math.ceil(cfg.n / cfg.n_blocks / step) * step
+    if width >= cfg.block_n:
+        return cfg
+    stage = 0 if width % 32 else (64 if width % 64 == 0 else 32)
+    narrow = replace(cfg, block_n=width, epilogue_n=stage)
+    fitting = [s for s in range(TRIM_MIN_STAGES, TRIM_MAX_STAGES + 1)
+               if _runs(replace(narrow, stages=s))]
+    return replace(narrow, stages=fitting[-1]) if fitting else cfg
+
+
+def _runs(cfg: Tiling) -> bool:
+    """Whether the kernel runs ``cfg`` (:meth:`~.gemm_config.GemmConfig.check`)."""
+    try:
+        cfg.check()
+    except ValueError:
+        return False
+    return True
 
 
 def on_half_rows(cfg: Tiling) -> Tiling:
