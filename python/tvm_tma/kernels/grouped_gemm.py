@@ -77,6 +77,12 @@ SLOT_PAIRS = 4
 SLOT_PAIR_BYTES = 256
 #: Experts from which the default ring has 3 stages (:meth:`GroupedGemmConfig.for_problem`).
 MANY_GROUPS = 256
+#: Rows per expert at most (on average: M / E) of a decode step the default gives 64 x
+#: 128 tiles (:meth:`GroupedGemmConfig.for_problem`).
+DECODE_ROWS = 16
+#: The decode step's tiles: cooperative 64 x 128 (one consumer warpgroup a tile), 8 ring
+#: stages beside a 128-column C stage.
+DECODE_TILES = {"block_m": 64, "block_n": 128, "stages": 8}
 
 
 @dataclass(frozen=True)
@@ -114,12 +120,24 @@ class GroupedGemmConfig:
         step), with 8192 rows 92.3 / 94.3, with 32768 79.7 / 83.9,
         7168 x 2048 experts 87.7 / 90.1; while with fewer experts 4 stages read faster:
         128 experts 90.3 / 88.5, 64 experts 95.8 / 90.7 (4096 rows) and 94.4 / 93.3 (1040),
-        Mixtral's 8 85.9 / 82.4, 60 (Qwen-like) 77.0 / 73.6."""
+        Mixtral's 8 85.9 / 82.4, 60 (Qwen-like) 77.0 / 73.6.
+
+        A decode step of at most :data:`DECODE_ROWS` rows per expert (and fewer than
+        :data:`MANY_GROUPS` experts) takes 64 x 128 tiles (:data:`DECODE_TILES`): a
+        group's one row block is mostly padding at 128 rows, and twice the column blocks
+        put more CTAs on the weight stream. H100, % of the copy rate, 64 x 128 / 128 x 256:
+        60 experts 960 x 1408 x 2048 (Qwen-like) 84.0-87.1 / 70.0, 128 experts 2048 x 2048
+        x 7168 93.4 / 93.4; 64 experts 1040 x 2048 x 7168 (16.25 rows an expert: not
+        taken) 95.1 / 95.5, at 64 rows an expert (Mixtral's decode step, 8 x 512) 74.9 /
+        86.9, and with 256 experts 94.1 / 95.2."""
         stream_k = options.pop("stream_k", False)
         block_m = options.get("block_m", 128)
         defaults = dict(block_m=128, block_n=256, schedule="cooperative",
                         stages=3 if groups >= MANY_GROUPS else 4,
                         epilogue_n=128, l2_promotion=256 if m <= groups * block_m else 128)
+        tiled = {"block_m", "block_n", "schedule", "stages", "epilogue_n"} & set(options)
+        if m <= groups * DECODE_ROWS and groups < MANY_GROUPS and not (tiled or stream_k):
+            defaults.update(DECODE_TILES)
         defaults.update(options)
         return cls(groups, GemmConfig(m=m, n=n, k=k, dtype=dtype, **defaults), stream_k)
 
