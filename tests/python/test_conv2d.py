@@ -83,9 +83,10 @@ SMALL = [
     # 320 on 2 CTAs: 2 tiles of 192 rows, the second 128, against 3 of 128 rows), and
     # pinned over a ragged M = 242 (the second row block 50 rows).
     ("tall-5x8x8x128-k128-ctas2", _layer(5, 8, 8, 128, 128), {"ctas": 2}),
-    # Narrow K in one tile (conv2d.covering_width), then 192 rows (_narrow_and_tall): a 3x3
-    # layer of K = 80 on 192 x 96 tiles, a pointwise one of C = 144 (the last K block past
-    # C) on 192 x 64; 64 x 96 tiles of 32-wide K blocks; 64 x 64 tiles of K = 112.
+    # Narrow K in one tile exactly K wide (conv2d.covering_width), then 192 rows
+    # (_narrow_and_tall): a 3x3 layer of K = 80 on 192 x 80 tiles, a pointwise one of
+    # C = 144 (the last K block past C) on 192 x 24; 64 x 40 tiles of 32-wide K blocks and
+    # 64 x 56 tiles of K = 112 (two column blocks each: _split_covering).
     ("narrow-tall-3x12x12x64-k80-ctas3", _layer(3, 12, 12, 64, 80), {"ctas": 3}),
     ("narrow-tall-pointwise-3x16x16x144-k24-ctas4", _layer(3, 16, 16, 144, 24, 1, 1, pad=0),
      {"ctas": 4}),
@@ -469,37 +470,38 @@ def test_few_tiles_of_few_k_steps_take_64_row_tiles():
 
 
 def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms():
-    """Where no measured width divides K (at most 256), the narrowest multiple of 32 (at
-    least 64) spanning K is the tile width, so each A tile is read once, not once per
-    64-wide column block; not where its tiles (after the 64-row rule) are fewer than 90%
-    of the 64-wide ones' (or of a wave), nor where they give fewer than half the CTAs one
-    with more than 16 K steps. Measured on the H100 (kernels/conv2d.py)."""
+    """Where no measured width divides K (at most 256), a tile exactly K wide spans it
+    (any multiple of 8 is a width), so each A tile is read once, not once per 64-wide
+    column block; not where its tiles (after the 64-row rule) are fewer than 90% of the
+    64-wide ones' (or of a wave), nor where they give fewer than half the CTAs one with
+    more than 16 K steps. 64-row tiles that still leave most SMs idle split K into two
+    column blocks (the 64 x 128 -> 64 x 64 rule's analogue). Measured on the H100."""
     assert COVERING_SHARE == 0.9
-    widths = {24: 64, 40: 64, 64: 64, 80: 96, 96: 96, 112: 128, 144: 160, 200: 224,
-              256: 256, 264: None, 320: None}
-    for k, width in widths.items():
+    for k, width in {24: 24, 40: 40, 64: 64, 80: 80, 96: 96, 112: 112, 144: 144, 200: 200,
+                     256: 256, 264: None, 320: None}.items():
         assert covering_width(GemmConfig(100, k, 64, b_layout="nk")) == width
     cases = {  # (n, h, c, k, r): (block_m, block_n, tiles)
-        (32, 14, 480, 80, 1): (64, 96, 98),  # 49 of 128 x 96 -> 64 rows
-        (8, 14, 576, 96, 1): (64, 96, 25),  # 25 against 26 of 128 x 64 (ping-pong)
-        (32, 14, 672, 112, 1): (64, 128, 98),
-        (1, 14, 672, 112, 1): (64, 64, 8),  # 64 x 128: 4 tiles -> 64 x 64
+        (32, 14, 480, 80, 1): (64, 80, 98),  # 49 of 128 x 80 -> 64 rows
+        (8, 14, 576, 96, 1): (64, 48, 50),  # 25 of 64 x 96 -> split in two
+        (32, 14, 672, 112, 1): (64, 112, 98),
+        (1, 14, 672, 112, 1): (64, 56, 8),
+        (32, 7, 960, 160, 1): (64, 80, 50),  # exact 160, 25 of 64 rows -> split
         (32, 56, 64, 96, 3): (192, 96, 523),  # then 192 rows (below)
-        (32, 56, 24, 144, 1): (192, 160, 523),
+        (32, 56, 24, 144, 1): (192, 144, 523),
         (8, 112, 16, 96, 1): (192, 96, 523),
+        (32, 56, 144, 24, 1): (192, 24, 523),
     }
     for (n, h, c, k, r), want in cases.items():
         cfg = conv2d_config(_layer(n, h, h, c, k, r, r, pad=r // 2))
         assert (cfg.block_m, cfg.block_n, cfg.num_tiles) == want, (n, h, c, k, r)
         assert (cfg.schedule, cfg.cluster_size) == ("cooperative", 1)
-        assert cfg.n_blocks == (2 if cfg.block_n < k else 1)
-    # Fewer tiles than the 64-wide ones kept busy: 49 of 64 x 160 against 75 of 128 x 64
-    # (ping-pong), 98 of 128 x 96 against 196 of 128 x 64 (a wave of 132).
-    for layer, tiles in ((_layer(1, 56, 56, 24, 144, 1, 1, pad=0), 75),
-                         (_layer(1, 112, 112, 16, 96, 1, 1, pad=0), 196)):
-        cfg = conv2d_config(layer)
-        assert (cfg.block_n, cfg.num_tiles) == (64, tiles)
-    # 49 tiles of 128 x 96 with 18 K steps (no plain 64-row tiles): the 64-wide tiles in
+        assert cfg.n_blocks == -(-k // cfg.block_n) <= 2
+        assert cfg.epilogue_cols == (cfg.block_n if cfg.block_n % 32 else cfg.epilogue_cols)
+    # Fewer tiles than the 64-wide ones kept busy: 98 of 128 x 96 against 196 of 128 x 64
+    # (a wave of 132).
+    cfg = conv2d_config(_layer(1, 112, 112, 16, 96, 1, 1, pad=0))
+    assert (cfg.block_n, cfg.num_tiles) == (64, 196)
+    # 49 tiles of 128 x 80 with 18 K steps (no plain 64-row tiles): the 64-wide tiles in
     # 1x2 clusters as before.
     cfg = conv2d_config(_layer(8, 28, 28, 128, 80))
     assert (cfg.block_n, cfg.schedule, cfg.cluster_n) == (64, "pingpong", 2)
@@ -514,12 +516,12 @@ def test_narrow_tiles_padded_past_k_take_192_rows_where_they_fill_a_wave():
     slower at 128), 64-row tiles, or a caller's tile, schedule or split."""
     assert NARROW_TALL_WIDTH == 160
     cases = {  # (n, h, c, k, r): (block_n, block_k, tiles, stages)
-        (32, 56, 144, 24, 1): (64, 64, 523, 6),
-        (32, 28, 240, 40, 1): (64, 64, 131, 6),
-        (32, 28, 192, 32, 1): (64, 64, 131, 6),
+        (32, 56, 144, 24, 1): (24, 64, 523, 8),
+        (32, 28, 240, 40, 1): (40, 64, 131, 7),
+        (32, 28, 192, 32, 1): (32, 64, 131, 7),
         (32, 112, 16, 96, 1): (96, 16, 2091, 12),
-        (32, 28, 96, 144, 3): (160, 32, 131, 9),
-        (32, 28, 128, 80, 3): (96, 64, 131, 5),
+        (32, 28, 96, 144, 3): (144, 32, 131, 8),
+        (32, 28, 128, 80, 3): (80, 64, 131, 5),
     }
     for (n, h, c, k, r), want in cases.items():
         cfg = conv2d_config(_layer(n, h, h, c, k, r, r, pad=r // 2))
@@ -531,7 +533,7 @@ def test_narrow_tiles_padded_past_k_take_192_rows_where_they_fill_a_wave():
                   _layer(32, 56, 56, 64, 64),
                   _layer(32, 112, 112, 128, 128),  # K = 128 (VGG)
                   _layer(8, 28, 28, 32, 192, 1, 1, pad=0),  # 64 x 192 tiles
-                  _layer(1, 56, 56, 24, 144, 1, 1, pad=0)):  # 64-wide, 3 column blocks
+                  _layer(1, 56, 56, 24, 144, 1, 1, pad=0)):  # 64-row tiles
         assert conv2d_config(layer).block_m != 192
     narrow = _layer(32, 56, 56, 144, 24, 1, 1, pad=0)
     assert conv2d_config(narrow, block_m=128).block_m == 128

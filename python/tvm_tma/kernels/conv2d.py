@@ -169,9 +169,11 @@ def _epilogue_and_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
     holds (at most :data:`MAX_STAGES`), with the widest C stage (a whole number of 64-column
     atoms dividing block_n) that costs no stage; a block_n that is no multiple of 64 (160)
     is staged 32 columns at a time (64B swizzle, the one width :meth:`GemmConfig.check`
-    allows it). Either one given in ``options`` is kept (given stages, the widest C stage
-    that fits beside them)."""
-    if cfg.block_n % 64:
+    allows it), one no multiple of 32 (24) whole. Either one given in ``options`` is kept
+    (given stages, the widest C stage that fits beside them)."""
+    if cfg.block_n % 32:
+        widths = [cfg.block_n]  # a width of 8 mod 32: staged whole, unswizzled
+    elif cfg.block_n % 64:
         widths = [32]
     else:
         widths = [w for w in range(cfg.block_n, 0, -64) if cfg.block_n % w == 0]
@@ -497,11 +499,24 @@ def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
     if not half_rows_fill(whole, half):
         return chosen
     if half.k_steps <= HALF_ROWS_SHORT_STEPS:
-        return narrow_half_rows(half)
+        return narrow_half_rows(half) if width == 128 else _split_covering(half)
     parts = half.ordered_parts
     if parts > 1 and chosen.block_n >= 128:
         return replace(half, split_k=parts, split_k_ordered=True)
     return chosen
+
+
+def _split_covering(half: GemmConfig) -> GemmConfig:
+    """64-row tiles spanning a narrow K (:func:`covering_width`) as two column blocks of
+    half the width (a multiple of 8) where they too leave most SMs idle: the rule of
+    :func:`~.tiling.narrow_half_rows` (64 x 128 as 64 x 64) for the widths it does not
+    take. N=1 1x1 14x14x672 -> 112: 8 tiles of 64 x 56 where 64 x 112 made 4 (64 x 64
+    tiles, the rule before exact widths, ran it at 1.39-1.44x cuDNN against 0.84-0.86x
+    for 4 tiles of 128 x 64, H100)."""
+    if half.n_blocks > 1 or half.block_n <= 64:
+        return half
+    split = replace(half, block_n=-(-half.n // 16) * 8)
+    return split if half_rows_fill(half, split) else half
 
 
 def _exact_widths(base: GemmConfig) -> list[int]:
@@ -564,13 +579,17 @@ def _measured_tiling(base: GemmConfig, options: dict,
 
 
 def covering_width(base: GemmConfig) -> int | None:
-    """The narrowest tile width (a multiple of 32, at least 64) that spans all K output
-    channels in one column block, where K is at most 256; else None. Taken where its
-    tiles give half the CTAs one, or the layer is short enough for plain 64-row tiles
-    (:func:`_half_rows`) to spread them."""
-    if base.n > 256:
-        return None
-    return max(64, -(-base.n // 32) * 32)
+    """The tile width that spans all K output channels in one column block, where K is at
+    most 256: K itself (a multiple of 8, any of which is a tile width; one no multiple of
+    32 stages C whole); else None. H100, x cuDNN, same run, K wide against the multiple of
+    32 (at least 64) this rule took before: N=32 1x1 56x56x144 -> 24 0.96-0.97 / 0.70,
+    56x56x96 -> 24 1.34-1.38 / 0.95-1.00, 112x112x32 -> 16 0.95-0.99 / 0.74-0.77, 28x28x192
+    -> 32 1.14-1.20 / 0.98-1.01, 28x28x240 -> 40 1.19 / 1.00-1.02, 14x14x480 -> 80 1.65-1.67
+    / 1.36-1.40, 14x14x672 -> 112 0.93-0.94 / 0.79-0.81, 56x56x24 -> 144 0.83-0.85 /
+    0.69-0.72, 3x3 28x28x128 -> 80 1.50-1.51 / 1.30-1.34; N=8 56x56x144 -> 24 1.59-1.62 /
+    1.23-1.26. Taken where its tiles give half the CTAs one, or the layer is short enough
+    for plain 64-row tiles (:func:`_half_rows`) to spread them."""
+    return base.n if base.n <= 256 else None
 
 
 def _wave_cost(cfg: GemmConfig) -> float:
