@@ -498,9 +498,12 @@ def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms(
         assert cfg.n_blocks == -(-k // cfg.block_n) <= 2
         assert cfg.epilogue_cols == (cfg.block_n if cfg.block_n % 32 else cfg.epilogue_cols)
     # Fewer tiles than the 64-wide ones kept busy: 98 of 128 x 96 against 196 of 128 x 64
-    # (a wave of 132).
+    # (a wave of 132); and one K step, whose 64-row tiles do not split (49 of 64 x 144
+    # against 75 ping-pong tiles of 128 x 64).
     cfg = conv2d_config(_layer(1, 112, 112, 16, 96, 1, 1, pad=0))
     assert (cfg.block_n, cfg.num_tiles) == (64, 196)
+    cfg = conv2d_config(_layer(1, 56, 56, 24, 144, 1, 1, pad=0))
+    assert (cfg.block_n, cfg.num_tiles, cfg.schedule, cfg.k_steps) == (64, 75, "pingpong", 1)
     # 49 tiles of 128 x 80 with 18 K steps (no plain 64-row tiles): the 64-wide tiles in
     # 1x2 clusters as before.
     cfg = conv2d_config(_layer(8, 28, 28, 128, 80))
