@@ -216,8 +216,8 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       8x16x16x1280 160 (128 tiles in one wave, 1.4x the 80 of 128 x 256); 4x16x16x1280
       40 tiles of 128 x 256 in 3 ordered parts (1.4x the 80 of 128 x 128). No cluster
       (one cost 14x14x256 24% and 7x7x512 20%). Where no such width divides a K of at
-      most 256 channels, one tile spans it (:func:`covering_width`: 80 -> 96, 112 ->
-      128, 144 -> 160), so A is read once, unless that leaves idle SMs the 64-wide tiles
+      most 256 channels, one tile exactly K wide spans it (:func:`covering_width`: 24,
+      80, 112, 144), so A is read once, unless that leaves idle SMs the 64-wide tiles
       would fill (:func:`_covering_unless_idle`: N=32 1x1 14x14x480 -> 80 0.85x cuDNN
       against 0.63x, 3x3 56x56x64 -> 96 1.08 / 0.67); wider K, two 192-wide tiles in 2x1
       clusters; else 64-wide tiles. Where
@@ -490,7 +490,7 @@ def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
     elif chosen.n % 128 == 0:
         width = 128
     elif chosen.n_blocks == 1:
-        width = chosen.block_n  # one tile spans K (80, 96, 160 or 192 channels)
+        width = chosen.block_n  # one tile spans K (24, 80, 160 or 192 channels, say)
     else:
         return chosen  # K = 320 keeps its 160-wide tiles: 64-row ones were not measured
     whole = replace(chosen, block_m=128, block_n=width, schedule="cooperative",
