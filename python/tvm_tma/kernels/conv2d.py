@@ -459,8 +459,8 @@ def _narrow_and_tall(chosen: GemmConfig) -> bool:
 
 def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
     """64-row tiles (one consumer warpgroup each) for a layer of few K steps whose 128-row
-    tiles (128 wide where 128 divides K, or the 64 wide ones the layer took) fill at most
-    half the CTAs:
+    tiles (128 wide where 128 divides K, the 64 wide ones the layer took, or one spanning
+    K: :func:`covering_width`) fill at most half the CTAs:
 
     * at most :data:`~.tiling.HALF_ROWS_SHORT_STEPS` K steps (the GEMM's bound): 64-row
       tiles where they fit in one wave (:func:`~.tiling.half_rows_fill`). A short layer

@@ -430,11 +430,7 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
             continue
         if tiling is TALL:
             # Plain and one wave, or not at all (:data:`TALL_MIN_FILL`).
-            if free and plain.block_m == 192 and tall_fills_a_wave(plain):
-                try:
-                    plain.check()
-                except ValueError:
-                    continue
+            if free and plain.block_m == 192 and tall_fills_a_wave(plain) and _runs(plain):
                 found.append(plain)
             continue
         cfg = plain
@@ -451,11 +447,7 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
         if parts is not None:
             variants.append(parts)
         for variant in variants:
-            try:
-                variant.check()
-            except ValueError:
-                continue
-            if variant not in found:
+            if _runs(variant) and variant not in found:
                 found.append(variant)
     if free and any(cfg.tail_split > 1 for cfg in found):
         # Where a tiling's tiles left over can be cut in parts, stream-K is no candidate
