@@ -85,14 +85,18 @@ SMALL = [
     ("tall-5x8x8x128-k128-ctas2", _layer(5, 8, 8, 128, 128), {"ctas": 2}),
     # Narrow K in one tile exactly K wide (conv2d.covering_width), then 192 rows
     # (_narrow_and_tall): a 3x3 layer of K = 80 on 192 x 80 tiles, a pointwise one of
-    # C = 144 (the last K block past C) on 192 x 24; 64 x 40 tiles of 32-wide K blocks and
-    # 64 x 56 tiles of K = 112 (two column blocks each: _split_covering).
+    # C = 144 (the last K block past C) on 192 x 24; 64 x 40 tiles of 32-wide K blocks
+    # (two column blocks: _split_covering), 64 x 112 ones of one K step (not split); K =
+    # 192 on one row block split three times (8 tiles of 64 x 24), and K = 320 on 64 x 160
+    # tiles (the exact width, 64 rows: _half_rows).
     ("narrow-tall-3x12x12x64-k80-ctas3", _layer(3, 12, 12, 64, 80), {"ctas": 3}),
     ("narrow-tall-pointwise-3x16x16x144-k24-ctas4", _layer(3, 16, 16, 144, 24, 1, 1, pad=0),
      {"ctas": 4}),
     ("covering-2x7x7x96-k80", _layer(2, 7, 7, 96, 80, 1, 1, pad=0), {}),
     ("covering-quarter-1x9x9x40-k112-ctas4", _layer(1, 9, 9, 40, 112, 1, 1, pad=0),
      {"ctas": 4}),
+    ("covering-split-again-1x7x7x672-k192", _layer(1, 7, 7, 672, 192, 1, 1, pad=0), {}),
+    ("half-rows-exact-2x9x9x64-k320", _layer(2, 9, 9, 64, 320), {}),
     ("tall-ragged-2x11x11x64-k128", _layer(2, 11, 11, 64, 128), {"block_m": 192,
                                                                   "block_n": 128}),
     # 16 K steps, 4 tiles of 128 x 128 on 3 CTAs: by default the tile past the full wave
@@ -459,8 +463,13 @@ def test_few_tiles_of_few_k_steps_take_64_row_tiles():
     # Past 32 K steps (N=1 7x7x512 3x3: 72), and 128 x 64 tiles of 18 K steps: 128 rows.
     assert conv2d_config(_layer(1, 7, 7, 512, 512)).block_m == 128
     assert conv2d_config(_layer(1, 28, 28, 128, 128)).block_m == 128
-    # K = 320 keeps its 160-wide tiles.
-    assert conv2d_config(_layer(2, 9, 9, 64, 320)).block_m == 128
+    # K = 320 in two column blocks of 160: 64 x 160 tiles too (N=1 64x64x640 -> 320 1x1:
+    # 128 of them against 64 of 128 x 160, 1.06-1.09x cuDNN against 0.73-0.75x, H200).
+    for layer, tiles in ((_layer(2, 9, 9, 64, 320), 6),
+                         (_layer(1, 64, 64, 640, 320, 1, 1, pad=0), 128)):
+        cfg = conv2d_config(layer)
+        assert (cfg.block_m, cfg.block_n, cfg.num_tiles, cfg.stages, cfg.epilogue_cols) == (
+            64, 160, tiles, 7, 32)
     # The caller's tile, schedule or split is kept.
     short = _layer(8, 14, 14, 1024, 512, 1, 1, pad=0)
     assert conv2d_config(short, block_m=128).block_m == 128
@@ -474,18 +483,21 @@ def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms(
     (any multiple of 8 is a width), so each A tile is read once, not once per 64-wide
     column block; not where its tiles (after the 64-row rule) are fewer than 90% of the
     64-wide ones' (or of a wave), nor where they give fewer than half the CTAs one with
-    more than 16 K steps. 64-row tiles that still leave most SMs idle split K into two
-    column blocks (the 64 x 128 -> 64 x 64 rule's analogue). Measured on the H100."""
+    more than 16 K steps. 64-row tiles that still leave most SMs idle split K into column
+    blocks of half the width (a multiple of 8), again while the halves still do (the 64 x
+    128 -> 64 x 64 rule's analogue). Measured on the H100 and H200."""
     assert COVERING_SHARE == 0.9
     for k, width in {24: 24, 40: 40, 64: 64, 80: 80, 96: 96, 112: 112, 144: 144, 200: 200,
                      256: 256, 264: None, 320: None}.items():
         assert covering_width(GemmConfig(100, k, 64, b_layout="nk")) == width
     cases = {  # (n, h, c, k, r): (block_m, block_n, tiles)
         (32, 14, 480, 80, 1): (64, 80, 98),  # 49 of 128 x 80 -> 64 rows
-        (8, 14, 576, 96, 1): (64, 48, 50),  # 25 of 64 x 96 -> split in two
+        (8, 14, 576, 96, 1): (64, 24, 100),  # 25 of 64 x 96 -> 50 of 48 -> 100 of 24
         (32, 14, 672, 112, 1): (64, 112, 98),
-        (1, 14, 672, 112, 1): (64, 56, 8),
-        (32, 7, 960, 160, 1): (64, 80, 50),  # exact 160, 25 of 64 rows -> split
+        (1, 14, 672, 112, 1): (64, 32, 16),  # 4 of 64 x 112 -> 8 of 56 -> 16 of 32
+        (32, 7, 960, 160, 1): (64, 40, 100),  # exact 160, 25 of 64 rows -> 50 -> 100
+        (32, 7, 672, 192, 1): (64, 48, 100),
+        (1, 7, 672, 192, 1): (64, 24, 8),  # one row block: 96, 48, 24 wide
         (32, 56, 64, 96, 3): (192, 96, 523),  # then 192 rows (below)
         (32, 56, 24, 144, 1): (192, 144, 523),
         (8, 112, 16, 96, 1): (192, 96, 523),
@@ -495,7 +507,8 @@ def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms(
         cfg = conv2d_config(_layer(n, h, h, c, k, r, r, pad=r // 2))
         assert (cfg.block_m, cfg.block_n, cfg.num_tiles) == want, (n, h, c, k, r)
         assert (cfg.schedule, cfg.cluster_size) == ("cooperative", 1)
-        assert cfg.n_blocks == -(-k // cfg.block_n) <= 2
+        assert cfg.n_blocks == -(-k // cfg.block_n) <= 8
+        assert cfg.block_n % 8 == 0 and cfg.n_blocks * cfg.block_n - k < 8 * cfg.n_blocks
         assert cfg.epilogue_cols == (cfg.block_n if cfg.block_n % 32 else cfg.epilogue_cols)
     # Fewer tiles than the 64-wide ones kept busy: 98 of 128 x 96 against 196 of 128 x 64
     # (a wave of 132); and one K step, whose 64-row tiles do not split (49 of 64 x 144

@@ -134,6 +134,15 @@ CASES = [
                b_layout="kn", dtype="float16", ctas=3),
     GemmConfig(1000, 256, 1024, block_m=192, block_n=128, stages=5, epilogue_n=64,
                tail_split=3, ctas=9),
+    # 192-row tiles in 2x1 clusters (the model's where rows straddle L2 lines), each CTA
+    # multicasting half of B: 160 wide (80-row halves, C in 32-column stages) with ragged
+    # M (6 row blocks, the last 40 rows), N (the last block 120 wide) and K (1000: 15.6 K
+    # steps); 192 wide (96-row halves) with 4 row blocks, the last 124 rows, and N = 1000
+    # in 6 blocks, the last 40 wide.
+    GemmConfig(1000, 600, 1000, block_m=192, block_n=160, stages=4, epilogue_n=32,
+               cluster=2, ctas=6),
+    GemmConfig(700, 1000, 520, block_m=192, block_n=192, stages=4, epilogue_n=64, cluster=2,
+               ctas=8),
     # Split-K through reduce-add stores (C += A @ B): even parts, a last part shorter than
     # the others (5 K steps in 3 parts of 2), with a cluster.
     GemmConfig(1000, 2000, 3000, split_k=2),
@@ -586,7 +595,7 @@ def test_the_default_trims_padded_columns_off_the_last_column_block():
         (8192, 200, 4096): (104, 6, 1, 2),
         (4096, 600, 4096): (152, 5, 1, 4),  # 160
         (4096, 296, 4096): (152, 5, 1, 2),  # 160, in 2 ordered K parts
-        (6000, 712, 2048): (184, 4, 1, 4),  # 192
+        (4000, 712, 2048): (184, 4, 1, 4),  # 192
         (5000, 600, 3000): (208, 4, 2, 3),  # 256
     }
     for problem, want in cases.items():

@@ -19,6 +19,7 @@ from tvm_tma.kernels.tiling import (
     STEP_COST,
     TAIL_MIN_STEPS,
     TALL_MIN_FILL,
+    TALL_TILINGS,
     candidates,
     choose,
     estimate,
@@ -157,13 +158,14 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
     # Parts of 12 K steps ran 0.88x the plain waves: not offered.
     ((1024, 1536, 1536), ("cooperative", 128, 6, 1, False, 1, 1)),
     # 128 x 160 tiles where they cover N with less waste or fill the waves better than
-    # 128 x 192 (N = 640: 4 column blocks, 1.31-1.51x; 640 x 4096 x 1024 1.13x; 3000 x
-    # 1536 x 2048 1.14x, but its 60 tiles of 128 x 192 past a wave in 2 parts ran 1.13x
-    # the 160-wide plain waves); not in many waves, where 128 x 256 does more per byte (10000 x
-    # 1536 x 1024: 160 0.87x, 8192 x 5680 x 2048 0.90x).
+    # 128 x 192 (N = 640: 4 column blocks, 1.31-1.51x; 640 x 4096 x 1024 1.13x); not in
+    # many waves, where 128 x 256 does more per byte (10000 x 1536 x 1024: 160 0.87x,
+    # 8192 x 5680 x 2048 0.90x). 3000 x 1536 x 2048 ran 128 x 192 tiles with the 60 past a
+    # wave in 2 parts (1.13x the 160-wide plain waves) until 192 x 192 tiles in one wave
+    # took it (test_192_row_tiles_are_offered_where_they_fill_one_wave).
     ((4096, 640, 4096), ("cooperative", 160, 6, 1, False, 1, 1)),
     ((8192, 640, 2048), ("cooperative", 160, 6, 1, False, 1, 1)),
-    ((3000, 1536, 2048), ("cooperative", 192, 5, 1, False, 1, 2)),
+    ((3000, 1536, 2048), ("cooperative", 192, 4, 1, False, 1, 1)),
     ((640, 4096, 1024), ("cooperative", 160, 6, 1, False, 1, 1)),
     ((10000, 1536, 1024), ("cooperative", 256, 4, 1, False, 1, 1)),
     ((8192, 5680, 2048), ("cooperative", 256, 4, 1, False, 1, 4)),
@@ -188,7 +190,7 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
     # against 93.8-94.5% for stream-K, 88.9% for plain waves); 1536 x 3072 x 4096's 60
     # tiles of 128 x 192 past one wave the same (94.8-96.1% against stream-K's 80-82%).
     ((2048, 7168, 4096), ("cooperative", 256, 4, 1, False, 1, 2)),
-    ((1536, 3072, 4096), ("cooperative", 192, 5, 1, False, 1, 2)),
+    ((1536, 3072, 4096), ("cooperative", 192, 4, 1, False, 1, 1)),  # 192 x 192, 1.06x
     # 5120^3: 8 tiles of 128 x 256 past 6 waves, in 8 parts (102.7-103.6% against 99%
     # for 128 x 192 tiles with stream-K). 2560 x 2560 x 10240's 68 tiles of 128 x 256
     # past one wave are too many to cut: 16 of 128 x 192 past 2 waves, in 8 parts.
@@ -223,21 +225,35 @@ def test_160_wide_tiles_are_offered_only_where_they_were_measured():
 
 
 def test_192_row_tiles_are_offered_where_they_fill_one_wave():
-    """192 x 128 tiles (three consumer warpgroups) are a candidate only plain, in one wave
-    at least 90% full, for 16-bit inputs with B as N x K on whole L2 lines: what was
-    measured. 6272 x 512 x K takes them (132 tiles; the 196 of 128 x 128 left 64 past a
-    wave), 3000 x 1024 x K too (128); priced at 1.57 K steps of a 128 x 128 tile each."""
-    for problem, tiles in (((6272, 512, 1024), 132), ((3000, 1024, 4096), 128)):
+    """192-row tiles (three consumer warpgroups) 128, 160 or 192 wide are candidates only
+    in one wave at least 90% full, for 16-bit inputs with B as N x K; in 2x1 clusters
+    where the rows straddle L2 lines, as the 128-row tiles are. 6272 x 512 x K takes 192 x
+    128 (132 tiles; the 196 of 128 x 128 left 64 past a wave), 3000 x 1024 x K too (128);
+    N = 600 and 640 take 192 x 160 (4 column blocks), 5680 x 640 x 3000 in 2x1 clusters
+    (H100, same run: 1.26-1.27x the 128 x 160 tiles with 26 past a wave in 2 parts);
+    768 x 5680 x 2048 takes 192 x 192 (120 tiles, 1.11-1.12x 128 x 192 with a tail in
+    parts). A K step of a 192-row tile is priced at 1.57 of a 128-row one's."""
+    for problem, width, tiles in (((6272, 512, 1024), 128, 132), ((3000, 1024, 4096), 128, 128),
+                                  ((6144, 600, 8192), 160, 128), ((768, 5680, 2048), 192, 120)):
         cfg = GemmConfig.for_problem(*problem)
-        assert (cfg.block_m, cfg.block_n, cfg.stages, cfg.epilogue_cols) == (192, 128, 5, 64)
+        stages, c_stage = {128: (5, 64), 160: (4, 32), 192: (4, 64)}[width]
+        assert (cfg.block_m, cfg.block_n, cfg.stages, cfg.epilogue_cols) == (
+            192, width, stages, c_stage), problem
         assert (cfg.num_tiles, cfg.tail_split, cfg.split_k, cfg.cluster_size) == (tiles, 1, 1,
                                                                                    1)
-        assert estimate(cfg).cost == pytest.approx(cfg.k_steps * STEP_COST[128]
+        assert estimate(cfg).cost == pytest.approx(cfg.k_steps * STEP_COST[width]
                                                    * ROWS_STEP_FACTOR[192])
     assert ROWS_STEP_FACTOR == {192: 1.57} and TALL_MIN_FILL == 0.9
+    assert [(t["block_m"], t["block_n"]) for t in TALL_TILINGS] == [(192, 192), (192, 160),
+                                                                    (192, 128)]
+    # Straddled rows (6000-byte rows of K = 3000): the 192 x 160 tiles in 2x1 clusters,
+    # 60 cluster units on 66 workers.
+    straddled = GemmConfig.for_problem(5680, 640, 3000)
+    assert (straddled.block_m, straddled.block_n, straddled.stages, straddled.cluster) == (
+        192, 160, 4, 2)
+    assert (straddled.num_tiles, straddled.work_units, straddled.workers) == (120, 60, 66)
     for problem, options in (((6272, 256, 4096), {}),  # 66 tiles: half a wave
                              ((25088, 256, 512), {}),  # 262 tiles: two rounds
-                             ((6272, 512, 1000), {}),  # rows straddle L2 lines
                              ((6272, 512, 1024), {"b_layout": "kn"}),
                              ((6272, 512, 1024), {"dtype": "float8_e4m3fn"}),
                              ((6272, 512, 1024), {"tail_split": 2})):
@@ -355,10 +371,11 @@ def test_stream_k_over_two_waves_shares_the_last_full_wave_too():
     assert (one.stream_k_peers, two.stream_k_peers) == (13, 1)
     # Measured slower (1536 x 3072 x 4096: 70.8% of cuBLAS against 79.8% for 128 x 192
     # tiles sharing the partial wave alone), so the model never takes it (nor, there,
-    # stream-K at all: the tiles left over in ordered parts ran 94.8-96.1%).
+    # stream-K at all: the tiles left over in ordered parts ran 94.8-96.1%, and 128 tiles
+    # of 192 x 192 in one wave 101%).
     chosen = GemmConfig.for_problem(1536, 3072, 4096)
-    assert shape(chosen) == ("cooperative", 192, 5, 1, False, 1, 2)
-    assert chosen.stream_k_waves == 1
+    assert not chosen.stream_k and chosen.stream_k_waves == 1
+    assert not any(cfg.stream_k for cfg in candidates(GemmConfig, 1536, 3072, 4096, {}))
     for bad in ({"stream_k_waves": 2}, {"stream_k_waves": 3, "stream_k": True}):
         with pytest.raises(ValueError, match="stream_k_waves="):
             GemmConfig(1536, 3072, 4096, **bad).check()

@@ -459,8 +459,9 @@ def _narrow_and_tall(chosen: GemmConfig) -> bool:
 
 def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
     """64-row tiles (one consumer warpgroup each) for a layer of few K steps whose 128-row
-    tiles (128 wide where 128 divides K, the 64 wide ones the layer took, or one spanning
-    K: :func:`covering_width`) fill at most half the CTAs:
+    tiles (128 wide where 128 divides K, else the width the layer took: 64, one spanning
+    K, :func:`covering_width`, or an exact one such as K = 320's 160) fill at most half
+    the CTAs:
 
     * at most :data:`~.tiling.HALF_ROWS_SHORT_STEPS` K steps (the GEMM's bound): 64-row
       tiles where they fit in one wave (:func:`~.tiling.half_rows_fill`). A short layer
@@ -471,7 +472,8 @@ def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
       0.56-0.83, N=8 7x7x512 -> 2048 0.98 / 0.79, N=1 7x7x512 -> 2048 (49 rows) 1.36-1.68
       / 0.99-1.24, N=1 14x14x256 -> 1024 1.24-1.51 / 0.93-1.18, N=1 28x28x512 -> 128
       1.18-1.23 / 0.92-0.95, N=1 56x56x64 3x3 64 x 64 tiles 1.23-1.44 / 0.92-1.09, and
-      eleven more 1x1 layers at N=1 and 8 (benchmarks/RESULTS.md section 8).
+      eleven more 1x1 layers at N=1 and 8 (benchmarks/RESULTS.md section 8); SD UNet's
+      N=1 64x64x640 -> 320 1x1, 128 tiles of 64 x 160, 1.06-1.09 / 0.73-0.75 (H200).
     * at most :data:`HALF_ROWS_MAX_STEPS`: 64-row tiles in ordered K parts
       (:attr:`GemmConfig.ordered_parts`), where they still fill at most half the CTAs
       and the 128-row tiles are at least 128 wide: 7x7x2048 -> 512 1x1 (32 K steps) at
@@ -489,10 +491,10 @@ def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
         width = 64
     elif chosen.n % 128 == 0:
         width = 128
-    elif chosen.n_blocks == 1:
-        width = chosen.block_n  # one tile spans K (24, 80, 160 or 192 channels, say)
     else:
-        return chosen  # K = 320 keeps its 160-wide tiles: 64-row ones were not measured
+        # One tile spanning K (24, 80, 160 or 192 channels, say), or the exact width the
+        # layer took (K = 320 in two column blocks of 160).
+        width = chosen.block_n
     whole = replace(chosen, block_m=128, block_n=width, schedule="cooperative",
                     split_k=1, split_k_ordered=False)
     half = replace(whole, block_m=64)
@@ -507,18 +509,31 @@ def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
 
 
 def _split_covering(half: GemmConfig) -> GemmConfig:
-    """64-row tiles spanning a narrow K (:func:`covering_width`) as two column blocks of
-    half the width (a multiple of 8) where they too leave most SMs idle: the rule of
-    :func:`~.tiling.narrow_half_rows` (64 x 128 as 64 x 64) for the widths it does not
-    take. N=1 1x1 14x14x672 -> 112: 8 tiles of 64 x 56 where 64 x 112 made 4 (64 x 64
-    tiles, the rule before exact widths, ran it at 1.39-1.44x cuDNN against 0.84-0.86x
-    for 4 tiles of 128 x 64, H100). Not for a layer of one K step, whose tile is mostly its
-    epilogue: N=1 56x56x24 -> 144 ran 98 split tiles of 64 x 72 at 0.91-0.94x against
-    1.05-1.07x for the ping-pong 128 x 64 tiles it keeps (H100, same run)."""
+    """64-row tiles spanning a narrow K (:func:`covering_width`) as column blocks of half
+    the width (a multiple of 8), and again, while the tiles before each halving leave most
+    SMs idle: the rule of :func:`~.tiling.narrow_half_rows` (64 x 128 as 64 x 64) for the
+    widths it does not take, each halving under :func:`~.tiling.half_rows_fill`. A layer
+    this small is each CTA's loads: half the width is fewer bytes a CTA, and twice the
+    CTAs pull them. N=1 1x1 14x14x672 -> 112: 8 tiles of 64 x 56 where 64 x 112 made 4 (64
+    x 64 tiles, the rule before exact widths, ran it at 1.39-1.44x cuDNN against
+    0.84-0.86x for 4 tiles of 128 x 64, H100). Halving again (H200, same run, x cuDNN,
+    again / once): N=32 7x7x672 -> 192 100 of 64 x 48 0.98-1.02 / 0.81-0.84, N=8 14x14x480
+    -> 112 64 x 32 1.83-1.91 / 1.65-1.70, N=8 14x14x576 -> 96 64 x 24 1.09-1.15 /
+    1.01-1.04, N=8 and N=1 7x7x672 -> 192 64 x 24 0.90-0.96 / 0.84-0.90, and five more
+    layers at N=1 and 8 by 2-8%; it lost 3-5% on five (N=1, 8 and 32 7x7x960 -> 160 on 64
+    x 40, 0.73-0.79 / 0.75-0.81; N=1 and 8 14x14x672 -> 112 on 64 x 32, 0.89-0.93 /
+    0.93-0.98). Not for a layer of one K step, whose tile is mostly its epilogue: N=1
+    56x56x24 -> 144 ran 98 split tiles of 64 x 72 at 0.91-0.94x against 1.05-1.07x for the
+    ping-pong 128 x 64 tiles it keeps (H100, same run)."""
     if half.n_blocks > 1 or half.block_n <= 64 or half.k_steps < 2:
         return half
-    split = replace(half, block_n=-(-half.n // 16) * 8)
-    return split if half_rows_fill(half, split) else half
+    split = half
+    while True:
+        blocks = 2 * split.n_blocks
+        narrower = replace(split, block_n=-(-half.n // (8 * blocks)) * 8)
+        if narrower.n_blocks != blocks or not half_rows_fill(split, narrower):
+            return split
+        split = narrower
 
 
 def _exact_widths(base: GemmConfig) -> list[int]:

@@ -180,8 +180,9 @@ class GemmConfig:
         straddle 128-byte L2 lines; where 128 x 128 tiles fill at most half the SMs, K
         cut into ordered parts on ping-pong tiles (:attr:`ordered_parts`); and 64 x 128
         tiles where M is at most 64, or where a problem of at most 16 K steps has too few
-        128-row tiles (:func:`.tiling.on_half_rows`); 192 x 128 tiles (three consumer
-        warpgroups) where they fill one wave (:func:`.tiling.tall_fills_a_wave`); and the
+        128-row tiles (:func:`.tiling.on_half_rows`); 192-row tiles 128, 160 or 192
+        wide (three consumer warpgroups) where they fill one wave
+        (:func:`.tiling.tall_fills_a_wave`; in 2x1 clusters on straddled rows); and the
         chosen 128-row tiles narrowed to the fewest columns that keep their column blocks
         where N leaves the last one partly empty (:func:`.tiling.trimmed`: N = 296 in
         blocks of 112, 328 of 168).

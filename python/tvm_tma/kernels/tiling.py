@@ -41,11 +41,15 @@ one K step of a 128 x 256 tile and takes the cheapest:
   tiles of 128 x 256 in 3 parts (120 units) rather than 80 tiles of 128 x 128 (61% of the
   SMs), 1.35x faster.
 
-192 x 128 tiles (three consumer warpgroups of 64 rows, :data:`TALL`) are a candidate only
-in plain waves where they make one wave at least :data:`TALL_MIN_FILL` full
-(:func:`tall_fills_a_wave`), priced at :data:`ROWS_STEP_FACTOR` 1.57 K steps of a 128 x 128
-tile: 6272 x 512 x K runs 132 of them where 128 x 128 tiles made 196 (the last 64 in K
-parts), 1.03-1.23x faster (H100, same runs, RESULTS.md section 6j).
+192-row tiles (three consumer warpgroups of 64 rows, :data:`TALL_TILINGS`: 128, 160 or 192
+wide) are a candidate only where they make one wave at least :data:`TALL_MIN_FILL` full
+(:func:`tall_fills_a_wave`), in 2x1 clusters where the rows straddle L2 lines (as the
+128-row tiles are), priced at :data:`ROWS_STEP_FACTOR` 1.57 K steps of a 128-row tile of
+the same width: 6272 x 512 x K runs 132 of 192 x 128 where 128 x 128 tiles made 196 (the
+last 64 in K parts), 1.03-1.23x faster (H100, same runs, RESULTS.md section 6j); 5680 x
+640 x 3000 120 of 192 x 160 in 2x1 clusters, 1.26-1.27x the 128 x 160 tiles with 26 past a
+wave in parts (106% of cuBLAS against 83%), and 35 problems more at 0.99-1.60x, geometric
+mean 1.18x (section 6n).
 
 Where the rows of a K-major operand are not whole 128-byte lines (K x element bytes not a
 multiple of 128: K = 2000, 3000, 5000, 6000 in 16-bit elements), every 128-byte box row TMA
@@ -213,10 +217,17 @@ TILINGS = (
     {"block_n": 160, "stages": 6, "epilogue_n": 32},
     {"block_n": 128, "stages": 6, "epilogue_n": 0},
 )
-#: The 192-row tiling (three cooperative consumer warpgroups of 64 rows, 5 ring stages of
-#: 40 KiB beside a 64-column C stage), offered only where its tiles make one wave at least
-#: :data:`TALL_MIN_FILL` full (:func:`tall_fills_a_wave`): what was measured.
-TALL = {"block_m": 192, "block_n": 128, "stages": 5, "epilogue_n": 64}
+#: The 192-row tilings (three cooperative consumer warpgroups of 64 rows), widest first, each
+#: with the most ring stages that fit beside its C stage (192 x 128: 5 of 40 KiB; 160 and
+#: 192 wide: 4), offered only where their tiles make one wave at least
+#: :data:`TALL_MIN_FILL` full (:func:`tall_fills_a_wave`): what was measured. Wider than
+#: 192 the accumulators do not fit beside three warpgroups (64 x 224 is 112 registers a
+#: thread of the 96 the kernel leaves them).
+TALL_TILINGS = (
+    {"block_m": 192, "block_n": 192, "stages": 4, "epilogue_n": 64},
+    {"block_m": 192, "block_n": 160, "stages": 4, "epilogue_n": 32},
+    {"block_m": 192, "block_n": 128, "stages": 5, "epilogue_n": 64},
+)
 #: Fewest of the workers one wave of 192-row tiles must fill for the model to offer them.
 #: H100 / H200, conv2d's layers as GEMMs, 192 x 128 in one wave against the default's
 #: 128-row tiles in the same runs: 6272 x 512 x 1024 (132 tiles) 1.24-1.26x, 25088 x 128 x
@@ -371,8 +382,8 @@ def stream_k_pays(cfg: Tiling) -> bool:
 def tall_fills_a_wave(cfg: Tiling) -> bool:
     """Whether ``cfg``'s 192-row tiles run in one wave at least :data:`TALL_MIN_FILL` full
     (16-bit inputs, B as N x K, rows on whole L2 lines: what was measured)."""
-    return (cfg.b_layout == "nk" and cfg.element_bytes == 2 and not rows_straddle_lines(cfg)
-            and TALL_MIN_FILL * cfg.workers <= cfg.num_tiles <= cfg.workers)
+    return (cfg.b_layout == "nk" and cfg.element_bytes == 2
+            and TALL_MIN_FILL * cfg.workers <= cfg.work_units <= cfg.workers)
 
 
 def measured_width(cfg: Tiling) -> bool:
@@ -423,19 +434,21 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
     rows straddle L2 lines (unless the caller chose how the work is split)."""
     free = not (SPLIT_FIELDS & set(options))
     found: list[Tiling] = []
-    tilings = (PINGPONG,) if options.get("schedule") == "pingpong" else (*TILINGS, TALL)
+    tilings = ((PINGPONG,) if options.get("schedule") == "pingpong"
+               else (*TILINGS, *TALL_TILINGS))
     for tiling in tilings:
         plain = make(m, n, k, **{**tiling, **options})
         if not measured_width(plain):
             continue
-        if tiling is TALL:
-            # Plain and one wave, or not at all (:data:`TALL_MIN_FILL`).
-            if free and plain.block_m == 192 and tall_fills_a_wave(plain) and _runs(plain):
-                found.append(plain)
-            continue
         cfg = plain
         if free and rows_straddle_lines(cfg) and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0:
             cfg = replace(cfg, cluster=2)
+        if tiling in TALL_TILINGS:
+            # One wave, or not at all (:data:`TALL_MIN_FILL`).
+            if (free and cfg.block_m == 192 and tall_fills_a_wave(cfg) and _runs(cfg)
+                    and cfg not in found):
+                found.append(cfg)
+            continue
         variants = [cfg]
         tail = in_tail_parts(cfg) if free else None
         if tail is not None:
