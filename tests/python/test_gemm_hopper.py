@@ -26,6 +26,7 @@ from tvm_tma.kernels.tiling import (
     TRIM_MIN_STAGES,
     narrow_half_rows,
 )
+from tvm_tma.kernels.wgmma import mma_columns
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.scripts import load_script
 
@@ -143,6 +144,13 @@ CASES = [
                cluster=2, ctas=6),
     GemmConfig(700, 1000, 520, block_m=192, block_n=192, stages=4, epilogue_n=64, cluster=2,
                ctas=8),
+    # Tiles wider than wgmma's N: two m64n160 (or n144) MMAs a k16 step, 160 accumulators
+    # a consumer thread, 3 ring stages: ragged M (6 row blocks, the last 60 rows), N (4
+    # column blocks of 320, the last 40 wide) and K (8.1 K steps), C in 64-column stages;
+    # 288 wide in 32-column C stages; 320 in 2x1 clusters (160-row halves of B).
+    GemmConfig(700, 1000, 520, block_n=320, stages=3, epilogue_n=64, ctas=4),
+    GemmConfig(300, 576, 200, block_n=288, stages=3, epilogue_n=32, ctas=2),
+    GemmConfig(520, 640, 264, block_n=320, stages=3, epilogue_n=32, cluster=2, ctas=4),
     # Split-K through reduce-add stores (C += A @ B): even parts, a last part shorter than
     # the others (5 K steps in 3 parts of 2), with a cluster.
     GemmConfig(1000, 2000, 3000, split_k=2),
@@ -232,8 +240,19 @@ def test_gemm_issues_the_expected_instructions(built):
     cfg, kernel = built
     src = kernel.cuda_source
     ptx_type = "bf16" if cfg.dtype == "bfloat16" else "f16"
-    mma = f"wgmma.mma_async.sync.aligned.m64n{cfg.block_n}k16.f32.{ptx_type}.{ptx_type}"
-    assert mma in src
+    # One MMA a k16 step per 64-row sub-tile, or on a tile wider than 256 two of half the
+    # width, the second on B's rows from the half on (its descriptor's start that many
+    # 16-byte units further) into the second half of the accumulators.
+    half = cfg.block_n // 2
+    columns = [(0, cfg.block_n)] if cfg.block_n <= 256 else [(0, half), (half, half)]
+    assert mma_columns(cfg) == columns
+    for _, width in columns:
+        assert f"wgmma.mma_async.sync.aligned.m64n{width}k16.f32.{ptx_type}.{ptx_type}" in src
+    if cfg.block_n > 256:
+        assert f"m64n{cfg.block_n}k" not in src
+        row_bytes = cfg.block_k * cfg.element_bytes
+        for kk in range(cfg.block_k // 16):
+            assert f"desc_b_ptr[0] + (uint64_t){half * row_bytes // 16 + 2 * kk}ULL)" in src
     # block_k / 16 k16 MMAs per K step (4, 2 or 1) for each 64-row sub-tile a warpgroup
     # computes, the transpose bit set only for the K x N B.
     # A stream-K kernel with whole tiles before its runs has two mainloops (and two sets
@@ -244,8 +263,11 @@ def test_gemm_issues_the_expected_instructions(built):
                   or (cfg.tail_split > 1 and cfg.tail_rounds > 0)) else 1
     per_step = cfg.block_k // 16 * loops
     for sub in range(cfg.consumer_rows // 64):
-        assert src.count(f"_1_1_0_{trans_b}(acc_ptr[{sub * cfg.block_n // 2}]") == per_step
-    assert src.count(f"_1_1_0_{trans_b}(acc_ptr[") == per_step * cfg.consumer_rows // 64
+        for first, _ in columns:
+            assert src.count(f"_1_1_0_{trans_b}(acc_ptr[{(sub * cfg.block_n + first) // 2}]"
+                             ) == per_step
+    assert src.count(f"_1_1_0_{trans_b}(acc_ptr[") == (per_step * cfg.consumer_rows // 64
+                                                      * len(columns))
     # The descriptors: K-major rows of block_k elements in 8-row atoms (stride byte offset
     # 8 rows, in 16-byte units) with the swizzle of the row (3, 2, 1: 128B, 64B, 32B, as the
     # A and B copies' tensor maps have it); the K x N B: 64-column 128B atoms block_k rows
@@ -511,7 +533,17 @@ def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
     (dict(m=0), "m=0: at least one row"),
     (dict(block_n=80), "epilogue_n=128 with block_n=80: 0 (a width no multiple of 32 is "
                        "staged whole, unswizzled)"),
-    (dict(block_n=288), "block_n=288: a multiple of 8 from 8 to 256 (wgmma N)"),
+    (dict(block_n=304), "block_n=304: at most 256 (wgmma N), or one of (288, 320) (two "
+                        "MMAs of half the width a k16 step)"),
+    (dict(block_n=320, stages=3, epilogue_n=64, schedule="pingpong"),
+     "block_n=320: a width past 256 takes cooperative 128-row tiles of 16-bit inputs with B "
+     "as N x K (schedule='pingpong'"),
+    (dict(block_n=320, stages=3, epilogue_n=64, block_m=192),
+     "block_n=320: a width past 256 takes cooperative 128-row tiles"),
+    (dict(block_n=320, stages=3, epilogue_n=64, b_layout="kn"),
+     "block_n=320: a multiple of 64 from 64 to 256 with b_layout='kn'"),
+    (dict(block_n=320, stages=4, epilogue_n=64),
+     "4 stages of 128x320x64 tiles need"),
     (dict(block_n=84, epilogue_n=0), "block_n=84: a multiple of 8 from 8 to 256"),
     (dict(block_n=104, epilogue_n=0, cluster=2), "cluster=2 with block_n=104: each CTA's "
                                                  "share of the B tile must be whole 8-row "

@@ -20,6 +20,8 @@ from tvm_tma.kernels.tiling import (
     TAIL_MIN_STEPS,
     TALL_MIN_FILL,
     TALL_TILINGS,
+    WIDE,
+    WIDE_STRADDLED_MAX_STEPS,
     candidates,
     choose,
     estimate,
@@ -164,7 +166,9 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
     # wave in 2 parts (1.13x the 160-wide plain waves) until 192 x 192 tiles in one wave
     # took it (test_192_row_tiles_are_offered_where_they_fill_one_wave).
     ((4096, 640, 4096), ("cooperative", 160, 6, 1, False, 1, 1)),
-    ((8192, 640, 2048), ("cooperative", 160, 6, 1, False, 1, 1)),
+    # Since 128 x 320 tiles: 8192 x 640 x K in one wave of 128 of them (K = 1000 and 4096
+    # measured: 1.07-1.10x and 1.02-1.03x the 256 of 128 x 160).
+    ((8192, 640, 2048), ("cooperative", 320, 3, 1, False, 1, 1)),
     ((3000, 1536, 2048), ("cooperative", 192, 4, 1, False, 1, 1)),
     ((640, 4096, 1024), ("cooperative", 160, 6, 1, False, 1, 1)),
     ((10000, 1536, 1024), ("cooperative", 256, 4, 1, False, 1, 1)),
@@ -260,6 +264,34 @@ def test_192_row_tiles_are_offered_where_they_fill_one_wave():
         assert all(cfg.block_m != 192 for cfg in candidates(GemmConfig, *problem, options))
         assert GemmConfig.for_problem(*problem, **options).block_m != 192
     assert GemmConfig.for_problem(6272, 512, 1024, block_m=128).block_m == 128
+
+
+def test_320_wide_tiles_are_offered_where_they_alone_fill_one_wave():
+    """128 x 320 tiles (two m64n160 MMAs a k16 step, 3 stages) are a candidate only plain,
+    in one wave at least 90% full, where no 192-row tiling fills one, and on straddled rows
+    with at most 32 K steps; ranked only where cheaper than every other candidate trimmed.
+    640 x 8192 x 1000 runs 130 of them (95.5-98.1% of cuBLAS against 71.3-71.7% for 128 x
+    256 tiles with 30 past a wave in 2 parts); each K step priced at 1.33."""
+    assert (WIDE, WIDE_STRADDLED_MAX_STEPS, STEP_COST[320]) == (
+        {"block_n": 320, "stages": 3, "epilogue_n": 64}, 32, 1.33)
+    for problem in ((640, 8192, 1000), (1024, 5000, 2000), (8192, 640, 4096),
+                    (512, 10000, 4096)):
+        cfg = GemmConfig.for_problem(*problem)
+        assert (cfg.block_m, cfg.block_n, cfg.stages, cfg.epilogue_cols) == (128, 320, 3, 64)
+        assert (cfg.cluster_size, cfg.tail_split, cfg.split_k, cfg.stream_k) == (1, 1, 1,
+                                                                                  False)
+        assert 0.9 * cfg.workers <= cfg.num_tiles <= cfg.workers
+        assert estimate(cfg).cost == pytest.approx(cfg.k_steps * 1.33)
+    # 192 x 192 tiles fill the wave (0.85-0.93x for 128 x 320); straddled rows of 47 K
+    # steps (0.86x against 128 x 256 in 2x1 clusters); 256 tiles (two waves); the trimmed
+    # 128 x 152 tiles cheaper (76.0 against 80.0); a caller's split or a schedule other than
+    # the cooperative one.
+    for problem, options in (((768, 6144, 1000), {}), ((1536, 3000, 2048), {}),
+                             ((1234, 4096, 3000), {}), ((4096, 4096, 4096), {}),
+                             ((8192, 600, 4096), {}), ((640, 8192, 1000), {"cluster": 1}),
+                             ((640, 8192, 1000), {"schedule": "pingpong"})):
+        assert GemmConfig.for_problem(*problem, **options).block_n != 320, problem
+    assert all(cfg.block_n != 320 for cfg in candidates(GemmConfig, 1234, 4096, 3000, {}))
 
 
 def test_clusters_follow_the_row_alignment():

@@ -37,6 +37,13 @@ THREE_CONSUMER_REGISTERS = 152
 #: Registers a consumer thread needs beside its accumulators (descriptors, addresses, the
 #: epilogue's words): 232 - 128 leaves 104; 152 leaves 56 beside 96 accumulators.
 MIN_SPARE_REGISTERS = 56
+#: Widths past wgmma's N of 256 (cooperative 128-row tiles of 16-bit inputs, B as N x K):
+#: each consumer warpgroup issues two m64 MMAs of half the width per k16 step, and holds
+#: 144 or 160 accumulators a thread (of its 232 registers; the MMAs of one k16 step write
+#: disjoint halves of them, in the fragment order one m64n{block_n} MMA would have).
+WIDE_BLOCK_NS = (288, 320)
+#: Accumulators a consumer thread may hold on a wide tile: 160 (a 64 x 320 slice) of 232.
+WIDE_MAX_ACCUMULATORS = 160
 #: Tile heights: one, two or three cooperative consumer warpgroups of 64 rows (ping-pong
 #: warpgroups take 64- or 128-row tiles whole).
 BLOCK_MS = (64, 128, 192)
@@ -237,6 +244,8 @@ class GemmConfig:
     def max_accumulators(self) -> int:
         """fp32 accumulators a consumer thread may hold: at most 128 (a 64 x 256 slice),
         and :data:`MIN_SPARE_REGISTERS` under its budget (96 with three consumers)."""
+        if self.block_n in WIDE_BLOCK_NS:
+            return WIDE_MAX_ACCUMULATORS
         return min(128, self.consumer_registers - MIN_SPARE_REGISTERS)
 
     @property
@@ -572,7 +581,9 @@ class GemmConfig:
             raise ValueError(f"block_n={self.block_n}: a multiple of 64 from 64 to 256 with "
                              f"b_layout='kn' (the N-major B slot is whole 64-column 128-byte "
                              f"swizzle atoms)")
-        if self.block_n % 32 or not 64 <= self.block_n <= 256:
+        if self.block_n > 256:
+            self._check_wide()
+        elif self.block_n % 32 or not 64 <= self.block_n <= 256:
             self._check_odd_width()
         if not self.fp8 and self.block_k not in K_BLOCKS:
             raise ValueError(f"block_k={self.block_k}: 64, 32 or 16 (a K-major slot row of "
@@ -650,6 +661,23 @@ class GemmConfig:
         if self.block_k != FP8_BLOCK_K:
             raise ValueError(f"block_k={self.block_k}: FP8 takes {FP8_BLOCK_K} (one "
                              f"128-byte row of the 128B swizzle, four k32 MMA steps)")
+
+    def _check_wide(self) -> None:
+        """A tile wider than wgmma's N (:data:`WIDE_BLOCK_NS`): two MMAs of half the width
+        per k16 step, on cooperative 128-row tiles (one 64-row slice a consumer warpgroup)
+        of 16-bit inputs with B as N x K, C in 32- or 64-column stages."""
+        if self.block_n not in WIDE_BLOCK_NS:
+            raise ValueError(f"block_n={self.block_n}: at most 256 (wgmma N), or one of "
+                             f"{WIDE_BLOCK_NS} (two MMAs of half the width a k16 step)")
+        if (self.schedule, self.block_m) != ("cooperative", 128) or self.fp8 or (
+                self.b_layout != "nk"):
+            raise ValueError(f"block_n={self.block_n}: a width past 256 takes cooperative "
+                             f"128-row tiles of 16-bit inputs with B as N x K (schedule="
+                             f"{self.schedule!r}, block_m={self.block_m}, dtype="
+                             f"{self.dtype!r}, b_layout={self.b_layout!r})")
+        if self.block_n % (8 * self.cluster):
+            raise ValueError(f"cluster={self.cluster} with block_n={self.block_n}: each CTA's "
+                             f"share of the B tile must be whole 8-row groups")
 
     def _check_odd_width(self) -> None:
         """A tile width that is no multiple of 32 (or under 64): any multiple of 8 from 8 to

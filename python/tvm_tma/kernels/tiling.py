@@ -150,7 +150,10 @@ MakeTiling = Callable[..., Tiling]
 #: products': conv2d N=1 UNet 64x64x320 3x3, 160 tiles of 128 x 64 in 2 rounds against 64
 #: of 128 x 160 in one (45 K steps), ran at 0.49 (H100, same run; 0.31-0.37 on a 10-step
 #: 1x1 layer, where fixed costs weigh more).
-STEP_COST = {256: 1.0, 192: 0.81, 160: 0.72, 128: 0.57, 64: 0.45}
+#: 128 x 320 (:data:`WIDE`) 1.33: 130 tiles of 128 K steps in one wave ran as fast as
+#: the 128 x 256 tiles with 28 past a wave in 4 parts, estimated 170.6 (640 x 8192 x 8192),
+#: 2048 x 2560 x 4096 and 512 x 10000 x 4096 the same within 3%.
+STEP_COST = {320: 1.33, 256: 1.0, 192: 0.81, 160: 0.72, 128: 0.57, 64: 0.45}
 #: Time of one K step of a tile of ``block_m`` rows against a 128-row tile of the same width,
 #: where it is not ``block_m / 128``: a 192 x 128 K step (three consumer warpgroups) 1.57x
 #: a cooperative 128 x 128 one, 5% more than its products (H100, conv2d, same runs of
@@ -228,6 +231,25 @@ TALL_TILINGS = (
     {"block_m": 192, "block_n": 160, "stages": 4, "epilogue_n": 32},
     {"block_m": 192, "block_n": 128, "stages": 5, "epilogue_n": 64},
 )
+#: The tiling wider than wgmma's N (two MMAs of 160 columns a k16 step, 160 accumulators a
+#: consumer thread; 3 ring stages of 56 KiB beside a 64-column C stage): what cuBLAS runs
+#: as 320 x 128 tiles on 640 x 8192 x K. Offered only where its tiles make one wave at
+#: least :data:`TALL_MIN_FILL` full without a cluster (:func:`tall_fills_a_wave`), no
+#: 192-row tiling does, and (on rows that straddle L2 lines) K has at most
+#: :data:`WIDE_STRADDLED_MAX_STEPS` steps. H100, same runs, % of cuBLAS against the default
+#: before: 640 x 8192 x 1000 (130 tiles) 95.5-98.1 / 71.3-71.7, 512 x 10000 x 1000 86.3-86.6
+#: / 73.2-74.7, 2048 x 2560 x 1000 87.7-91.9 / 77.4-77.7, 1024 x 5000 x 2000 95.6-97.1 /
+#: 82.3-83.8, 8192 x 640 x 1000 82.1-82.4 / 74.2-76.8, 16384 x 296 x 1000 77.6-80.3 /
+#: 73.3-75.3, 8192 x 640 x 14336 87.8-94.3 / 79.1-88.3; 0.99-1.03x on five more (K 2048 to
+#: 8192). Lost: against 192 x 192 tiles in one wave (768 x 6144 x 1000 and 4096, 1536 x 3000
+#: x 2048: 0.85-0.93x), on straddled rows of 47 K steps against 2x1 clusters (1234 x 4096 x
+#: 3000: 0.86-0.87x), in more than one wave (3 stages hide less of a long K: 4096^3 0.70-0.80x,
+#: 1234 x 8192 x 2048 0.94x) and in 2x1 clusters (54%).
+WIDE = {"block_n": 320, "stages": 3, "epilogue_n": 64}
+#: Most K steps a :data:`WIDE` tiling takes where the operands' rows straddle L2 lines: there
+#: the 2x1 clusters the other tilings take halve B's straddled loads, and past this they
+#: bound the time (1234 x 4096 x 3000, 47 steps: 0.86x; 1024 x 5000 x 2000, 32: 1.16x).
+WIDE_STRADDLED_MAX_STEPS = 32
 #: Fewest of the workers one wave of 192-row tiles must fill for the model to offer them.
 #: H100 / H200, conv2d's layers as GEMMs, 192 x 128 in one wave against the default's
 #: 128-row tiles in the same runs: 6272 x 512 x 1024 (132 tiles) 1.24-1.26x, 25088 x 128 x
@@ -380,8 +402,8 @@ def stream_k_pays(cfg: Tiling) -> bool:
 
 
 def tall_fills_a_wave(cfg: Tiling) -> bool:
-    """Whether ``cfg``'s 192-row tiles run in one wave at least :data:`TALL_MIN_FILL` full
-    (16-bit inputs, B as N x K, rows on whole L2 lines: what was measured)."""
+    """Whether ``cfg``'s 192-row (or :data:`WIDE`) tiles run in one wave at least
+    :data:`TALL_MIN_FILL` full (16-bit inputs, B as N x K: what was measured)."""
     return (cfg.b_layout == "nk" and cfg.element_bytes == 2
             and TALL_MIN_FILL * cfg.workers <= cfg.work_units <= cfg.workers)
 
@@ -435,7 +457,7 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
     free = not (SPLIT_FIELDS & set(options))
     found: list[Tiling] = []
     tilings = ((PINGPONG,) if options.get("schedule") == "pingpong"
-               else (*TILINGS, *TALL_TILINGS))
+               else (WIDE, *TILINGS, *TALL_TILINGS))
     for tiling in tilings:
         plain = make(m, n, k, **{**tiling, **options})
         if not measured_width(plain):
@@ -443,6 +465,13 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
         cfg = plain
         if free and rows_straddle_lines(cfg) and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0:
             cfg = replace(cfg, cluster=2)
+        if tiling is WIDE:
+            # Plain and one wave, or not at all.
+            if (free and plain.block_n == WIDE["block_n"] and tall_fills_a_wave(plain)
+                    and (plain.k_steps <= WIDE_STRADDLED_MAX_STEPS
+                         or not rows_straddle_lines(plain)) and _runs(plain)):
+                found.append(plain)
+            continue
         if tiling in TALL_TILINGS:
             # One wave, or not at all (:data:`TALL_MIN_FILL`).
             if (free and cfg.block_m == 192 and tall_fills_a_wave(cfg) and _runs(cfg)
@@ -462,6 +491,9 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
         for variant in variants:
             if _runs(variant) and variant not in found:
                 found.append(variant)
+    if any(cfg.block_m == 192 for cfg in found):
+        # 192-row tiles filling a wave ran faster than the wide ones in every pair.
+        found = [cfg for cfg in found if cfg.block_n != WIDE["block_n"]]
     if free and any(cfg.tail_split > 1 for cfg in found):
         # Where a tiling's tiles left over can be cut in parts, stream-K is no candidate
         # for any tiling: it measured slower than the tail split on every problem both
@@ -472,8 +504,14 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
 
 def ranked(make: MakeTiling, m: int, n: int, k: int, **options) -> list[Estimate]:
     """Every candidate of :func:`candidates` with its estimate, cheapest first (a stable
-    sort: equal costs keep the wider tile first)."""
-    return sorted((estimate(cfg) for cfg in candidates(make, m, n, k, options)),
+    sort: equal costs keep the wider tile first). :data:`WIDE` tiles only where they are
+    cheaper than every other candidate as :func:`choose` would run it (trimmed): 8192 x
+    600 x 4096 keeps 256 tiles of 128 x 152 (76.0) over 128 of 128 x 320 (80.0)."""
+    found = candidates(make, m, n, k, options)
+    others = [estimate(trimmed(cfg)).cost for cfg in found if cfg.block_n != WIDE["block_n"]]
+    return sorted((estimate(cfg) for cfg in found
+                   if cfg.block_n != WIDE["block_n"] or all(estimate(cfg).cost < cost
+                                                            for cost in others)),
                   key=lambda e: e.cost)
 
 

@@ -48,6 +48,8 @@ from .scheduler import unit_steps
 
 #: K extent of one wgmma instruction for 16-bit inputs.
 MMA_K = 16
+#: Widest N of one wgmma instruction.
+MAX_MMA_N = 256
 #: Bytes of K one wgmma instruction reads per row: k16 of 16-bit or k32 of 8-bit elements.
 MMA_K_BYTES = 32
 #: PTX type of each input type in the wgmma mnemonic.
@@ -107,11 +109,24 @@ def mma_k(cfg: GemmConfig) -> int:
     return MMA_K_BYTES // cfg.element_bytes
 
 
-def mma_mnemonic(cfg: GemmConfig) -> str:
-    """The ``wgmma.mma_async`` mnemonic of ``cfg``: shape m64n{block_n}k{mma_k}, fp32
-    accumulator, A's and B's PTX types (``.bf16.bf16``, ``.e4m3.e5m2``, ...)."""
+def mma_columns(cfg: GemmConfig) -> list[tuple[int, int]]:
+    """(first column, width) of each MMA a k16 step issues per 64-row sub-tile: the whole
+    tile, or for a tile wider than wgmma's N of 256 two halves. The halves' accumulators
+    are consecutive: the fragment of an m64nN MMA holds 8-column group j in registers 4j ..
+    4j + 3, so two halves side by side are the fragment one m64n{block_n} MMA would have
+    (the epilogue reads either the same way)."""
+    if cfg.block_n <= MAX_MMA_N:
+        return [(0, cfg.block_n)]
+    half = cfg.block_n // 2
+    return [(0, half), (half, half)]
+
+
+def mma_mnemonic(cfg: GemmConfig, width: int | None = None) -> str:
+    """The ``wgmma.mma_async`` mnemonic of ``cfg``: shape m64n{width}k{mma_k} (``width``
+    the tile's unless given: :func:`mma_columns`), fp32 accumulator, A's and B's PTX types
+    (``.bf16.bf16``, ``.e4m3.e5m2``, ...)."""
     a_type, b_type = (PTX_TYPES[t] for t in cfg.input_dtypes)
-    return (f"wgmma.mma_async.sync.aligned.m64n{cfg.block_n}k{mma_k(cfg)}.f32."
+    return (f"wgmma.mma_async.sync.aligned.m64n{width or cfg.block_n}k{mma_k(cfg)}.f32."
             f"{a_type}.{b_type}")
 
 
@@ -206,7 +221,15 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
     m_sub = cfg.consumer_rows // 64
     kn = cfg.b_layout == "kn"
     steps = bk // mma_k(cfg)
-    mma = T.ptx[mma_mnemonic(cfg)]
+    row_bytes = bk * cfg.element_bytes
+    # Each MMA of a k16 step: its mnemonic, first accumulator, accumulators, and the B
+    # descriptor's start advance to its first column (a K-major B row of the slot).
+    mmas = [(T.ptx[mma_mnemonic(cfg, width)], col // 2, width // 2, col * row_bytes // 16)
+            for col, width in mma_columns(cfg)]
+    mma, _, mma_accs, _ = mmas[0]
+    # The second half of a wide tile (TVMScript unrolls no Python list: two named MMAs).
+    wide = len(mmas) == 2
+    mma_2, first_2, mma_accs_2, b_col_2 = mmas[-1]
     # The immediates after scale-d: scale-a, scale-b (1: no negation), and for 16-bit inputs
     # trans-a, trans-b (B transposed when K x N); the 8-bit forms have no transpose.
     immediates = (1, 1) if cfg.fp8 else (1, 1, 0, 1 if kn else 0)
@@ -248,10 +271,15 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
             T.ptx.wgmma.fence.sync.aligned()
             for kk in T.unroll(steps):
                 for mi in T.unroll(m_sub):
-                    mma(*[acc[mi * (bn // 2) + i] for i in range(bn // 2)],
+                    mma(*[acc[mi * (bn // 2) + i] for i in range(mma_accs)],
                         desc_a[0] + T.uint64(mi * a_sub + kk * a_step),
                         desc_b[0] + T.uint64(kk * b_step),
                         T.Or(ks > 0, kk > 0), *immediates)
+                    if wide:
+                        mma_2(*[acc[mi * (bn // 2) + first_2 + i] for i in range(mma_accs_2)],
+                              desc_a[0] + T.uint64(mi * a_sub + kk * a_step),
+                              desc_b[0] + T.uint64(b_col_2 + kk * b_step),
+                              T.Or(ks > 0, kk > 0), *immediates)
             T.ptx.wgmma.commit_group.sync.aligned()
             # At most this step's group in flight: the previous one has read its slot.
             T.ptx.wgmma.wait_group.sync.aligned(1)
