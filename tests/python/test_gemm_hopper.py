@@ -147,8 +147,13 @@ CASES = [
     # Tiles wider than wgmma's N: two m64n160 (or n144) MMAs a k16 step, 160 accumulators
     # a consumer thread, 3 ring stages: ragged M (6 row blocks, the last 60 rows), N (4
     # column blocks of 320, the last 40 wide) and K (8.1 K steps), C in 64-column stages;
-    # 288 wide in 32-column C stages; 320 in 2x1 clusters (160-row halves of B).
-    GemmConfig(700, 1000, 520, block_n=320, stages=3, epilogue_n=64, ctas=4),
+    # 288 wide in 32-column C stages; 320 in 2x1 clusters (160-row halves of B). The
+    # first (the model's form) in two alternating C stages, its last column block's four
+    # stores past N skipped; so 128 x 256 tiles of N = 600, the last block's last two.
+    GemmConfig(700, 1000, 520, block_n=320, stages=3, epilogue_n=64, epilogue_buffers=2,
+               ctas=4),
+    GemmConfig(300, 600, 264, block_n=256, stages=4, epilogue_n=64, epilogue_buffers=2,
+               ctas=3),
     GemmConfig(300, 576, 200, block_n=288, stages=3, epilogue_n=32, ctas=2),
     GemmConfig(520, 640, 264, block_n=320, stages=3, epilogue_n=32, cluster=2, ctas=4),
     # Split-K through reduce-add stores (C += A @ B): even parts, a last part shorter than
@@ -525,6 +530,27 @@ def test_stream_k_runs_cover_every_k_step_once_and_each_tile_has_one_owner(cfg):
                 owner + 1 + p for p in range(cfg.stream_k_peers)
                 if owner + 1 + p < cfg.workers and cfg.stream_k_start(owner + 1 + p) < tile_end}
             assert gathered == computed - {owner}
+
+
+def test_two_c_stages_alternate_and_wait_for_all_but_the_newest_store():
+    """epilogue_buffers=2: the cooperative C stage doubles (one more stage of shared
+    memory), stores alternate between the two, and a store waits for all but the newest
+    store's reads (wait_group.read 1) where it is stored, for all of them (read 0) before a
+    tile's first store and past N or M; one stage waits for all every time."""
+    one = GemmConfig(300, 600, 264, block_n=256, stages=4, epilogue_n=64, ctas=3)
+    two = replace(one, epilogue_buffers=2)
+    assert (one.c_stages, two.c_stages) == (1, 2)
+    assert two.shared_bytes - one.shared_bytes == 128 * 64 * 2
+    for cfg, waits in ((one, {"0"}), (two, {"0", "1"})):
+        src = compile_kernel(gemm_kernel(cfg)).cuda_source
+        assert set(re.findall(r"bulk_wait_group_read_(\d)\(\);", src)) == waits
+        assert ("cp.async.bulk.wait_group.read 1;" in src) == (cfg.c_stages == 2)
+    with pytest.raises(ValueError, match="epilogue_buffers=2 with schedule='pingpong'"):
+        replace(one, schedule="pingpong", block_n=128, epilogue_buffers=2).check()
+    with pytest.raises(ValueError, match="epilogue_buffers=3"):
+        replace(one, epilogue_buffers=3).check()
+    # The model's 128 x 320 tiles take two.
+    assert GemmConfig.for_problem(640, 8192, 1000).epilogue_buffers == 2
 
 
 @pytest.mark.parametrize("bad, rule", [

@@ -267,17 +267,19 @@ def test_192_row_tiles_are_offered_where_they_fill_one_wave():
 
 
 def test_320_wide_tiles_are_offered_where_they_alone_fill_one_wave():
-    """128 x 320 tiles (two m64n160 MMAs a k16 step, 3 stages) are a candidate only plain,
-    in one wave at least 90% full, where no 192-row tiling fills one, and on straddled rows
-    with at most 32 K steps; ranked only where cheaper than every other candidate trimmed.
+    """128 x 320 tiles (two m64n160 MMAs a k16 step, 3 stages, two C stages) are a candidate
+    only plain, in one wave at least 90% full, where no 192-row tiling fills one, and on
+    straddled rows with at most 32 K steps; ranked only where cheaper than every other
+    candidate trimmed.
     640 x 8192 x 1000 runs 130 of them (95.5-98.1% of cuBLAS against 71.3-71.7% for 128 x
     256 tiles with 30 past a wave in 2 parts); each K step priced at 1.33."""
     assert (WIDE, WIDE_STRADDLED_MAX_STEPS, STEP_COST[320]) == (
-        {"block_n": 320, "stages": 3, "epilogue_n": 64}, 32, 1.33)
+        {"block_n": 320, "stages": 3, "epilogue_n": 64, "epilogue_buffers": 2}, 32, 1.33)
     for problem in ((640, 8192, 1000), (1024, 5000, 2000), (8192, 640, 4096),
                     (512, 10000, 4096)):
         cfg = GemmConfig.for_problem(*problem)
-        assert (cfg.block_m, cfg.block_n, cfg.stages, cfg.epilogue_cols) == (128, 320, 3, 64)
+        assert (cfg.block_m, cfg.block_n, cfg.stages, cfg.epilogue_cols, cfg.c_stages) == (
+            128, 320, 3, 64, 2)
         assert (cfg.cluster_size, cfg.tail_split, cfg.split_k, cfg.stream_k) == (1, 1, 1,
                                                                                   False)
         assert 0.9 * cfg.workers <= cfg.num_tiles <= cfg.workers

@@ -32,6 +32,11 @@ partial tiles) stays unscaled, so the scales are applied once per element.
 Each stage waits until the previous store has read the C stage (``cp.async.bulk
 wait_group.read 0`` by the storing thread, then a named barrier over the threads that
 share the stage), and the stage is fenced into the async proxy before the store reads it.
+With two C stages (``GemmConfig.epilogue_buffers``) the stores alternate between them and
+each waits only until all but the newest store have read (``wait_group.read 1``): the
+other stage's store runs while this one is rounded. Where a store is skipped (past N or
+M) the next stage's wait is for all of them, since the newest store may then be its own
+stage's.
 :func:`make_store_unit` builds this for one configuration; a kernel whose output is a GEMM
 output tile (conv2d's NPQ x K output is one) reuses it unchanged.
 """
@@ -123,6 +128,8 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
     # warp's 16 rows), lanes 0-15 naming their rows.
     stmatrix_x2 = T.ptx["stmatrix.sync.aligned.m8n8.x2.shared.b16"]
     tail = en % 16 == 8
+    # Two C stages: store h rounds into stage cs + h % 2 while store h - 1 reads the other.
+    double = cfg.c_stages == 2 and cfg.schedule == "cooperative"
 
     # fmt: off
     @T.inline
@@ -138,8 +145,21 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
             if storer and part > 0:
                 wait_for_first(flags, flag, index)
         for h in T.unroll(bn // en):
+            stage = T.meta_var(cs + h % 2 if double else cs)
+            n0 = T.meta_var(nb * bn + h * en)
             if storer:
-                T.ptx.cp.async_.bulk.wait_group.read(0)
+                # The stage's last store has read it: with two stages all but the newest
+                # store (the other stage's) where this one and so the one before it are
+                # stored; else all of them: before a tile's first store (a tile of an odd
+                # number of stores ends on the stage it starts on), and past N or M, where
+                # the stores before were skipped and the newest may be this stage's.
+                if double:
+                    if h > 0 and n0 < n and mb * bm < m:
+                        T.ptx.cp.async_.bulk.wait_group.read(1)
+                    else:
+                        T.ptx.cp.async_.bulk.wait_group.read(0)
+                else:
+                    T.ptx.cp.async_.bulk.wait_group.read(0)
             T.ptx.bar.sync(T.Cast("uint32", barrier), threads)
             for mi in T.unroll(m_sub):
                 for p in T.unroll(en // 16):
@@ -156,8 +176,8 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
                     row = T.meta_var(row0 + mi * 64 + warp * 16 + lane % 8
                                      + lane % 32 // 8 % 2 * 8)
                     col = T.meta_var(p * 16 + lane % 32 // 16 * 8)
-                    stmatrix(c_tile.ptr_to([cs, row, col]), words[0], words[1], words[2],
-                             words[3])
+                    stmatrix(c_tile.ptr_to([stage, row, col]), words[0], words[1],
+                             words[2], words[3])
                 if tail:
                     for q in T.unroll(2):
                         r = T.meta_var(mi * (bn // 2) + h * (en // 2) + 8 * (en // 16) + 2 * q)
@@ -167,27 +187,27 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
                             cvt(words[q], acc[r + 1], acc[r])
                     row = T.meta_var(row0 + mi * 64 + warp * 16 + lane % 8
                                      + lane % 16 // 8 * 8)
-                    stmatrix_x2(c_tile.ptr_to([cs, row, en // 16 * 16]), words[0], words[1])
+                    stmatrix_x2(c_tile.ptr_to([stage, row, en // 16 * 16]), words[0],
+                                words[1])
             T.ptx.fence.proxy.async_.shared__cta()
             T.ptx.bar.sync(T.Cast("uint32", barrier), threads)
-            n0 = T.meta_var(nb * bn + h * en)
             if storer and mb * bm < m and n0 < n:
                 if ordered:
                     # Part 0 stores, the others add (after part 0's store: above).
                     if part == 0:
                         Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en],
-                                      c_tile[cs, :, :], dispatch="tma", oob="skip",
+                                      c_tile[stage, :, :], dispatch="tma", oob="skip",
                                       tensormap=c_map)
                     else:
                         Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en],
-                                      c_tile[cs, :, :], dispatch="tma", oob="skip",
+                                      c_tile[stage, :, :], dispatch="tma", oob="skip",
                                       reduce=reduce, tensormap=c_map)
                 elif split_k > 1:
-                    Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en], c_tile[cs, :, :],
+                    Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en], c_tile[stage, :, :],
                                   dispatch="tma", oob="skip", reduce=reduce,
                                   tensormap=c_map)
                 else:
-                    Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en], c_tile[cs, :, :],
+                    Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en], c_tile[stage, :, :],
                                   dispatch="tma", oob="skip", tensormap=c_map)
                 T.ptx.cp.async_.bulk.commit_group()
         if ordered:

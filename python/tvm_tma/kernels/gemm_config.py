@@ -105,6 +105,10 @@ class GemmConfig:
     #: 64-column atoms (128B swizzle), or 32 (64B swizzle: what a block_n that is no
     #: multiple of 64 takes). A narrower C stage leaves room for one more ring slot.
     epilogue_n: int = 128
+    #: C stages the cooperative epilogue alternates between: 1, or 2 so that rounding one
+    #: stage into shared memory overlaps the TMA store still reading the other (a tile's
+    #: ``block_n / epilogue_n`` stores no longer wait for each other's reads).
+    epilogue_buffers: int = 1
     ctas: int = 132
     #: "cooperative": both consumer warpgroups work on one tile (64 rows each);
     #: "pingpong": each consumer warpgroup takes every other tile whole (block_m rows), and
@@ -266,8 +270,9 @@ class GemmConfig:
 
     @property
     def c_stages(self) -> int:
-        """C stages in shared memory: one shared, or one per ping-pong warpgroup."""
-        return 2 if self.schedule == "pingpong" else 1
+        """C stages in shared memory: ``epilogue_buffers`` shared by the cooperative
+        consumers, or one per ping-pong warpgroup."""
+        return 2 if self.schedule == "pingpong" else self.epilogue_buffers
 
     @property
     def cluster_size(self) -> int:
@@ -605,6 +610,11 @@ class GemmConfig:
                              f"block_n={self.block_n}")
         if self.schedule not in ("cooperative", "pingpong"):
             raise ValueError(f"schedule={self.schedule!r}: 'cooperative' or 'pingpong'")
+        if self.epilogue_buffers not in (1, 2) or (self.epilogue_buffers == 2
+                                                   and self.schedule != "cooperative"):
+            raise ValueError(f"epilogue_buffers={self.epilogue_buffers} with schedule="
+                             f"{self.schedule!r}: 1, or 2 with the cooperative schedule (a "
+                             f"ping-pong warpgroup has a C stage of its own)")
         if self.accumulators > self.max_accumulators:
             raise ValueError(f"{self.schedule}: a consumer warpgroup computes "
                              f"{self.consumer_rows}x{self.block_n} outputs, "

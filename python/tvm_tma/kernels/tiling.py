@@ -232,7 +232,9 @@ TALL_TILINGS = (
     {"block_m": 192, "block_n": 128, "stages": 5, "epilogue_n": 64},
 )
 #: The tiling wider than wgmma's N (two MMAs of 160 columns a k16 step, 160 accumulators a
-#: consumer thread; 3 ring stages of 56 KiB beside a 64-column C stage): what cuBLAS runs
+#: consumer thread; 3 ring stages of 56 KiB beside two 64-column C stages, so that each of
+#: its five stores overlaps the rounding of the next: 8192 x 640 x 1000, 2048 x 2560 x
+#: 1000 and 16384 x 296 x 1000 1.01-1.04x one stage, H100, same run): what cuBLAS runs
 #: as 320 x 128 tiles on 640 x 8192 x K. Offered only where its tiles make one wave at
 #: least :data:`TALL_MIN_FILL` full without a cluster (:func:`tall_fills_a_wave`), no
 #: 192-row tiling does, and (on rows that straddle L2 lines) K has at most
@@ -245,7 +247,7 @@ TALL_TILINGS = (
 #: x 2048: 0.85-0.93x), on straddled rows of 47 K steps against 2x1 clusters (1234 x 4096 x
 #: 3000: 0.86-0.87x), in more than one wave (3 stages hide less of a long K: 4096^3 0.70-0.80x,
 #: 1234 x 8192 x 2048 0.94x) and in 2x1 clusters (54%).
-WIDE = {"block_n": 320, "stages": 3, "epilogue_n": 64}
+WIDE = {"block_n": 320, "stages": 3, "epilogue_n": 64, "epilogue_buffers": 2}
 #: Most K steps a :data:`WIDE` tiling takes where the operands' rows straddle L2 lines: there
 #: the 2x1 clusters the other tilings take halve B's straddled loads, and past this they
 #: bound the time (1234 x 4096 x 3000, 47 steps: 0.86x; 1024 x 5000 x 2000, 32: 1.16x).
