@@ -22,6 +22,7 @@ from tvm_tma.kernels.tiling import (
     TALL_TILINGS,
     WIDE,
     WIDE_STRADDLED_MAX_STEPS,
+    c_stage_widths,
     candidates,
     choose,
     estimate,
@@ -422,3 +423,18 @@ def test_one_row_block_streams_b_with_256_byte_l2_fills():
     for m, n, k in [(129, 8192, 8192), (512, 4096, 4096), (8192, 8192, 8192)]:
         assert GemmConfig.for_problem(m, n, k).l2_promotion == 128
     assert GemmConfig.for_problem(16, 8192, 8192, l2_promotion=128).l2_promotion == 128
+
+
+def test_c_stage_widths_follow_the_swizzle_rule():
+    """Whole 64-column atoms dividing the width (widest first), else 32 columns (a multiple
+    of 32), else the whole width (a multiple of 8): what GemmConfig.check accepts; trimmed
+    takes the narrowest, conv2d the widest that costs no ring stage."""
+    assert c_stage_widths(256) == [256, 128, 64]
+    assert c_stage_widths(192) == [192, 64]
+    assert c_stage_widths(320) == [320, 64]
+    assert c_stage_widths(160) == [32]
+    assert c_stage_widths(104) == [104]
+    for width in (64, 96, 104, 128, 152, 160, 184, 192, 224, 256, 320):
+        for stage in c_stage_widths(width):
+            GemmConfig(1024, 1024, 1024, block_n=width, stages=2,
+                       epilogue_n=0 if stage == width else stage).check()

@@ -55,6 +55,7 @@ from .tiling import (
     HALF_ROWS_SHORT_STEPS,
     SPLIT_FIELDS,
     TALL_MIN_FILL,
+    c_stage_widths,
     estimate,
     half_rows_fill,
     in_ordered_parts,
@@ -171,12 +172,7 @@ def _epilogue_and_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
     is staged 32 columns at a time (64B swizzle, the one width :meth:`GemmConfig.check`
     allows it), one no multiple of 32 (24) whole. Either one given in ``options`` is kept
     (given stages, the widest C stage that fits beside them)."""
-    if cfg.block_n % 32:
-        widths = [cfg.block_n]  # a width of 8 mod 32: staged whole, unswizzled
-    elif cfg.block_n % 64:
-        widths = [32]
-    else:
-        widths = [w for w in range(cfg.block_n, 0, -64) if cfg.block_n % w == 0]
+    widths = c_stage_widths(cfg.block_n)
     if "epilogue_n" in options:
         widths = [cfg.epilogue_cols]
     candidates = []

@@ -568,11 +568,24 @@ def trimmed(cfg: Tiling) -> Tiling:
     width = math.ceil(cfg.n / cfg.n_blocks / step) * step
     if width >= cfg.block_n:
         return cfg
-    stage = 0 if width % 32 else (64 if width % 64 == 0 else 32)
-    narrow = replace(cfg, block_n=width, epilogue_n=stage)
+    stage = c_stage_widths(width)[-1]
+    narrow = replace(cfg, block_n=width, epilogue_n=0 if stage == width else stage)
     fitting = [s for s in range(TRIM_MIN_STAGES, TRIM_MAX_STAGES + 1)
                if _runs(replace(narrow, stages=s))]
     return replace(narrow, stages=fitting[-1]) if fitting else cfg
+
+
+def c_stage_widths(block_n: int) -> list[int]:
+    """The C stage widths a tile ``block_n`` wide may take, widest first (the rule
+    :meth:`~.gemm_config.GemmConfig.check` names): whole 64-column atoms dividing it (128B
+    swizzle), else 32 columns (a multiple of 32: the 64B swizzle's widest box), else the
+    whole width (a multiple of 8, staged unswizzled). :func:`trimmed` takes the narrowest
+    (the most room for ring stages), conv2d the widest that costs no stage."""
+    if block_n % 32:
+        return [block_n]
+    if block_n % 64:
+        return [32]
+    return [w for w in range(block_n, 0, -64) if block_n % w == 0]
 
 
 def _runs(cfg: Tiling) -> bool:
