@@ -62,15 +62,18 @@ PROBLEMS = [(8192, 8192, 8192), (4096, 4096, 4096), (4096, 14336, 4096),
 FP8_PROBLEMS = [*PROBLEMS[:-1], (1000, 2000, 3008)]
 
 
-#: The sweep's tilings: (schedule, block_m, block_n, stages, epilogue_n), the model's among
-#: them (128 x 160: C in 32-column 64B-swizzled stages). Cooperative warpgroups share a
-#: 128-row tile (a 64-row one is one warpgroup's: tiling.on_half_rows); ping-pong ones
-#: each take whole tiles in turns.
-SWEEP_TILINGS = [("cooperative", 128, 256, 4, 128), ("cooperative", 128, 256, 3, 0),
-                 ("cooperative", 128, 192, 5, 64), ("cooperative", 128, 160, 6, 32),
-                 ("cooperative", 128, 128, 6, 0), ("cooperative", 64, 128, 9, 64),
-                 ("pingpong", 128, 128, 6, 64), ("pingpong", 128, 128, 5, 128),
-                 ("pingpong", 64, 256, 4, 128)]
+#: The sweep's tilings: (schedule, block_m, block_n, stages, epilogue_n, epilogue_buffers),
+#: the model's among them (128 x 160: C in 32-column 64B-swizzled stages; 192-row tiles of
+#: three warpgroups; 128 x 320 as two MMAs a k16 step, with two C stages). Cooperative
+#: warpgroups share a tile (a 64-row one is one warpgroup's: tiling.on_half_rows);
+#: ping-pong ones each take whole tiles in turns.
+SWEEP_TILINGS = [("cooperative", 128, 320, 3, 64, 2), ("cooperative", 128, 256, 4, 128, 1),
+                 ("cooperative", 128, 256, 3, 0, 1), ("cooperative", 128, 192, 5, 64, 1),
+                 ("cooperative", 128, 160, 6, 32, 1), ("cooperative", 128, 128, 6, 0, 1),
+                 ("cooperative", 192, 192, 4, 64, 1), ("cooperative", 192, 160, 4, 32, 1),
+                 ("cooperative", 192, 128, 5, 64, 1), ("cooperative", 64, 128, 9, 64, 1),
+                 ("pingpong", 128, 128, 6, 64, 1), ("pingpong", 128, 128, 5, 128, 1),
+                 ("pingpong", 64, 256, 4, 128, 1)]
 
 
 def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
@@ -85,12 +88,12 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
     if not sweep:
         return [base]
     found = []
-    for schedule, block_m, block_n, stages, epilogue_n in SWEEP_TILINGS:
+    for schedule, block_m, block_n, stages, epilogue_n, buffers in SWEEP_TILINGS:
         for cluster, cluster_n in ((1, 1), (2, 1), (1, 2)):
             tiling = replace(base, schedule=schedule, block_m=block_m, block_n=block_n,
-                             stages=stages, epilogue_n=epilogue_n, cluster=cluster,
-                             cluster_n=cluster_n, stream_k=False, stream_k_waves=1,
-                             tail_split=1)
+                             stages=stages, epilogue_n=epilogue_n, epilogue_buffers=buffers,
+                             cluster=cluster, cluster_n=cluster_n, stream_k=False,
+                             stream_k_waves=1, tail_split=1)
             if tiling.cluster > tiling.m_blocks or tiling.cluster_n > tiling.n_blocks:
                 continue  # a CTA of every cluster would hold padding only
             splits = (1, 2) if tiling.num_tiles < 2 * ctas else (1,)
@@ -109,8 +112,9 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
             for waves in (1, 2):
                 streamed = replace(base, schedule=schedule, block_m=block_m,
                                    block_n=block_n, stages=stages, epilogue_n=epilogue_n,
-                                   cluster=1, cluster_n=1, split_k=1, stream_k=True,
-                                   stream_k_waves=waves, tail_split=1)
+                                   epilogue_buffers=buffers, cluster=1, cluster_n=1,
+                                   split_k=1, stream_k=True, stream_k_waves=waves,
+                                   tail_split=1)
                 try:
                     streamed.check()
                 except ValueError:
@@ -121,7 +125,8 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
             for cluster in (1, 2):
                 tail = in_tail_parts(replace(base, schedule=schedule, block_m=block_m,
                                              block_n=block_n, stages=stages,
-                                             epilogue_n=epilogue_n, cluster=cluster,
+                                             epilogue_n=epilogue_n,
+                                             epilogue_buffers=buffers, cluster=cluster,
                                              cluster_n=1, split_k=1, split_k_ordered=False,
                                              stream_k=False, stream_k_waves=1, tail_split=1))
                 if tail is not None and tail not in found:
