@@ -193,7 +193,7 @@ class GemmConfig:
         tiles where M is at most 64, or where a problem of at most 16 K steps has too few
         128-row tiles (:func:`.tiling.on_half_rows`); 192-row tiles 128, 160 or 192
         wide (three consumer warpgroups) where they fill one wave
-        (:func:`.tiling.tall_fills_a_wave`; in 2x1 clusters on straddled rows); and the
+        (:func:`.tiling.fills_one_wave`; in 2x1 clusters on straddled rows); and the
         chosen 128-row tiles narrowed to the fewest columns that keep their column blocks
         where N leaves the last one partly empty (:func:`.tiling.trimmed`: N = 296 in
         blocks of 112, 328 of 168).
@@ -685,6 +685,11 @@ class GemmConfig:
                              f"128-row tiles of 16-bit inputs with B as N x K (schedule="
                              f"{self.schedule!r}, block_m={self.block_m}, dtype="
                              f"{self.dtype!r}, b_layout={self.b_layout!r})")
+        self._check_b_share()
+
+    def _check_b_share(self) -> None:
+        """In a cluster along M each CTA loads ``block_n / cluster`` rows of the B tile:
+        whole 8-row groups of the 128B swizzle (a width no multiple of 32, or past 256)."""
         if self.block_n % (8 * self.cluster):
             raise ValueError(f"cluster={self.cluster} with block_n={self.block_n}: each CTA's "
                              f"share of the B tile must be whole 8-row groups")
@@ -704,9 +709,7 @@ class GemmConfig:
         if self.epilogue_cols != self.block_n:
             raise ValueError(f"epilogue_n={self.epilogue_n} with block_n={self.block_n}: 0 "
                              f"(a width no multiple of 32 is staged whole, unswizzled)")
-        if self.block_n % (8 * self.cluster):
-            raise ValueError(f"cluster={self.cluster} with block_n={self.block_n}: each CTA's "
-                             f"share of the B tile must be whole 8-row groups")
+        self._check_b_share()
 
     def _check_cluster_n(self) -> None:
         """A cluster along N shares A: each CTA loads ``block_m / cluster_n`` rows of it (16

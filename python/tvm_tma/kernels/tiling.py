@@ -43,7 +43,7 @@ one K step of a 128 x 256 tile and takes the cheapest:
 
 192-row tiles (three consumer warpgroups of 64 rows, :data:`TALL_TILINGS`: 128, 160 or 192
 wide) are a candidate only where they make one wave at least :data:`TALL_MIN_FILL` full
-(:func:`tall_fills_a_wave`), in 2x1 clusters where the rows straddle L2 lines (as the
+(:func:`fills_one_wave`), in 2x1 clusters where the rows straddle L2 lines (as the
 128-row tiles are), priced at :data:`ROWS_STEP_FACTOR` 1.57 K steps of a 128-row tile of
 the same width: 6272 x 512 x K runs 132 of 192 x 128 where 128 x 128 tiles made 196 (the
 last 64 in K parts), 1.03-1.23x faster (H100, same runs, RESULTS.md section 6j); 5680 x
@@ -223,7 +223,7 @@ TILINGS = (
 #: The 192-row tilings (three cooperative consumer warpgroups of 64 rows), widest first, each
 #: with the most ring stages that fit beside its C stage (192 x 128: 5 of 40 KiB; 160 and
 #: 192 wide: 4), offered only where their tiles make one wave at least
-#: :data:`TALL_MIN_FILL` full (:func:`tall_fills_a_wave`): what was measured. Wider than
+#: :data:`TALL_MIN_FILL` full (:func:`fills_one_wave`): what was measured. Wider than
 #: 192 the accumulators do not fit beside three warpgroups (64 x 224 is 112 registers a
 #: thread of the 96 the kernel leaves them).
 TALL_TILINGS = (
@@ -236,7 +236,7 @@ TALL_TILINGS = (
 #: its five stores overlaps the rounding of the next: 8192 x 640 x 1000, 2048 x 2560 x
 #: 1000 and 16384 x 296 x 1000 1.01-1.04x one stage, H100, same run): what cuBLAS runs
 #: as 320 x 128 tiles on 640 x 8192 x K. Offered only where its tiles make one wave at
-#: least :data:`TALL_MIN_FILL` full without a cluster (:func:`tall_fills_a_wave`), no
+#: least :data:`TALL_MIN_FILL` full without a cluster (:func:`fills_one_wave`), no
 #: 192-row tiling does, and (on rows that straddle L2 lines) K has at most
 #: :data:`WIDE_STRADDLED_MAX_STEPS` steps. H100, same runs, % of cuBLAS against the default
 #: before: 640 x 8192 x 1000 (130 tiles) 95.5-98.1 / 71.3-71.7, 512 x 10000 x 1000 86.3-86.6
@@ -403,7 +403,7 @@ def stream_k_pays(cfg: Tiling) -> bool:
     return estimate(streamed).cost <= (1 - STREAM_K_MARGIN) * estimate(cfg).cost
 
 
-def tall_fills_a_wave(cfg: Tiling) -> bool:
+def fills_one_wave(cfg: Tiling) -> bool:
     """Whether ``cfg``'s 192-row (or :data:`WIDE`) tiles run in one wave at least
     :data:`TALL_MIN_FILL` full (16-bit inputs, B as N x K: what was measured)."""
     return (cfg.b_layout == "nk" and cfg.element_bytes == 2
@@ -464,19 +464,19 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
         plain = make(m, n, k, **{**tiling, **options})
         if not measured_width(plain):
             continue
-        cfg = plain
-        if free and rows_straddle_lines(cfg) and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0:
-            cfg = replace(cfg, cluster=2)
         if tiling is WIDE:
             # Plain and one wave, or not at all.
-            if (free and plain.block_n == WIDE["block_n"] and tall_fills_a_wave(plain)
+            if (free and plain.block_n == WIDE["block_n"] and fills_one_wave(plain)
                     and (plain.k_steps <= WIDE_STRADDLED_MAX_STEPS
                          or not rows_straddle_lines(plain)) and _runs(plain)):
                 found.append(plain)
             continue
+        cfg = plain
+        if free and rows_straddle_lines(cfg) and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0:
+            cfg = replace(cfg, cluster=2)
         if tiling in TALL_TILINGS:
             # One wave, or not at all (:data:`TALL_MIN_FILL`).
-            if (free and cfg.block_m == 192 and tall_fills_a_wave(cfg) and _runs(cfg)
+            if (free and cfg.block_m == 192 and fills_one_wave(cfg) and _runs(cfg)
                     and cfg not in found):
                 found.append(cfg)
             continue
