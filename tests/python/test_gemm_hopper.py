@@ -126,6 +126,18 @@ CASES = [
     GemmConfig(200, 520, 136, block_m=64, block_n=128, stages=6, cluster_n=4, ctas=4),
     GemmConfig(264, 256, 200, block_k=16, a_copy_k=8, block_n=64, stages=8, epilogue_n=0,
                cluster_n=2, ctas=4),
+    # 2x2 and 2x4 clusters, each CTA sending its share of A to its row and of B to its
+    # column: ragged M and N (5 row blocks and 9 column blocks: the last clusters' CTAs
+    # past M or N), persistent clusters (several tiles each), 112-wide tiles (56-row
+    # halves of B), ping-pong, the tail split in ordered parts, and the model's choice on
+    # 120 CTAs (straddled rows of a wide problem).
+    GemmConfig(600, 2200, 1000, block_n=256, cluster=2, cluster_n=2, ctas=8),
+    GemmConfig(520, 1000, 264, block_n=112, stages=6, epilogue_n=0, cluster=2, cluster_n=4,
+               ctas=8),
+    GemmConfig(1000, 2000, 520, block_n=128, stages=5, epilogue_n=64, schedule="pingpong",
+               cluster=2, cluster_n=2, ctas=8, dtype="float16"),
+    GemmConfig(1300, 1000, 1000, cluster=2, cluster_n=2, tail_split=2, ctas=20),
+    GemmConfig.for_problem(600, 2224, 3000),
     # 192-row tiles, three consumer warpgroups of 64 rows: ragged M, N and K (1000 rows:
     # 6 row blocks, the last 40 rows) on 5 CTAs (two rounds), the K x N B in fp16 at 192
     # columns (96 accumulators a thread), and the tail split (12 tiles on 9 CTAs: 3 left
@@ -370,14 +382,33 @@ def test_gemm_issues_the_expected_instructions(built):
     # is then released in every CTA of the cluster (lane r of each consumer warpgroup
     # arrives on CTA r), with the CTA-scope semantics of a plain arrive and wait.
     multicast = r"complete_tx::bytes\.multicast::cluster \["
-    assert len(re.findall(multicast, src)) == (cfg.cluster > 1) + (cfg.cluster_n > 1)
-    if cfg.cluster_n > 1:
+    # (One template: a 2-D cluster's A and B loads are the same instruction form.)
+    assert len(re.findall(multicast, src)) == (cfg.cluster_size > 1)
+    rank = "((int)tvm_builtin_cluster_ctaid_x())"
+    if cfg.cluster_n > 1 and cfg.cluster == 1:
         a_site = re.search(r"tvm_tma_load_\w+\(\(&\(\(\(\w+\*\)dyn_ptr\)\[(.*)\]\)\),"
                            r" .*, \(ushort\)(\d+)\);", src)
         assert a_site.group(2) == str((1 << cfg.cluster_n) - 1)
         # The CTA's rows start cluster_ctarank * share rows into the slot.
         row_elems = cfg.a_share_rows * (cfg.a_copy_k or cfg.block_k)
-        assert f"((int)tvm_builtin_cluster_ctaid_x()) * {row_elems})" in a_site.group(1)
+        assert f"{rank} * {row_elems})" in a_site.group(1)
+    elif cfg.cluster_n > 1:
+        # A 2-D cluster: CTA r is row r % 2 and column r // 2 of the cluster's tiles. It
+        # sends its share r // 2 of the A tile to the CTAs of its row (bits r % 2 + 2j)
+        # and its half r % 2 of the B tile to those of its column (bits 2 (r // 2) + i).
+        row_ctas = sum(1 << (2 * j) for j in range(cfg.cluster_n))
+        a_elems = cfg.a_share_rows * cfg.block_k
+        b_elems = cfg.b_share_rows * cfg.block_k
+        loads = [line.strip() for line in src.splitlines()
+                 if line.strip().startswith("tvm_tma_load_")]
+        assert loads == [load for load in loads if "(ushort)" in load]
+        a_slot, b_slot = f"+ (({rank} >> 1) * {a_elems}))", f"+ (({rank} & 1) * {b_elems}))"
+        a_loads = [a_slot in load and load.endswith(f"((ushort)({row_ctas} << ({rank} & 1))));")
+                   for load in loads].count(True)
+        b_loads = [b_slot in load and load.endswith(f"((ushort)(3 << (({rank} >> 1) * 2))));")
+                   for load in loads].count(True)
+        # (One pair per load loop: two with the tail split's.)
+        assert a_loads == b_loads == len(loads) // 2 >= 1
     clustered = cfg.cluster_size > 1
     assert ("mbarrier.arrive.shared::cluster.b64 _, [%0];" in src) == clustered
     assert "arrive.release.cluster" not in src and "wait.parity.acquire.cluster" not in src
@@ -489,6 +520,35 @@ def test_stream_k_refuses_a_grid_larger_than_the_gpu():
     with pytest.raises(ValueError, match=re.escape("split_k_ordered with ctas=132 on a GPU "
                                                    "of 114 SMs")):
         check_resident(ordered, 114)
+
+
+def test_ordered_parts_in_clusters_of_four_fit_the_clusters_a_gpu_holds():
+    """A GPC holds whole clusters: 132 SMs hold 30 clusters of 4 CTAs (120 CTAs), not 33.
+    A grid of waiting parts in 2x2 or 1x4 clusters on 132 CTAs would leave 3 clusters
+    waiting for SMs that their peers' spins never free, so it is refused by name; on 120
+    CTAs it runs; clusters of 8 (never measured) are refused."""
+    from tvm_tma.kernels.stream_k import check_resident
+
+    square = GemmConfig(4000, 4000, 2048, cluster=2, cluster_n=2, tail_split=2)
+    assert (square.cluster_size, square.workers) == (4, 33)
+    with pytest.raises(ValueError, match=re.escape(
+            "tail_split with ctas=132 on a GPU of 132 SMs: its CTAs wait on each other, so "
+            "every CTA must be resident at once (ctas at most 120: a GPC holds whole "
+            "clusters of 4 CTAs)")):
+        check_resident(square, 132)
+    check_resident(replace(square, ctas=120), 132)
+    check_resident(GemmConfig(4000, 4000, 2048, cluster=2, cluster_n=2), 132)  # no waits
+    row = GemmConfig(1000, 4096, 4096, block_n=128, stages=6, cluster_n=4, split_k=2,
+                     split_k_ordered=True, ctas=128)
+    with pytest.raises(ValueError, match=re.escape("split_k_ordered with ctas=128 on a GPU "
+                                                   "of 132 SMs")):
+        check_resident(row, 132)
+    with pytest.raises(ValueError, match=re.escape(
+            "split_k_ordered in clusters of 4 CTAs on a GPU of 114 SMs")):
+        check_resident(replace(row, ctas=100), 114)
+    with pytest.raises(ValueError, match=re.escape(
+            "tail_split in clusters of 8 CTAs on a GPU of 132 SMs")):
+        check_resident(replace(square, cluster_n=4, ctas=128), 132)
 
 
 def _stream_k_runs(cfg: GemmConfig) -> list[tuple[int, int]]:
@@ -605,8 +665,14 @@ def test_two_c_stages_alternate_and_wait_for_all_but_the_newest_store():
     (dict(cluster=2, ctas=133), "ctas=133: a multiple of the cluster's 2 CTAs"),
     (dict(cluster_n=4, ctas=130), "ctas=130: a multiple of the cluster's 4 CTAs"),
     (dict(cluster_n=3), "cluster_n=3: 1, 2 or 4 CTAs (1x3, sharing A)"),
-    (dict(cluster=2, cluster_n=2), "cluster=2 with cluster_n=2: a cluster shares B (along "
-                                   "M) or A (along N), not both"),
+    (dict(cluster=2, cluster_n=2, b_layout="kn"), "cluster=2 with cluster_n=2 and b_layout="
+                                                  "'kn': a two-dimensional cluster takes B "
+                                                  "as N x K"),
+    (dict(cluster=2, cluster_n=2, block_n=104, epilogue_n=0),
+     "cluster=2 with block_n=104: each CTA's share of the B tile must be whole 8-row groups"),
+    (dict(cluster=2, cluster_n=4, ctas=132), "ctas=132: a multiple of the cluster's 8 CTAs"),
+    (dict(cluster=2, cluster_n=2, stream_k=True), "stream_k with cluster_n=2: stream-K runs "
+                                                  "clusters along M only"),
     (dict(cluster_n=2, stream_k=True), "stream_k with cluster_n=2: stream-K runs clusters "
                                        "along M only"),
     (dict(split_k_ordered=True), "split_k_ordered with split_k=1: there are no parts to "

@@ -28,6 +28,7 @@ from tvm_tma.kernels.tiling import (
     estimate,
     in_ordered_parts,
     in_tail_parts,
+    in_two_by_two,
     on_half_rows,
     ranked,
     rows_straddle_lines,
@@ -311,6 +312,37 @@ def test_clusters_follow_the_row_alignment():
     assert GemmConfig.for_problem(2048, 2048, 2048 + 8).cluster == 2
 
 
+def test_wide_straddled_problems_of_one_round_take_2x2_clusters_on_the_resident_ctas():
+    """Where the rows straddle L2 lines, the problem has at least as many column blocks as
+    row blocks, and the chosen 2x1 clusters run one round that 2x2 clusters on the 120
+    CTAs 132 SMs hold in clusters of 4 also run in one, the default takes the 2x2 clusters
+    (each CTA loads half of A's rows and half of B's). Measured on the H200."""
+    def picked(m, n, k, **options):
+        cfg = GemmConfig.for_problem(m, n, k, **options)
+        return (cfg.block_m, cfg.block_n, cfg.cluster, cfg.cluster_n, cfg.ctas,
+                cfg.work_units)
+
+    assert picked(600, 2224, 3000) == (128, 128, 2, 2, 120, 27)   # 5 x 18 blocks
+    assert picked(600, 5680, 3000) == (192, 192, 2, 2, 120, 30)   # 4 x 30
+    assert picked(1024, 2224, 5000) == (128, 160, 2, 2, 120, 28)  # 8 x 14
+    assert picked(700, 5000, 1112) == (128, 256, 2, 2, 120, 30)
+    # Taller than wide (20 row blocks on 5 column blocks): 2x1, 132 CTAs.
+    assert picked(2500, 600, 3000) == (128, 128, 2, 1, 132, 50)
+    assert picked(1536, 1024, 2000) == (128, 128, 2, 1, 132, 48)
+    # Whole lines (K = 3072): no cluster to widen.
+    assert picked(600, 2224, 3072)[2:4] == (1, 1)
+    # 2x2 clusters would take two rounds (9999 x 1000 x 4000 runs a tail split in 2x1).
+    assert picked(9999, 1000, 4000)[2:5] == (2, 1, 132)
+    # A GPU whose residency in clusters of 4 was not measured keeps 2x1 clusters.
+    assert picked(600, 2224, 3000, ctas=114)[2:5] == (2, 1, 114)
+    # Only 2x1 clusters of one round are widened; the caller's split stays.
+    two = GemmConfig(600, 2224, 3000, block_n=128, stages=6, epilogue_n=0, cluster=2)
+    assert (in_two_by_two(two).cluster_n, in_two_by_two(two).ctas) == (2, 120)
+    assert in_two_by_two(replace(two, cluster=1)) == replace(two, cluster=1)
+    assert in_two_by_two(replace(two, b_layout="kn")) == replace(two, b_layout="kn")
+    assert GemmConfig.for_problem(600, 2224, 3000, cluster=2).cluster_n == 1
+
+
 def test_straddled_rows_price_a_k_step_by_the_bytes_it_loads():
     """Where rows straddle L2 lines a K step costs at least its bytes against a 128 x 256
     tile's in the same cluster shape."""
@@ -391,8 +423,10 @@ def test_the_default_runs_on_any_problem():
             if cfg.split_k == 1:
                 ranked_as = replace(cfg, l2_promotion=128)  # 256 where M is one row block
                 ranked = candidates(GemmConfig, m, n, k, {"dtype": dtype})
-                # ... or its trimmed form (tiling.trimmed): the same blocks, narrower.
-                assert ranked_as in ranked + [trimmed(c) for c in ranked]
+                # ... or its trimmed form (tiling.trimmed): the same blocks, narrower; and
+                # that in 2x2 clusters (tiling.in_two_by_two).
+                trims = [trimmed(c) for c in ranked]
+                assert ranked_as in ranked + trims + [in_two_by_two(c) for c in trims]
 
 
 def test_stream_k_over_two_waves_shares_the_last_full_wave_too():

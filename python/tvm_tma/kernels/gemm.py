@@ -117,6 +117,7 @@ from .gemm_config import PRODUCER_REGISTERS, WARPGROUP, GemmConfig
 from .launch import with_dependent_launch
 from .operands import AOperand
 from .scheduler import (
+    cluster_place,
     rounds,
     stream_k_run_tile,
     stream_k_tile_coordinates,
@@ -152,7 +153,26 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
     cluster, cluster_n = cfg.cluster, cfg.cluster_n
     # A cluster along N: CTA ``rank`` loads rows ``rank * share ..`` of the A tile and
     # multicasts them to every CTA of the cluster (a mask: each CTA's rows are its own).
-    share, every_cta = cfg.a_share_rows, (1 << cfg.cluster_n) - 1
+    # In a 2-D cluster the CTAs of row ``rank % cluster`` share A (CTA ``rank`` sends
+    # share ``rank // cluster`` of it to them) and those of column ``rank // cluster``
+    # share B (CTA ``rank`` sends share ``rank % cluster``): two masks of the rank.
+    share, b_share = cfg.a_share_rows, cfg.b_share_rows
+    two_d = cluster > 1 and cluster_n > 1
+    row_ctas = sum(1 << (cluster * column) for column in range(cluster_n))
+    column_ctas = (1 << cluster) - 1
+
+    def a_part(rank):
+        return cluster_place(cfg, rank)[1] if two_d else rank
+
+    def a_mask(rank):
+        if not two_d:
+            return row_ctas
+        return T.Cast("uint16", T.shift_left(T.int32(row_ctas), cluster_place(cfg, rank)[0]))
+
+    def b_mask(rank):
+        # A 16-bit operand (the ``h`` class of the multicast mask).
+        return T.Cast("uint16", T.shift_left(T.int32(column_ctas),
+                                             cluster * cluster_place(cfg, rank)[1]))
     kn = cfg.b_layout == "kn"
     tile_bytes = cfg.a_tile_bytes + cfg.b_tile_bytes
     pieces, piece = cfg.a_pieces, cfg.a_copy_k
@@ -179,23 +199,24 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                 ring.producer_commit(it, tile_bytes)
             if cluster_n > 1:
                 # The cluster's CTAs share the A tile: each loads its own rows into all.
+                mine = T.meta_var(a_part(rank) * share)
+                first = T.meta_var(mb * bm + a_part(place) * share)
                 if pieces == 1:
-                    Tx.copy_async(a_ring[s, rank * share:rank * share + share, :],
-                                  A[mb * bm + place * share:mb * bm + place * share + share,
-                                    k0:k0 + bk],
+                    Tx.copy_async(a_ring[s, mine:mine + share, :],
+                                  A[first:first + share, k0:k0 + bk],
                                   dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                                  l2_promotion=promotion, multicast=every_cta, tensormap=a_map)
+                                  l2_promotion=promotion, multicast=a_mask(rank),
+                                  tensormap=a_map)
                 else:
                     for p in T.unroll(pieces):
                         if k0 + p * piece < cfg.k:
-                            Tx.copy_async(a_ring[s, rank * share:rank * share + share,
+                            Tx.copy_async(a_ring[s, mine:mine + share,
                                                  p * piece:p * piece + piece],
-                                          A[mb * bm + place * share:
-                                            mb * bm + place * share + share,
+                                          A[first:first + share,
                                             k0 + p * piece:k0 + p * piece + piece],
                                           dispatch="tma", mbar=ring.full_barrier(it),
                                           oob="zero", l2_promotion=promotion,
-                                          multicast=every_cta, tensormap=a_map)
+                                          multicast=a_mask(rank), tensormap=a_map)
             elif pieces == 1:
                 Tx.copy_async(a_ring[s, :, :], A[mb * bm:mb * bm + bm, k0:k0 + bk],
                               dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
@@ -210,7 +231,16 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                                         k0 + p * piece:k0 + p * piece + piece],
                                       dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
                                       l2_promotion=promotion, tensormap=a_map)
-            if cluster > 1:
+            if two_d:
+                # The CTAs of this column share the B tile: each loads its rows into them.
+                mine_b = T.meta_var(cluster_place(cfg, rank)[0] * b_share)
+                first_b = T.meta_var(nb * bn + cluster_place(cfg, place)[0] * b_share)
+                Tx.copy_async(b_ring[s, mine_b:mine_b + b_share, :],
+                              B[first_b:first_b + b_share, k0:k0 + bk],
+                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                              l2_promotion=promotion, multicast=b_mask(rank),
+                              tensormap=b_map)
+            elif cluster > 1:
                 # The cluster's CTAs share the B tile: each loads 1/cluster of it into all.
                 if kn:
                     Tx.copy_async(b_ring[s, :, :], B[k0:k0 + bk, nb * bn:nb * bn + bn],

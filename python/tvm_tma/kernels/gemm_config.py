@@ -118,11 +118,16 @@ class GemmConfig:
     #: adjacent tiles of one column block and multicast the B tile they share: each loads
     #: half.
     cluster: int = 1
-    #: CTAs per cluster along N (1, 2 or 4; only with ``cluster`` 1). With more than one,
-    #: the CTAs of a cluster compute horizontally adjacent tiles of one row block and
-    #: multicast the A tile they share: each loads ``block_m / cluster_n`` of its rows into
-    #: every CTA. A is the larger operand of a narrow tile (128 x 64: two thirds of each K
-    #: step's bytes), so this is the cluster of problems with few, narrow tiles.
+    #: CTAs per cluster along N (1, 2 or 4). With more than one, the CTAs of a cluster
+    #: compute horizontally adjacent tiles of one row block and multicast the A tile they
+    #: share: each loads ``block_m / cluster_n`` of its rows into every CTA. A is the larger
+    #: operand of a narrow tile (128 x 64: two thirds of each K step's bytes), so this is
+    #: the cluster of problems with few, narrow tiles. With ``cluster`` 2 too the cluster
+    #: is two-dimensional (2x2, 2x4; B as N x K): CTA rank ``r`` computes row ``r %
+    #: cluster`` and column ``r // cluster`` of the cluster's tiles, sends its share of A
+    #: to the CTAs of its row and its share of B to those of its column, so each K step a
+    #: CTA loads ``block_m / cluster_n + block_n / cluster`` rows (2x2 on 128 x 256 tiles:
+    #: 192, against 256 in 2x1 clusters).
     cluster_n: int = 1
     #: Parts K is cut into. With more than one, each part's product is added into C with a
     #: TMA reduce-add store: the kernel computes C += A @ B (C must hold zeros for C = A @ B).
@@ -288,6 +293,12 @@ class GemmConfig:
     def a_share_rows(self) -> int:
         """Rows of the A tile each CTA of a cluster along N loads and multicasts."""
         return self.block_m // self.cluster_n
+
+    @property
+    def b_share_rows(self) -> int:
+        """Rows of the B tile (N x K) each CTA of a cluster along M loads and
+        multicasts."""
+        return self.block_n // self.cluster
 
     @property
     def m_groups(self) -> int:
@@ -625,8 +636,8 @@ class GemmConfig:
         if self.cluster not in (1, 2):
             raise ValueError(f"cluster={self.cluster}: 1 or 2 CTAs (2x1, sharing B)")
         if self.cluster_n not in (1, 2, 4):
-            raise ValueError(f"cluster_n={self.cluster_n}: 1, 2 or 4 CTAs (1x{self.cluster_n}, "
-                             f"sharing A)")
+            raise ValueError(f"cluster_n={self.cluster_n}: 1, 2 or 4 CTAs ({self.cluster}x"
+                             f"{self.cluster_n}, sharing A)")
         if self.cluster_n > 1:
             self._check_cluster_n()
         if self.ctas % self.cluster_size:
@@ -714,11 +725,13 @@ class GemmConfig:
     def _check_cluster_n(self) -> None:
         """A cluster along N shares A: each CTA loads ``block_m / cluster_n`` rows of it (16
         at the fewest, so every share starts on a whole 8-row group of the slot: the 128B
-        swizzle's 1024-byte period, a wgmma core matrix's 8 rows). One cluster shape at a
-        time: a 2-D cluster would multicast each operand to a subset of its CTAs."""
-        if self.cluster > 1:
-            raise ValueError(f"cluster={self.cluster} with cluster_n={self.cluster_n}: a "
-                             f"cluster shares B (along M) or A (along N), not both")
+        swizzle's 1024-byte period, a wgmma core matrix's 8 rows). A two-dimensional
+        cluster (``cluster`` 2 too) sends each CTA's B rows to the CTAs of its column with
+        a mask, which the K x N slot (64-column atoms split by columns) does not take."""
+        if self.cluster > 1 and self.b_layout != "nk":
+            raise ValueError(f"cluster={self.cluster} with cluster_n={self.cluster_n} and "
+                             f"b_layout={self.b_layout!r}: a two-dimensional cluster takes B "
+                             f"as N x K ('nk'; each CTA multicasts whole rows of B)")
         if self.stream_k:
             raise ValueError(f"stream_k with cluster_n={self.cluster_n}: stream-K runs "
                              f"clusters along M only (cluster_n=1)")

@@ -99,10 +99,21 @@ def unit_coordinates(cfg: GemmConfig, unit, rank):
 def cluster_block(cfg: GemmConfig, mg, ng, rank):
     """(row block, column block) of cluster rank ``rank`` in the cluster tile (``mg``,
     ``ng``) of the tile order (whose blocks are ``cluster`` rows by ``cluster_n``
-    columns)."""
+    columns): rank ``r`` is row ``r % cluster`` and column ``r // cluster`` of it
+    (:func:`cluster_place`)."""
     if cfg.cluster_n == 1:
         return mg * cfg.cluster + rank, ng
-    return mg, ng * cfg.cluster_n + rank
+    if cfg.cluster == 1:
+        return mg, ng * cfg.cluster_n + rank
+    row, column = cluster_place(cfg, rank)
+    return mg * cfg.cluster + row, ng * cfg.cluster_n + column
+
+
+def cluster_place(cfg: GemmConfig, rank):
+    """(row, column) of cluster rank ``rank`` among the cluster's ``cluster`` x
+    ``cluster_n`` tiles: the CTAs of one row share A tiles, those of one column B
+    tiles."""
+    return rank % cfg.cluster, rank // cfg.cluster
 
 
 def tail_unit(cfg: GemmConfig, worker):

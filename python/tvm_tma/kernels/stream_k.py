@@ -39,6 +39,7 @@ import numpy as np
 from tvm.script import tirx as T
 
 from .gemm_config import WARPGROUP, GemmConfig
+from .residency import resident_ctas
 
 #: Named barrier the fix-up's consumer threads meet at (the cooperative epilogue's: the
 #: same threads, in the same order).
@@ -72,22 +73,35 @@ def workspace(cfg: GemmConfig, device) -> list:
 
 
 def check_resident(cfg: GemmConfig, sm_count: int | None) -> None:
-    """Refuse a stream-K (or ordered split-K) grid larger than the GPU: its owners spin on
-    flags that other CTAs set, so every CTA must be resident at once (one per SM: the ring
-    fills shared memory). ``sm_count`` None (no device to ask) checks nothing."""
+    """Refuse a stream-K (or ordered split-K) grid larger than the GPU holds at once: its
+    owners spin on flags that other CTAs set, so every CTA must be resident at once (one
+    per SM: the ring fills shared memory; clusters of more than 2 CTAs fewer,
+    :func:`resident_ctas`). ``sm_count`` None (no device to ask) checks nothing."""
     waits = ("stream_k" if cfg.stream_k else "split_k_ordered" if cfg.split_k_ordered
              else "tail_split" if cfg.tail_split > 1 else "")
     if waits:
-        refuse_grid_past_gpu(waits, cfg.ctas, sm_count)
+        refuse_grid_past_gpu(waits, cfg.ctas, sm_count, cfg.cluster_size)
 
 
-def refuse_grid_past_gpu(waits: str, ctas: int, sm_count: int | None) -> None:
+def refuse_grid_past_gpu(waits: str, ctas: int, sm_count: int | None,
+                         cluster_size: int = 1) -> None:
     """Refuse ``ctas`` CTAs that wait on each other (``waits`` names the option) on a GPU
-    of ``sm_count`` SMs: they must all be resident at once. None checks nothing."""
-    if sm_count is not None and ctas > sm_count:
-        raise ValueError(f"{waits} with ctas={ctas} on a GPU of {sm_count} SMs: "
-                         f"its CTAs wait on each other, so every CTA must be resident at "
-                         f"once (ctas at most the SM count)")
+    of ``sm_count`` SMs in clusters of ``cluster_size``: they must all be resident at
+    once. None checks nothing."""
+    if sm_count is None:
+        return
+    resident = resident_ctas(sm_count, cluster_size)
+    if resident is None:
+        raise ValueError(f"{waits} in clusters of {cluster_size} CTAs on a GPU of "
+                         f"{sm_count} SMs: its CTAs wait on each other, so every CTA must "
+                         f"be resident at once, and how many clusters of {cluster_size} "
+                         f"this GPU holds at once is not known here")
+    if ctas > resident:
+        where = ("the SM count" if resident == sm_count else
+                 f"{resident}: a GPC holds whole clusters of {cluster_size} CTAs")
+        raise ValueError(f"{waits} with ctas={ctas} on a GPU of {sm_count} SMs: its CTAs "
+                         f"wait on each other, so every CTA must be resident at once "
+                         f"(ctas at most {where})")
 
 
 def check_workspace_left_clean(cfg: GemmConfig, arguments: list) -> None:

@@ -81,6 +81,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
+from .residency import resident_ctas
+
 
 class Tiling(Protocol):
     """What the model reads of a configuration (:class:`~.gemm_config.GemmConfig`, which
@@ -539,6 +541,7 @@ def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
             options):
         chosen = on_half_rows(chosen)
         chosen = trimmed(chosen)
+        chosen = in_two_by_two(chosen)
     if "l2_promotion" not in options and streams_weights(chosen):
         chosen = replace(chosen, l2_promotion=WEIGHT_STREAM_PROMOTION)
     return chosen
@@ -573,6 +576,39 @@ def trimmed(cfg: Tiling) -> Tiling:
     fitting = [s for s in range(TRIM_MIN_STAGES, TRIM_MAX_STAGES + 1)
                if _runs(replace(narrow, stages=s))]
     return replace(narrow, stages=fitting[-1]) if fitting else cfg
+
+
+def in_two_by_two(cfg: Tiling) -> Tiling:
+    """``cfg``'s 2x1 clusters as 2x2 ones on as many CTAs as the GPU of ``cfg.ctas`` SMs
+    keeps resident in clusters of 4 (:func:`.residency.resident_ctas`: 120 of 132; a grid
+    of 33 such clusters runs 3 after the others, 10000 x 1000 x 1000 59 us against 39 us
+    for 2x1 clusters on 132 CTAs; not where the count was not measured) (each CTA then
+    loads half of A's rows and half of B's a K step, where a 2x1 cluster loads all of A's:
+    128 x 128 tiles 128 rows against 192) where the operands' rows straddle L2 lines, the
+    problem is at least as wide as it is tall (column blocks at least the row blocks), and
+    both run their tiles in one round. Cooperative tiles of 16-bit inputs with B as N x K
+    (what was measured).
+
+    H200, same runs, 2x2 / 2x1 time: 600 x 2224 x 3000 0.76-0.86, 600 x 5680 x 3000 0.84,
+    384 x 5680 x 5680 0.85-0.89, 256 x 5000 x 3000 0.87-0.89, 500 x 3000 x 3000 0.88,
+    384 x 3072 x 1000 0.91-0.96, 700 x 5000 x 1112 0.96-0.99, and 0.98-1.05 (as fast, within
+    the runs' noise) on nine more: 1200 x 2224 x 4000, 1200 x 3000 x 1000 and 4000, 900 x
+    3336 x 4000, 500 x 7000 x 5680, 1000 x 2224 x 2000, 384 x 11520 x 1112, 300 x 11520 x
+    5680, 777 x 3336 x 1112. Taller problems lost (1536 x 1024 x 2000 1.035, 2500 x 600 x
+    3000 1.05: 12 and 20 row blocks on 8 and 5 column blocks), so they keep 2x1."""
+    if (cfg.cluster, cfg.cluster_n) != (2, 1) or cfg.schedule != "cooperative":
+        return cfg
+    if cfg.split_k != 1 or cfg.stream_k or cfg.tail_split != 1 or cfg.work_units > cfg.workers:
+        return cfg
+    if cfg.element_bytes != 2 or cfg.b_layout != "nk" or not rows_straddle_lines(cfg):
+        return cfg
+    resident = resident_ctas(cfg.ctas, 4)
+    if cfg.n_blocks < cfg.m_blocks or resident is None:
+        return cfg
+    square = replace(cfg, cluster_n=2, ctas=resident)
+    if square.work_units > square.workers or not _runs(square):
+        return cfg
+    return square
 
 
 def c_stage_widths(block_n: int) -> list[int]:
