@@ -9,6 +9,7 @@
 #ifdef TVM_TMA_HAVE_CUDA_H
 #include <cuda.h>
 
+#include <cstddef>
 #include <type_traits>
 
 #include "cuda_driver.h"
@@ -44,7 +45,50 @@ static_assert(SameAbi<cu::TensorMapEncodeTiledFn, decltype(&cuTensorMapEncodeTil
 static_assert(SameAbi<cu::TensorMapEncodeIm2colFn, decltype(&cuTensorMapEncodeIm2col)>::value,
               "cuTensorMapEncodeIm2col signature");
 
+static_assert(SameAbi<cu::DeviceGetFn, decltype(&cuDeviceGet)>::value, "cuDeviceGet");
+static_assert(SameAbi<cu::DevicePrimaryCtxRetainFn, decltype(&cuDevicePrimaryCtxRetain)>::value,
+              "cuDevicePrimaryCtxRetain");
+static_assert(SameAbi<cu::DevicePrimaryCtxReleaseFn,
+                      decltype(&cuDevicePrimaryCtxRelease)>::value,
+              "cuDevicePrimaryCtxRelease");
+static_assert(SameAbi<cu::ModuleLoadDataFn, decltype(&cuModuleLoadData)>::value,
+              "cuModuleLoadData");
+static_assert(SameAbi<cu::ModuleGetFunctionFn, decltype(&cuModuleGetFunction)>::value,
+              "cuModuleGetFunction");
+static_assert(SameAbi<cu::FuncSetAttributeFn, decltype(&cuFuncSetAttribute)>::value,
+              "cuFuncSetAttribute");
+static_assert(SameAbi<cu::OccupancyMaxActiveClustersFn,
+                      decltype(&cuOccupancyMaxActiveClusters)>::value,
+              "cuOccupancyMaxActiveClusters");
+
 }  // namespace
+
+// The launch configuration the occupancy query reads: same size and field offsets.
+static_assert(sizeof(CUlaunchAttributeValue) == sizeof(cu::LaunchAttributeValue),
+              "CUlaunchAttributeValue size");
+static_assert(sizeof(CUlaunchAttribute) == sizeof(cu::LaunchAttribute), "CUlaunchAttribute");
+static_assert(offsetof(CUlaunchAttribute, value) == offsetof(cu::LaunchAttribute, value),
+              "CUlaunchAttribute.value offset");
+static_assert(offsetof(CUlaunchAttributeValue, clusterDim) ==
+                  offsetof(cu::LaunchAttributeValue, cluster_dim),
+              "clusterDim offset");
+static_assert(sizeof(CUlaunchConfig) == sizeof(cu::LaunchConfig), "CUlaunchConfig size");
+static_assert(offsetof(CUlaunchConfig, sharedMemBytes) ==
+                  offsetof(cu::LaunchConfig, shared_mem_bytes),
+              "CUlaunchConfig.sharedMemBytes offset");
+static_assert(offsetof(CUlaunchConfig, attrs) == offsetof(cu::LaunchConfig, attrs),
+              "CUlaunchConfig.attrs offset");
+static_assert(offsetof(CUlaunchConfig, numAttrs) == offsetof(cu::LaunchConfig, num_attrs),
+              "CUlaunchConfig.numAttrs offset");
+static_assert(CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION == cu::kLaunchAttributeClusterDimension,
+              "CLUSTER_DIMENSION");
+static_assert(CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES ==
+                  cu::kFuncAttributeMaxDynamicSharedSizeBytes,
+              "MAX_DYNAMIC_SHARED_SIZE_BYTES");
+static_assert(CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED ==
+                  cu::kFuncAttributeNonPortableClusterSizeAllowed,
+              "NON_PORTABLE_CLUSTER_SIZE_ALLOWED");
+static_assert(sizeof(CUdevice) == sizeof(cu::Device), "CUdevice size");
 
 static_assert(sizeof(CUtensorMap) == sizeof(cu::TensorMap), "CUtensorMap size");
 static_assert(sizeof(CUdeviceptr) == sizeof(cu::DevicePtr), "CUdeviceptr size");

@@ -93,6 +93,49 @@ using TensorMapEncodeIm2colFn = Result (*)(TensorMap* map, int data_type, uint32
                                            const uint32_t* element_strides, int interleave,
                                            int swizzle, int l2_promotion, int oob_fill);
 
+// Cluster residency (src/cluster_occupancy.cc): a probe kernel is loaded from PTX and the
+// driver's occupancy calculator is asked how many clusters of it fit at once.
+using Device = int;
+using Module = void*;
+using Function = void*;
+// CUfunction_attribute values.
+constexpr int kFuncAttributeMaxDynamicSharedSizeBytes = 8;
+constexpr int kFuncAttributeNonPortableClusterSizeAllowed = 14;
+// CUlaunchAttributeID of the cluster shape.
+constexpr int kLaunchAttributeClusterDimension = 4;
+
+// CUlaunchAttributeValue: a 64-byte union; only the cluster shape is written here.
+union LaunchAttributeValue {
+  char pad[64];
+  struct {
+    unsigned int x, y, z;
+  } cluster_dim;
+};
+// CUlaunchAttribute: the id, padded to 8 bytes, then the value.
+struct LaunchAttribute {
+  int id;
+  char pad[8 - sizeof(int)];
+  LaunchAttributeValue value;
+};
+// CUlaunchConfig.
+struct LaunchConfig {
+  unsigned int grid_dim_x, grid_dim_y, grid_dim_z;
+  unsigned int block_dim_x, block_dim_y, block_dim_z;
+  unsigned int shared_mem_bytes;
+  void* stream;
+  LaunchAttribute* attrs;
+  unsigned int num_attrs;
+};
+
+using DeviceGetFn = Result (*)(Device* device, int ordinal);
+using DevicePrimaryCtxRetainFn = Result (*)(Context* ctx, Device device);
+using DevicePrimaryCtxReleaseFn = Result (*)(Device device);
+using ModuleLoadDataFn = Result (*)(Module* module, const void* image);
+using ModuleGetFunctionFn = Result (*)(Function* function, Module module, const char* name);
+using FuncSetAttributeFn = Result (*)(Function function, int attribute, int value);
+using OccupancyMaxActiveClustersFn = Result (*)(int* clusters, Function function,
+                                                const LaunchConfig* config);
+
 }  // namespace cu
 
 // The driver entry points resolved from libcuda.so.1. Loaded once per process; never unloaded,
@@ -115,6 +158,15 @@ struct CudaDriver {
   cu::CtxGetCurrentFn ctx_get_current = nullptr;
   cu::CtxPushCurrentFn ctx_push_current = nullptr;
   cu::CtxPopCurrentFn ctx_pop_current = nullptr;
+  // Optional: the cluster residency query (tvm_tma.max_active_clusters) needs all of them
+  // (CUDA 12.0+ drivers have them); without them it is refused with rule 'driver'.
+  cu::DeviceGetFn device_get = nullptr;
+  cu::DevicePrimaryCtxRetainFn primary_ctx_retain = nullptr;
+  cu::DevicePrimaryCtxReleaseFn primary_ctx_release = nullptr;
+  cu::ModuleLoadDataFn module_load_data = nullptr;
+  cu::ModuleGetFunctionFn module_get_function = nullptr;
+  cu::FuncSetAttributeFn func_set_attribute = nullptr;
+  cu::OccupancyMaxActiveClustersFn occupancy_max_active_clusters = nullptr;
   // Optional: only used to make error messages readable.
   cu::GetErrorStringFn get_error_name = nullptr;
   cu::GetErrorStringFn get_error_string = nullptr;

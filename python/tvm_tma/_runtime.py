@@ -4,7 +4,8 @@ The library registers global functions in the tvm-ffi registry when it is loaded
 (``tvm_tma.encode_tiled``, ``tvm_tma.validate_tiled``, ``tvm_tma.validate_tiled_static``,
 their im2col counterparts ``tvm_tma.encode_im2col``, ``tvm_tma.validate_im2col``,
 ``tvm_tma.validate_im2col_static``, and ``tvm_tma.encode_count``,
-``tvm_tma.driver_available``, ``tvm_tma.driver_error``, ``tvm_tma.descriptor_cache_*``).
+``tvm_tma.driver_available``, ``tvm_tma.driver_error``, ``tvm_tma.descriptor_cache_*``,
+``tvm_tma.max_active_clusters``).
 Generated host code reaches them by name through ``T.call_packed``, so loading the library
 once per process is all that is needed; nothing is looked up from it directly.
 """

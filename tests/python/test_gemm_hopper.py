@@ -549,6 +549,12 @@ def test_ordered_parts_in_clusters_of_four_fit_the_clusters_a_gpu_holds():
     with pytest.raises(ValueError, match=re.escape(
             "tail_split in clusters of 8 CTAs on a GPU of 132 SMs")):
         check_resident(replace(square, cluster_n=4, ctas=128), 132)
+    # What the device's driver answers wins over the measured table (a chip whose GPCs
+    # hold 29 clusters of 4), and makes clusters of 8 checkable.
+    with pytest.raises(ValueError, match=re.escape("(ctas at most 116: a GPC holds whole "
+                                                   "clusters of 4 CTAs)")):
+        check_resident(replace(square, ctas=120), 132, resident=116)
+    check_resident(replace(square, cluster_n=4, ctas=128), 132, resident=128)
 
 
 def _stream_k_runs(cfg: GemmConfig) -> list[tuple[int, int]]:

@@ -452,3 +452,38 @@ def test_a_cache_hit_still_checks_the_allocation():
         _encoded(SEED, address)
     assert hex(address) in str(info.value)
     assert tuple(cache_stats())[:2] == (1, 1)
+
+
+max_active_clusters = tvm_ffi.get_global_func("tvm_tma.max_active_clusters")
+
+
+@pytest.mark.parametrize("shape, value", [((0, 0, 384, 1024), "cluster_size=0"),
+                                          ((0, 17, 384, 1024), "cluster_size=17"),
+                                          ((0, 4, 0, 1024), "threads=0"),
+                                          ((0, 4, 384, -1), "shared_bytes=-1")], ids=str)
+def test_max_active_clusters_refuses_a_launch_shape_no_gpu_runs(shape, value):
+    """The residency query checks its launch shape before it touches the driver."""
+    with pytest.raises(ValueError, match="rule 'cluster-size'") as info:
+        max_active_clusters(*shape)
+    assert value in str(info.value)
+
+
+@needs_driver
+def test_max_active_clusters_counts_whole_clusters_a_gpu_holds():
+    """The driver's answer for a TMA kernel's launch (384 threads, 227 KiB of shared memory:
+    one CTA an SM): every SM in clusters of 1 and 2 (an SM pair is a TPC), whole clusters of
+    4 that leave SMs of some GPCs idle, and the measured count where it was measured
+    (kernels/residency.py), which the default 2x2 grid takes."""
+    tvm = pytest.importorskip("tvm")
+    from tvm_tma.kernels.residency import RESIDENT_IN_CLUSTERS_OF_4, resident_on_device
+
+    sms = tvm.cuda(0).multi_processor_count
+    shared = 227 * 1024
+    assert max_active_clusters(0, 1, 384, shared) == sms
+    assert max_active_clusters(0, 2, 384, shared) == sms // 2
+    fours = resident_on_device(0, 4, 384, shared)
+    assert fours % 4 == 0 and 0 < fours <= sms
+    if sms in RESIDENT_IN_CLUSTERS_OF_4:
+        assert fours == RESIDENT_IN_CLUSTERS_OF_4[sms]
+    # Half the shared memory: two CTAs an SM.
+    assert max_active_clusters(0, 1, 384, 100 * 1024) == 2 * sms

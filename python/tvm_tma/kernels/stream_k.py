@@ -39,7 +39,7 @@ import numpy as np
 from tvm.script import tirx as T
 
 from .gemm_config import WARPGROUP, GemmConfig
-from .residency import resident_ctas
+from .residency import resident_ctas, resident_on_device
 
 #: Named barrier the fix-up's consumer threads meet at (the cooperative epilogue's: the
 #: same threads, in the same order).
@@ -59,12 +59,15 @@ def workspace(cfg: GemmConfig, device) -> list:
     slots (contents never read before written) and the flags (zeros; every launch leaves
     them zero). Empty for any other configuration. Keep them for later launches of the
     same configuration: reusing them is what a benchmark should time. Refuses a grid
-    larger than ``device``'s SM count (:func:`check_resident`)."""
+    larger than ``device`` holds at once, as its driver answers for the kernel's cluster,
+    threads and shared memory (:func:`check_resident`)."""
     import tvm
 
     if not (cfg.stream_k or cfg.order_waits):
         return []
-    check_resident(cfg, device.multi_processor_count)
+    check_resident(cfg, device.multi_processor_count,
+                   resident_on_device(device.index, cfg.cluster_size, cfg.threads,
+                                      cfg.shared_bytes))
     slots, flags = workspace_shapes(cfg)
     flag_tensor = tvm.runtime.tensor(np.zeros(flags, dtype=np.int32), device)
     if cfg.order_waits:
@@ -72,25 +75,30 @@ def workspace(cfg: GemmConfig, device) -> list:
     return [tvm.runtime.tensor(np.zeros(slots, dtype=np.float32), device), flag_tensor]
 
 
-def check_resident(cfg: GemmConfig, sm_count: int | None) -> None:
+def check_resident(cfg: GemmConfig, sm_count: int | None, resident: int | None = None
+                   ) -> None:
     """Refuse a stream-K (or ordered split-K) grid larger than the GPU holds at once: its
     owners spin on flags that other CTAs set, so every CTA must be resident at once (one
-    per SM: the ring fills shared memory; clusters of more than 2 CTAs fewer,
-    :func:`resident_ctas`). ``sm_count`` None (no device to ask) checks nothing."""
+    per SM: the ring fills shared memory; in clusters of 4, 120 of 132 SMs). ``resident``:
+    the CTAs the device's driver keeps resident in ``cfg``'s clusters
+    (:func:`.residency.resident_on_device`), else the measured count
+    (:func:`.residency.resident_ctas`). ``sm_count`` None (no device) checks nothing."""
     waits = ("stream_k" if cfg.stream_k else "split_k_ordered" if cfg.split_k_ordered
              else "tail_split" if cfg.tail_split > 1 else "")
     if waits:
-        refuse_grid_past_gpu(waits, cfg.ctas, sm_count, cfg.cluster_size)
+        refuse_grid_past_gpu(waits, cfg.ctas, sm_count, cfg.cluster_size, resident)
 
 
 def refuse_grid_past_gpu(waits: str, ctas: int, sm_count: int | None,
-                         cluster_size: int = 1) -> None:
+                         cluster_size: int = 1, resident: int | None = None) -> None:
     """Refuse ``ctas`` CTAs that wait on each other (``waits`` names the option) on a GPU
-    of ``sm_count`` SMs in clusters of ``cluster_size``: they must all be resident at
-    once. None checks nothing."""
+    of ``sm_count`` SMs in clusters of ``cluster_size``, of which ``resident`` CTAs run at
+    once (None: the measured count): they must all be resident at once. ``sm_count`` None
+    checks nothing."""
     if sm_count is None:
         return
-    resident = resident_ctas(sm_count, cluster_size)
+    if resident is None:
+        resident = resident_ctas(sm_count, cluster_size)
     if resident is None:
         raise ValueError(f"{waits} in clusters of {cluster_size} CTAs on a GPU of "
                          f"{sm_count} SMs: its CTAs wait on each other, so every CTA must "
