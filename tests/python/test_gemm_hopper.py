@@ -138,6 +138,9 @@ CASES = [
                cluster=2, cluster_n=2, ctas=8, dtype="float16"),
     GemmConfig(1300, 1000, 1000, cluster=2, cluster_n=2, tail_split=2, ctas=20),
     GemmConfig.for_problem(600, 2224, 3000),
+    # The model's ping-pong 64 x 256 tiles for a few row blocks (300 rows: 5 of 64, the
+    # last 44 rows; one tile a CTA, 115 of them).
+    GemmConfig.for_problem(300, 5680, 2224),
     # 192-row tiles, three consumer warpgroups of 64 rows: ragged M, N and K (1000 rows:
     # 6 row blocks, the last 40 rows) on 5 CTAs (two rounds), the K x N B in fp16 at 192
     # columns (96 accumulators a thread), and the tail split (12 tiles on 9 CTAs: 3 left

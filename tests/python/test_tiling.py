@@ -30,6 +30,7 @@ from tvm_tma.kernels.tiling import (
     in_tail_parts,
     in_two_by_two,
     on_half_rows,
+    on_wide_half_rows,
     ranked,
     rows_straddle_lines,
     step_cost,
@@ -343,6 +344,35 @@ def test_wide_straddled_problems_of_one_round_take_2x2_clusters_on_the_resident_
     assert GemmConfig.for_problem(600, 2224, 3000, cluster=2).cluster_n == 1
 
 
+def test_a_few_row_blocks_take_64_x_256_tiles_where_they_fill_one_wave():
+    """M of 65 to 512 and no multiple of 128, rows of whole 32-byte sectors, and 64 x 256
+    tiles filling at least 80% of one wave: ping-pong 64 x 256 tiles, no cluster, no K
+    split (on_wide_half_rows). Measured on the H200."""
+    def picked(m, n, k, **options):
+        cfg = GemmConfig.for_problem(m, n, k, **options)
+        return (cfg.schedule, cfg.block_m, cfg.block_n, cfg.stages, cfg.cluster_size,
+                cfg.split_k, cfg.ctas, cfg.num_tiles)
+
+    wide_half = ("pingpong", 64, 256, 5, 1, 1, 132)
+    assert picked(300, 5680, 2224) == (*wide_half, 115)  # was 128 x 192 in 2x2 clusters
+    assert picked(333, 4440, 2224) == (*wide_half, 108)
+    assert picked(500, 4096, 4000) == (*wide_half, 128)  # was 128 x 256 in 2 K parts
+    assert picked(350, 5000, 8192) == (*wide_half, 120)
+    # Rows straddling 32-byte sectors (K = 3000, 1000), M of 600, M = 256 (a multiple of
+    # 128), 80 tiles (61% of a wave), 200 tiles (two rounds): not taken.
+    assert picked(300, 4096, 3000)[:3] == ("cooperative", 128, 128)
+    assert picked(400, 4608, 1000)[1] == 128
+    assert picked(600, 3200, 2224)[1] == 128
+    assert picked(256, 8192, 3072)[1] == 128
+    assert picked(256, 5000, 2048)[1] == 128
+    assert picked(296, 10000, 5680)[1] == 192
+    # The caller's tile or split stays.
+    assert picked(300, 5680, 2224, block_n=192)[1:3] == (128, 192)
+    assert picked(300, 5680, 2224, cluster=2)[1] == 128
+    chosen = GemmConfig(300, 5680, 2224, block_n=192, stages=5, epilogue_n=64, cluster=2)
+    assert on_wide_half_rows(replace(chosen, dtype="float8_e4m3fn")).block_m == 128
+
+
 def test_straddled_rows_price_a_k_step_by_the_bytes_it_loads():
     """Where rows straddle L2 lines a K step costs at least its bytes against a 128 x 256
     tile's in the same cluster shape."""
@@ -417,8 +447,11 @@ def test_the_default_runs_on_any_problem():
             cfg = GemmConfig.for_problem(m, n, k, dtype=dtype)
             cfg.check()
             if cfg.block_m == 64:
+                # The 64-row forms of the 128-row choice: on_half_rows', or
+                # on_wide_half_rows' (after the trim).
                 whole = GemmConfig.for_problem(m, n, k, dtype=dtype, block_m=128)
-                assert replace(on_half_rows(whole), l2_promotion=cfg.l2_promotion) == cfg
+                halves = (on_half_rows(whole), on_wide_half_rows(trimmed(whole)))
+                assert cfg in [replace(h, l2_promotion=cfg.l2_promotion) for h in halves]
                 cfg = whole
             if cfg.split_k == 1:
                 ranked_as = replace(cfg, l2_promotion=128)  # 256 where M is one row block

@@ -271,6 +271,18 @@ HALF_ROWS = {"block_m": 64, "block_n": 128, "stages": 9, "epilogue_n": 64,
 #: K steps at most of a problem whose too few 128-row tiles give way to plain 64-row ones
 #: (the GEMM's :func:`on_half_rows`, conv2d's ``_half_rows``).
 HALF_ROWS_SHORT_STEPS = 16
+#: The 64-row tiling :func:`on_wide_half_rows` takes: ping-pong (each consumer warpgroup a
+#: 64 x 256 tile; in one wave, one tile a CTA), 5 ring stages of 40 KiB beside two
+#: 64-column C stages.
+WIDE_HALF_ROWS = {"block_m": 64, "block_n": 256, "stages": 5, "epilogue_n": 64,
+                  "schedule": "pingpong"}
+#: Most rows of a problem :func:`on_wide_half_rows` takes 64-row tiles for (8 row blocks).
+WIDE_HALF_ROWS_MAX_M = 512
+#: Fewest of the CTAs one wave of :data:`WIDE_HALF_ROWS` tiles must fill.
+WIDE_HALF_ROWS_MIN_FILL = 0.8
+#: Bytes of an L2 sector: rows that are whole sectors straddle 128-byte lines without
+#: costing a load a sector more (:func:`on_wide_half_rows`).
+SECTOR_BYTES = 32
 #: The 64 x 64 tiling :func:`narrow_half_rows` takes where even 64 x 128 tiles leave most
 #: SMs idle: 12 ring stages of 16 KiB beside one 64-column C stage (as many as conv2d's
 #: ``MAX_STAGES`` allows; a short problem's whole K is then in flight at once).
@@ -541,6 +553,7 @@ def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
             options):
         chosen = on_half_rows(chosen)
         chosen = trimmed(chosen)
+        chosen = on_wide_half_rows(chosen)
         chosen = in_two_by_two(chosen)
     if "l2_promotion" not in options and streams_weights(chosen):
         chosen = replace(chosen, l2_promotion=WEIGHT_STREAM_PROMOTION)
@@ -609,6 +622,45 @@ def in_two_by_two(cfg: Tiling) -> Tiling:
     if square.work_units > square.workers or not _runs(square):
         return cfg
     return square
+
+
+def on_wide_half_rows(cfg: Tiling) -> Tiling:
+    """``cfg`` as 64 x 256 ping-pong tiles without a cluster (:data:`WIDE_HALF_ROWS`) where
+    M is at most :data:`WIDE_HALF_ROWS_MAX_M` and no multiple of 128, those tiles make one
+    wave at least
+    :data:`WIDE_HALF_ROWS_MIN_FILL` full, and the operands' rows are whole 32-byte sectors
+    (16-bit inputs, B as N x K: what was measured). A few row blocks of 128 leave the SMs
+    fewer, larger tiles (300 x 5680: 3 x 30 of 128 x 192, a quarter of them rows past M, in
+    2x2 clusters of 120 CTAs) where 64-row ones put one 64 x 256 tile on almost every SM.
+
+    H200, same runs, time of the default / of 64 x 256 tiles: 300 x 6400 x 5680 1.40,
+    350 x 5000 x 2000 1.40, 300 x 5680 x 2224 1.15-1.30, 300 x 6400 x 1024 1.18, 333 x 4440
+    x 2224 1.17, 200 x 8192 x 2224 1.09, 400 x 4608 x 2224 1.08, 500 x 4096 x 4000 1.08,
+    300 x 5680 x 10000 1.05, 250 x 7000 x 4000 1.03, 350 x 5000 x 8192 1.02, 250 x 7000 x
+    2048 0.99. Lost: rows that straddle 32-byte sectors (K = 1000, 1112, 3000: 0.81-0.97,
+    each 128-byte row piece one sector more, and a 64-row tile loads the most bytes per
+    product), M of 600 and more (600 x 3200 x 2224 0.87, 700 x 2816 x 1024 0.91, 600 x 3200
+    x 8192 0.89: ten or more row blocks re-read B), and one wave half full (296 x 10000 x
+    5680's 200 tiles in two rounds, 256 x 5000 x 3000's 80 tiles).
+
+    Checked on 24 problems it changed that were not in the list above (same runs, best of
+    two repetitions): where M is no multiple of 128, 300 x 5680 x 16384 1.43, 400 x 4096
+    x 400 1.39, 200 x 7000 x 16384 1.08, 300 x 5680 x 3072 1.08, 500 x 4096 x 16384 1.04,
+    100 x 16384 x 1024 1.03, 400 x 4096 x 128 1.01, 200 x 8192 x 12000 0.92 (two ordered
+    parts of 128 x 256 before), 100 x 16384 x 128 0.93 (two K steps); where it is one (no
+    rows past M in 128-row tiles) 0.94-1.36, six of fifteen 3-6% slower (256 x 8192 x 3072
+    0.94, 256 x 8192 x 256 0.95, 512 x 4096 x 5680 0.95), so those keep 128-row tiles."""
+    if cfg.block_m != 128 or cfg.element_bytes != 2 or cfg.b_layout != "nk":
+        return cfg
+    if not 64 < cfg.m <= WIDE_HALF_ROWS_MAX_M or cfg.m % 128 == 0:
+        return cfg
+    if cfg.k * cfg.element_bytes % SECTOR_BYTES:
+        return cfg
+    half = replace(cfg, **WIDE_HALF_ROWS, cluster=1, cluster_n=1, split_k=1,
+                   split_k_ordered=False, stream_k=False, tail_split=1)
+    if not WIDE_HALF_ROWS_MIN_FILL * half.ctas <= half.num_tiles <= half.ctas:
+        return cfg
+    return half if _runs(half) else cfg
 
 
 def c_stage_widths(block_n: int) -> list[int]:
