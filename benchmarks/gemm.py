@@ -47,6 +47,7 @@ from tvm_tma.kernels.fp8_reference import accumulation_terms
 from tvm_tma.kernels.gemm import gemm_kernel
 from tvm_tma.kernels.gemm_config import DTYPES_16, FP8_DTYPES, GemmConfig
 from tvm_tma.kernels.reference import error_bound, fp8_error_bound
+from tvm_tma.kernels.residency import resident_ctas
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
 from tvm_tma.kernels.tiling import estimate, in_tail_parts, ranked
 from tvm_tma.testing.runner import assemble, compile_kernel
@@ -64,23 +65,28 @@ FP8_PROBLEMS = [*PROBLEMS[:-1], (1000, 2000, 3008)]
 
 #: The sweep's tilings: (schedule, block_m, block_n, stages, epilogue_n, epilogue_buffers),
 #: the model's among them (128 x 160: C in 32-column 64B-swizzled stages; 192-row tiles of
-#: three warpgroups; 128 x 320 as two MMAs a k16 step, with two C stages). Cooperative
-#: warpgroups share a tile (a 64-row one is one warpgroup's: tiling.on_half_rows);
-#: ping-pong ones each take whole tiles in turns.
+#: three warpgroups; 128 x 320 as two MMAs a k16 step, with two C stages; ping-pong 64 x
+#: 256 with 5 stages: tiling.on_wide_half_rows). Cooperative warpgroups share a tile (a
+#: 64-row one is one warpgroup's: tiling.on_half_rows); ping-pong ones each take whole
+#: tiles in turns.
 SWEEP_TILINGS = [("cooperative", 128, 320, 3, 64, 2), ("cooperative", 128, 256, 4, 128, 1),
                  ("cooperative", 128, 256, 3, 0, 1), ("cooperative", 128, 192, 5, 64, 1),
                  ("cooperative", 128, 160, 6, 32, 1), ("cooperative", 128, 128, 6, 0, 1),
                  ("cooperative", 192, 192, 4, 64, 1), ("cooperative", 192, 160, 4, 32, 1),
                  ("cooperative", 192, 128, 5, 64, 1), ("cooperative", 64, 128, 9, 64, 1),
                  ("pingpong", 128, 128, 6, 64, 1), ("pingpong", 128, 128, 5, 128, 1),
-                 ("pingpong", 64, 256, 4, 128, 1)]
+                 ("pingpong", 64, 256, 4, 128, 1), ("pingpong", 64, 256, 5, 64, 1)]
+#: The sweep's cluster shapes (CTAs along M, along N): 2x2 clusters run on the CTAs the GPU
+#: keeps resident in clusters of 4 (kernels/residency.py: 120 of 132 SMs).
+SWEEP_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
 
 
 def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                 ctas: int, **options) -> list[GemmConfig]:
     """The default configuration, or (``sweep``) the grid around it: tiling and schedule,
-    no cluster, 2x1 clusters (B multicast) or 1x2 ones (A multicast) where there are row or
-    column blocks to pair, split-K 2 where the tiles alone leave SMs idle, stream-K, and
+    no cluster, 2x1 clusters (B multicast), 1x2 ones (A multicast) or 2x2 ones (both, on
+    the CTAs clusters of 4 keep resident) where there are row or column blocks to pair,
+    split-K 2 where the tiles alone leave SMs idle, stream-K, and
     the tiles past the last full wave in ordered parts (``tail_split``). FP8 tiles
     have the same bytes as 16-bit ones (K blocks of 128), so the grid is the same."""
     base = GemmConfig.for_problem(m, n, k, dtype=dtype, b_layout=b_layout, ctas=ctas,
@@ -89,11 +95,14 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
         return [base]
     found = []
     for schedule, block_m, block_n, stages, epilogue_n, buffers in SWEEP_TILINGS:
-        for cluster, cluster_n in ((1, 1), (2, 1), (1, 2)):
+        for cluster, cluster_n in SWEEP_CLUSTERS:
+            grid = resident_ctas(ctas, cluster * cluster_n)
+            if grid is None:
+                continue
             tiling = replace(base, schedule=schedule, block_m=block_m, block_n=block_n,
                              stages=stages, epilogue_n=epilogue_n, epilogue_buffers=buffers,
-                             cluster=cluster, cluster_n=cluster_n, stream_k=False,
-                             stream_k_waves=1, tail_split=1)
+                             cluster=cluster, cluster_n=cluster_n, ctas=grid,
+                             stream_k=False, stream_k_waves=1, tail_split=1)
             if tiling.cluster > tiling.m_blocks or tiling.cluster_n > tiling.n_blocks:
                 continue  # a CTA of every cluster would hold padding only
             splits = (1, 2) if tiling.num_tiles < 2 * ctas else (1,)
@@ -113,8 +122,8 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                 streamed = replace(base, schedule=schedule, block_m=block_m,
                                    block_n=block_n, stages=stages, epilogue_n=epilogue_n,
                                    epilogue_buffers=buffers, cluster=1, cluster_n=1,
-                                   split_k=1, stream_k=True, stream_k_waves=waves,
-                                   tail_split=1)
+                                   ctas=ctas, split_k=1, stream_k=True,
+                                   stream_k_waves=waves, tail_split=1)
                 try:
                     streamed.check()
                 except ValueError:
@@ -127,7 +136,8 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                                              block_n=block_n, stages=stages,
                                              epilogue_n=epilogue_n,
                                              epilogue_buffers=buffers, cluster=cluster,
-                                             cluster_n=1, split_k=1, split_k_ordered=False,
+                                             cluster_n=1, ctas=ctas, split_k=1,
+                                             split_k_ordered=False,
                                              stream_k=False, stream_k_waves=1, tail_split=1))
                 if tail is not None and tail not in found:
                     try:
