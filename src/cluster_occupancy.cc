@@ -46,47 +46,49 @@ void Check(const CudaDriver& driver, cu::Result rc, const char* call) {
   FailRule("driver", os.str());
 }
 
-// Makes the device's primary context current for the guard's lifetime (the one the CUDA
-// runtime, and so TVM and torch, use), leaving the caller's thread as it was.
-class PrimaryContext {
+// The device's primary context (the one the CUDA runtime, and so TVM and torch, use) and the
+// probe kernel loaded into it, once per device. The context stays retained for the life of
+// the process, as the module in it does: releasing it could destroy it (where no one else
+// holds it yet) and with it the module, leaving a stale handle for the next query.
+struct Probe {
+  cu::Context context = nullptr;
+  cu::Function function = nullptr;
+};
+
+// Makes `context` current for the guard's lifetime, leaving the caller's thread as it was.
+class CurrentContext {
  public:
-  PrimaryContext(const CudaDriver& driver, int ordinal) : driver_(driver) {
-    Check(driver, driver.device_get(&device_, ordinal), "cuDeviceGet");
-    cu::Context context = nullptr;
-    Check(driver, driver.primary_ctx_retain(&context, device_), "cuDevicePrimaryCtxRetain");
-    retained_ = true;
+  CurrentContext(const CudaDriver& driver, cu::Context context) : driver_(driver) {
     Check(driver, driver.ctx_push_current(context), "cuCtxPushCurrent");
-    pushed_ = true;
   }
-  ~PrimaryContext() {
+  ~CurrentContext() {
     cu::Context popped = nullptr;
-    if (pushed_) driver_.ctx_pop_current(&popped);
-    if (retained_) driver_.primary_ctx_release(device_);
+    driver_.ctx_pop_current(&popped);
   }
-  PrimaryContext(const PrimaryContext&) = delete;
-  PrimaryContext& operator=(const PrimaryContext&) = delete;
+  CurrentContext(const CurrentContext&) = delete;
+  CurrentContext& operator=(const CurrentContext&) = delete;
 
  private:
   const CudaDriver& driver_;
-  cu::Device device_ = 0;
-  bool retained_ = false;
-  bool pushed_ = false;
 };
 
-// The probe kernel of each device, loaded into its primary context once (the module lives as
-// long as the process, as the context does).
-cu::Function ProbeFunction(const CudaDriver& driver, int ordinal) {
+Probe ProbeOf(const CudaDriver& driver, int ordinal) {
   static std::mutex mutex;
-  static std::map<int, cu::Function> probes;
+  static std::map<int, Probe> probes;
   std::lock_guard<std::mutex> lock(mutex);
   auto found = probes.find(ordinal);
   if (found != probes.end()) return found->second;
+  Probe probe;
+  cu::Device device = 0;
+  Check(driver, driver.device_get(&device, ordinal), "cuDeviceGet");
+  Check(driver, driver.primary_ctx_retain(&probe.context, device), "cuDevicePrimaryCtxRetain");
+  CurrentContext current(driver, probe.context);
   cu::Module module = nullptr;
   Check(driver, driver.module_load_data(&module, kProbePtx), "cuModuleLoadData");
-  cu::Function function = nullptr;
-  Check(driver, driver.module_get_function(&function, module, kProbeName), "cuModuleGetFunction");
-  probes.emplace(ordinal, function);
-  return function;
+  Check(driver, driver.module_get_function(&probe.function, module, kProbeName),
+        "cuModuleGetFunction");
+  probes.emplace(ordinal, probe);
+  return probe;
 }
 
 int64_t MaxActiveClusters(int64_t ordinal, int64_t cluster_size, int64_t threads,
@@ -104,7 +106,7 @@ int64_t MaxActiveClusters(int64_t ordinal, int64_t cluster_size, int64_t threads
     FailRule("driver", "the CUDA driver is unavailable: " + driver.unavailable_reason);
   }
   if (driver.device_get == nullptr || driver.primary_ctx_retain == nullptr ||
-      driver.primary_ctx_release == nullptr || driver.ctx_push_current == nullptr ||
+      driver.ctx_push_current == nullptr ||
       driver.ctx_pop_current == nullptr || driver.module_load_data == nullptr ||
       driver.module_get_function == nullptr || driver.func_set_attribute == nullptr ||
       driver.occupancy_max_active_clusters == nullptr) {
@@ -112,8 +114,9 @@ int64_t MaxActiveClusters(int64_t ordinal, int64_t cluster_size, int64_t threads
              "the CUDA driver has no cuOccupancyMaxActiveClusters (or the module and context "
              "calls it needs): a driver of CUDA 12.0 or newer answers how many clusters fit");
   }
-  PrimaryContext context(driver, static_cast<int>(ordinal));
-  cu::Function probe = ProbeFunction(driver, static_cast<int>(ordinal));
+  const Probe found = ProbeOf(driver, static_cast<int>(ordinal));
+  CurrentContext current(driver, found.context);
+  cu::Function probe = found.function;
   Check(driver,
         driver.func_set_attribute(probe, cu::kFuncAttributeMaxDynamicSharedSizeBytes,
                                   static_cast<int>(shared_bytes)),

@@ -48,9 +48,6 @@ static_assert(SameAbi<cu::TensorMapEncodeIm2colFn, decltype(&cuTensorMapEncodeIm
 static_assert(SameAbi<cu::DeviceGetFn, decltype(&cuDeviceGet)>::value, "cuDeviceGet");
 static_assert(SameAbi<cu::DevicePrimaryCtxRetainFn, decltype(&cuDevicePrimaryCtxRetain)>::value,
               "cuDevicePrimaryCtxRetain");
-static_assert(SameAbi<cu::DevicePrimaryCtxReleaseFn,
-                      decltype(&cuDevicePrimaryCtxRelease)>::value,
-              "cuDevicePrimaryCtxRelease");
 static_assert(SameAbi<cu::ModuleLoadDataFn, decltype(&cuModuleLoadData)>::value,
               "cuModuleLoadData");
 static_assert(SameAbi<cu::ModuleGetFunctionFn, decltype(&cuModuleGetFunction)>::value,

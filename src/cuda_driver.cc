@@ -47,11 +47,8 @@ CudaDriver LoadCudaDriver() {
   driver.ctx_push_current = LookupSymbol<cu::CtxPushCurrentFn>(lib, "cuCtxPushCurrent_v2");
   driver.ctx_pop_current = LookupSymbol<cu::CtxPopCurrentFn>(lib, "cuCtxPopCurrent_v2");
   driver.device_get = LookupSymbol<cu::DeviceGetFn>(lib, "cuDeviceGet");
-  // cuda.h binds these two to their _v2 ABI.
   driver.primary_ctx_retain =
       LookupSymbol<cu::DevicePrimaryCtxRetainFn>(lib, "cuDevicePrimaryCtxRetain");
-  driver.primary_ctx_release =
-      LookupSymbol<cu::DevicePrimaryCtxReleaseFn>(lib, "cuDevicePrimaryCtxRelease_v2");
   driver.module_load_data = LookupSymbol<cu::ModuleLoadDataFn>(lib, "cuModuleLoadData");
   driver.module_get_function = LookupSymbol<cu::ModuleGetFunctionFn>(lib, "cuModuleGetFunction");
   driver.func_set_attribute = LookupSymbol<cu::FuncSetAttributeFn>(lib, "cuFuncSetAttribute");

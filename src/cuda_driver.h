@@ -129,7 +129,6 @@ struct LaunchConfig {
 
 using DeviceGetFn = Result (*)(Device* device, int ordinal);
 using DevicePrimaryCtxRetainFn = Result (*)(Context* ctx, Device device);
-using DevicePrimaryCtxReleaseFn = Result (*)(Device device);
 using ModuleLoadDataFn = Result (*)(Module* module, const void* image);
 using ModuleGetFunctionFn = Result (*)(Function* function, Module module, const char* name);
 using FuncSetAttributeFn = Result (*)(Function function, int attribute, int value);
@@ -162,7 +161,6 @@ struct CudaDriver {
   // (CUDA 12.0+ drivers have them); without them it is refused with rule 'driver'.
   cu::DeviceGetFn device_get = nullptr;
   cu::DevicePrimaryCtxRetainFn primary_ctx_retain = nullptr;
-  cu::DevicePrimaryCtxReleaseFn primary_ctx_release = nullptr;
   cu::ModuleLoadDataFn module_load_data = nullptr;
   cu::ModuleGetFunctionFn module_get_function = nullptr;
   cu::FuncSetAttributeFn func_set_attribute = nullptr;
