@@ -201,7 +201,11 @@ class GemmConfig:
         (:func:`.tiling.fills_one_wave`; in 2x1 clusters on straddled rows); and the
         chosen 128-row tiles narrowed to the fewest columns that keep their column blocks
         where N leaves the last one partly empty (:func:`.tiling.trimmed`: N = 296 in
-        blocks of 112, 328 of 168).
+        blocks of 112, 328 of 168); ping-pong 64 x 256 tiles where M is 65 to 512 (no
+        multiple of 128), the rows are whole 32-byte sectors and those tiles fill most of
+        one wave (:func:`.tiling.on_wide_half_rows`); and 2x2 clusters on the CTAs the GPU
+        keeps resident in clusters of 4 (120 of 132) where a wide problem's straddled rows
+        run one round (:func:`.tiling.in_two_by_two`).
 
         Every option the caller gives is kept; the model fills in the rest. FP8 inputs take
         the same tiles with a K block of 128: their slots have the 16-bit slots' bytes

@@ -63,6 +63,13 @@ step costs at least its share of a CTA's bytes against a 128 x 256 tile's
 the edge :data:`STEP_COST` (measured on whole lines) gives them, and 10000 x 1024 x 3000
 runs 128 x 256 tiles, 1.17x faster than the 128 x 128 ones the model took before.
 
+After the model's choice, two rules measured on problems of a few row blocks: ping-pong
+64 x 256 tiles where M is 65 to 512 and no multiple of 128, the rows are whole 32-byte
+sectors and those tiles fill 80-100% of one wave (:func:`on_wide_half_rows`: 1.02-1.43x),
+and 2x2 clusters on the CTAs a GPU keeps resident in clusters of 4 where straddled rows of a
+problem at least as wide as tall run one round (:func:`in_two_by_two`: 1.03x geometric mean
+on an H200, 1.075x on an H100, 22 problems).
+
 Problems whose 128 x 128 tiles fill at most half the SMs keep the rule of
 :meth:`~.gemm_config.GemmConfig.ordered_parts` (ping-pong 128 x 128 tiles, K cut into
 ordered parts), which the model is not asked about. A caller's options always win: the
