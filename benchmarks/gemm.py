@@ -49,7 +49,7 @@ from tvm_tma.kernels.gemm_config import DTYPES_16, FP8_DTYPES, GemmConfig
 from tvm_tma.kernels.reference import error_bound, fp8_error_bound
 from tvm_tma.kernels.residency import resident_ctas
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
-from tvm_tma.kernels.tiling import estimate, in_tail_parts, ranked
+from tvm_tma.kernels.tiling import estimate, in_tail_parts, modelled, ranked, refinements
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.timing import back_to_back, per_launch_median
 
@@ -352,10 +352,14 @@ def kernel_label(m: int, n: int, k: int, cfg: GemmConfig) -> str:
 
 
 def explain(m: int, n: int, k: int, **options) -> None:
-    """What ``GemmConfig.for_problem`` chose for one problem, and the model's estimate of
-    every candidate (K steps of a 128 x 256 tile), cheapest first."""
+    """What ``GemmConfig.for_problem`` chose for one problem, the rules that changed the
+    model's choice (``tiling.refinements``), and the model's estimate of every candidate (K
+    steps of a 128 x 256 tile), cheapest first."""
     chosen = GemmConfig.for_problem(m, n, k, **options)
     print(f"{m}x{n}x{k}: {describe(chosen)}")
+    modelled_choice = modelled(GemmConfig, m, n, k, **options)
+    for rule, refined in refinements(modelled_choice, options):
+        print(f"  then tiling.{rule}: {describe(refined)}")
     for candidate in ranked(GemmConfig, m, n, k, **options):
         print(f"  {candidate.cost:9.1f}  {describe(candidate.config)}: {candidate.why}")
 

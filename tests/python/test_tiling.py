@@ -29,9 +29,11 @@ from tvm_tma.kernels.tiling import (
     in_ordered_parts,
     in_tail_parts,
     in_two_by_two,
+    modelled,
     on_half_rows,
     on_wide_half_rows,
     ranked,
+    refinements,
     rows_straddle_lines,
     step_cost,
     straddled_step_cost,
@@ -371,6 +373,24 @@ def test_a_few_row_blocks_take_64_x_256_tiles_where_they_fill_one_wave():
     assert picked(300, 5680, 2224, cluster=2)[1] == 128
     chosen = GemmConfig(300, 5680, 2224, block_n=192, stages=5, epilogue_n=64, cluster=2)
     assert on_wide_half_rows(replace(chosen, dtype="float8_e4m3fn")).block_m == 128
+
+
+def test_the_rules_after_the_model_are_listed_in_the_order_they_apply():
+    """``choose`` is the model's pick (``modelled``) through ``refinements``, which names
+    each rule that changed it (what ``benchmarks/gemm.py --explain`` prints)."""
+    def rules(m, n, k, **options):
+        steps = refinements(modelled(GemmConfig, m, n, k, **options), options)
+        if steps:
+            assert steps[-1][1] == replace(GemmConfig.for_problem(m, n, k, **options),
+                                           l2_promotion=steps[-1][1].l2_promotion)
+        return [name for name, _ in steps]
+
+    assert rules(300, 5680, 2224) == ["on_wide_half_rows"]
+    assert rules(600, 2224, 3000) == ["in_two_by_two"]
+    assert rules(8192, 328, 8192) == ["trimmed"]
+    assert rules(512, 512, 512) == ["on_half_rows"]
+    assert rules(4096, 4096, 4096) == []
+    assert rules(300, 5680, 2224, block_n=192) == []
 
 
 def test_straddled_rows_price_a_k_step_by_the_bytes_it_loads():

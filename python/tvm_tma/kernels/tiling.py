@@ -544,8 +544,39 @@ def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
     cheapest candidate of :func:`ranked` (the caller's options laid over the default
     tiling when none of the candidates runs, so that ``check`` names what is wrong); 128 x
     128 tiles as 64 x 128 ones where M is at most 64 or a short problem's tiles are few
-    (:func:`on_half_rows`, unless the caller chose the tile, schedule, ring or split);
-    with 256-byte L2 fills where M is one row block (:func:`streams_weights`)."""
+    (:func:`on_half_rows`, unless the caller chose the tile, schedule, ring or split), and
+    the other :func:`refinements`; with 256-byte L2 fills where M is one row block
+    (:func:`streams_weights`)."""
+    chosen = modelled(make, m, n, k, **options)
+    for _, refined in refinements(chosen, options):
+        chosen = refined
+    if "l2_promotion" not in options and streams_weights(chosen):
+        chosen = replace(chosen, l2_promotion=WEIGHT_STREAM_PROMOTION)
+    return chosen
+
+
+def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
+    """The rules that change ``chosen`` after the model picked it (none where the caller
+    chose the tile, schedule, ring or split), each with the configuration it leaves:
+    64-row tiles (:func:`on_half_rows`), the trim (:func:`trimmed`), 64 x 256 tiles for a
+    few row blocks (:func:`on_wide_half_rows`), 2x2 clusters (:func:`in_two_by_two`).
+    ``benchmarks/gemm.py --explain`` prints them."""
+    if ({"block_m", "block_n", "schedule", "stages", "epilogue_n"} | SPLIT_FIELDS) & set(
+            options):
+        return []
+    steps = []
+    for rule in REFINEMENTS:
+        refined = rule(chosen)
+        if refined != chosen:
+            steps.append((rule.__name__, refined))
+            chosen = refined
+    return steps
+
+
+def modelled(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
+    """The model's choice before :func:`refinements`: ordered split-K on ping-pong 128 x
+    128 tiles where those tiles fill at most half the SMs, else the cheapest candidate of
+    :func:`ranked` (the caller's options over the default tiling where none runs)."""
     wide = make(m, n, k, **options)
     narrow = PINGPONG if wide.schedule == "pingpong" else TILINGS[-1]
     split = (1 if (SPLIT_FIELDS | {"schedule"}) & set(options) else
@@ -556,14 +587,6 @@ def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
     else:
         best = ranked(make, m, n, k, **options)
         chosen = best[0].config if best else wide
-    if not ({"block_m", "block_n", "schedule", "stages", "epilogue_n"} | SPLIT_FIELDS) & set(
-            options):
-        chosen = on_half_rows(chosen)
-        chosen = trimmed(chosen)
-        chosen = on_wide_half_rows(chosen)
-        chosen = in_two_by_two(chosen)
-    if "l2_promotion" not in options and streams_weights(chosen):
-        chosen = replace(chosen, l2_promotion=WEIGHT_STREAM_PROMOTION)
     return chosen
 
 
@@ -752,3 +775,9 @@ def streams_weights(cfg: Tiling) -> bool:
     L2 fetching 256 bytes per miss rather than 128 serves the streaming rows better (as
     for the grouped GEMM's decode problems)."""
     return cfg.m_blocks == 1
+
+
+#: The rules applied after the model's choice, in order (:func:`refinements`): each
+#: measured on the problems its docstring names, each keeping what it does not apply to.
+REFINEMENTS: tuple[Callable[[Tiling], Tiling], ...] = (on_half_rows, trimmed,
+                                                       on_wide_half_rows, in_two_by_two)
