@@ -72,8 +72,8 @@ Options:
   computes row ``r % 2``, column ``r // 2`` of the cluster's tiles, sends its share ``r //
   2`` of the A tile to the CTAs of its row and its half ``r % 2`` of the B tile to those of
   its column, each with a 16-bit mask of its rank; every consumer still releases a slot in
-  every CTA of the cluster (the one CTA of four that sends it nothing only waits with the
-  others, as they run in step anyway).
+  every CTA of the cluster (a CTA neither in its row nor in its column, which sends it
+  nothing, then waits with the others: the cluster's CTAs run in step anyway).
 * ``split_k=S``: K is cut into S parts, each its own work unit, and each unit adds its
   product into C with a TMA reduce-add store (``reduce="add"``): the kernel computes
   ``C += A @ B``. The last part's K steps past K load zeros, so every unit runs the same
