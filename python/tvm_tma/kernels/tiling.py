@@ -424,17 +424,23 @@ def stream_k_pays(cfg: Tiling) -> bool:
     return estimate(streamed).cost <= (1 - STREAM_K_MARGIN) * estimate(cfg).cost
 
 
+def sixteen_bit_nk(cfg: Tiling) -> bool:
+    """Whether ``cfg`` has 16-bit inputs with B as N x K: the operands every rule after the
+    wave model (and the 192-row, 320-wide and 160-wide candidates) was measured on."""
+    return cfg.element_bytes == 2 and cfg.b_layout == "nk"
+
+
 def fills_one_wave(cfg: Tiling) -> bool:
     """Whether ``cfg``'s 192-row (or :data:`WIDE`) tiles run in one wave at least
     :data:`TALL_MIN_FILL` full (16-bit inputs, B as N x K: what was measured)."""
-    return (cfg.b_layout == "nk" and cfg.element_bytes == 2
+    return (sixteen_bit_nk(cfg)
             and TALL_MIN_FILL * cfg.workers <= cfg.work_units <= cfg.workers)
 
 
 def measured_width(cfg: Tiling) -> bool:
     """Whether the model may offer ``cfg``'s tile width: 128 x 160 (no multiple of 64) was
     measured with B as N x K in 16-bit types only (:data:`TILINGS`)."""
-    return cfg.block_n % 64 == 0 or (cfg.b_layout == "nk" and cfg.element_bytes == 2)
+    return cfg.block_n % 64 == 0 or sixteen_bit_nk(cfg)
 
 
 def in_ordered_parts(cfg: Tiling) -> Tiling | None:
@@ -608,7 +614,7 @@ def trimmed(cfg: Tiling) -> Tiling:
     / 128, 2x1; 104 without the cluster 73.7-73.8). Not taken where 3 stages would be left:
     1234 x 5680 x 2048 82.9 / 91.9 (248 / 256)."""
     if (cfg.block_m != 128 or cfg.schedule != "cooperative" or cfg.block_n < 128
-            or cfg.element_bytes != 2 or cfg.b_layout != "nk"):
+            or not sixteen_bit_nk(cfg)):
         return cfg
     step = 8 * cfg.cluster
     width = math.ceil(cfg.n / cfg.n_blocks / step) * step
@@ -622,12 +628,12 @@ def trimmed(cfg: Tiling) -> Tiling:
 
 
 def in_two_by_two(cfg: Tiling) -> Tiling:
-    """``cfg``'s 2x1 clusters as 2x2 ones on as many CTAs as the GPU of ``cfg.ctas`` SMs
-    keeps resident in clusters of 4 (:func:`.residency.resident_ctas`: 120 of 132; a grid
-    of 33 such clusters runs 3 after the others, 10000 x 1000 x 1000 59 us against 39 us
-    for 2x1 clusters on 132 CTAs; not where the count was not measured) (each CTA then
-    loads half of A's rows and half of B's a K step, where a 2x1 cluster loads all of A's:
-    128 x 128 tiles 128 rows against 192) where the operands' rows straddle L2 lines, the
+    """``cfg``'s 2x1 clusters as 2x2 ones (each CTA then loads half of A's rows and half of
+    B's a K step, where a 2x1 cluster loads all of A's: 128 x 128 tiles 128 rows against
+    192) on as many CTAs as a GPU of ``cfg.ctas`` SMs keeps resident in clusters of 4
+    (:func:`.residency.resident_ctas`: 120 of 132, and not where the count was not
+    measured; a grid of 33 such clusters runs 3 after the others, 10000 x 1000 x 1000 59 us
+    against 39 us for 2x1 clusters on 132 CTAs), where the operands' rows straddle L2 lines, the
     problem is at least as wide as it is tall (column blocks at least the row blocks), and
     both run their tiles in one round. Cooperative tiles of 16-bit inputs with B as N x K
     (what was measured).
@@ -643,7 +649,7 @@ def in_two_by_two(cfg: Tiling) -> Tiling:
         return cfg
     if cfg.split_k != 1 or cfg.stream_k or cfg.tail_split != 1 or cfg.work_units > cfg.workers:
         return cfg
-    if cfg.element_bytes != 2 or cfg.b_layout != "nk" or not rows_straddle_lines(cfg):
+    if not sixteen_bit_nk(cfg) or not rows_straddle_lines(cfg):
         return cfg
     resident = resident_ctas(cfg.ctas, 4)
     if cfg.n_blocks < cfg.m_blocks or resident is None:
@@ -680,7 +686,7 @@ def on_wide_half_rows(cfg: Tiling) -> Tiling:
     parts of 128 x 256 before), 100 x 16384 x 128 0.93 (two K steps); where it is one (no
     rows past M in 128-row tiles) 0.94-1.36, six of fifteen 3-6% slower (256 x 8192 x 3072
     0.94, 256 x 8192 x 256 0.95, 512 x 4096 x 5680 0.95), so those keep 128-row tiles."""
-    if cfg.block_m != 128 or cfg.element_bytes != 2 or cfg.b_layout != "nk":
+    if cfg.block_m != 128 or not sixteen_bit_nk(cfg):
         return cfg
     if not 64 < cfg.m <= WIDE_HALF_ROWS_MAX_M or cfg.m % 128 == 0:
         return cfg
@@ -736,7 +742,7 @@ def on_half_rows(cfg: Tiling) -> Tiling:
     if ((cfg.block_m, cfg.block_n) != (128, 128) or cfg.cluster_size > 1 or cfg.stream_k
             or cfg.tail_split > 1):
         return cfg
-    if cfg.element_bytes != 2 or cfg.b_layout != "nk":
+    if not sixteen_bit_nk(cfg):
         return cfg
     half = replace(cfg, **HALF_ROWS)
     if cfg.m <= 64:
