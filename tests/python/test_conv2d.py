@@ -5,6 +5,7 @@ and (on a Hopper GPU) every output element against numpy and torch within the bo
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from dataclasses import replace
@@ -104,6 +105,12 @@ SMALL = [
     # tiles; the 1x1 layer's A tiles are tiled loads of X (a pointwise view).
     ("tail-split-1x1-2x10x10x1024-k256-ctas3", _layer(2, 10, 10, 1024, 256, 1, 1, pad=0),
      {"ctas": 3}),
+    # One exact wave of a pointwise layer (in_one_exact_wave): 64 x 80 tiles on 4 CTAs
+    # (M = 126: the second row block 62 rows), 128 x 80 on 32 (M = 450, ragged too).
+    ("exact-wave-64x80-2x9x7x320-k160-ctas4", _layer(2, 9, 7, 320, 160, 1, 1, pad=0),
+     {"ctas": 4}),
+    ("exact-wave-128x80-2x15x15x320-k640-ctas32", _layer(2, 15, 15, 320, 640, 1, 1, pad=0),
+     {"ctas": 32}),
     # K = 320 in 192-wide tiles: the second column block is ragged (128 of 192 columns).
     ("k320-bn192-2x8x8x64", _layer(2, 8, 8, 64, 320), {"block_n": 192}),
     # K = 320 by the default rule: two 160-wide tiles per row block, C staged 32 columns at
@@ -476,6 +483,45 @@ def test_few_tiles_of_few_k_steps_take_64_row_tiles():
     assert conv2d_config(short, block_n=128).block_m == 128
     assert conv2d_config(short, schedule="pingpong").block_m == 128
     assert conv2d_config(short, split_k=2, split_k_ordered=True).block_m == 128
+
+
+def test_a_pointwise_layer_takes_one_wave_of_tiles_dividing_k_exactly():
+    """A 1x1 layer whose tiles leave SMs idle or cut K into parts, where tiles of 128 (else
+    64) rows and a width dividing K exactly (a multiple of 16, at least 80) make one wave
+    95-100% full, takes them: cooperative, no split, no cluster (tiling.in_one_exact_wave,
+    measured on SD UNet's 1x1 layers on the H200). Not past 20 K steps on 128 rows or 32
+    on 64, not for an im2col layer, not over the caller's choices."""
+    def picked(layer, **options):
+        cfg = conv2d_config(layer, **options)
+        return (cfg.schedule, cfg.block_m, cfg.block_n, cfg.num_tiles, cfg.split_k,
+                cfg.cluster_size, cfg.stages, cfg.epilogue_cols)
+
+    pointwise = functools.partial(_layer, r=1, s=1, pad=0)
+    # N=1 32x32x1280 -> 640 (1024 x 640 x 1280): 32 tiles of 128 x 160 in 4 K parts before.
+    assert picked(pointwise(1, 32, 32, 1280, 640)) == (
+        "cooperative", 64, 80, 128, 1, 1, 12, 80)
+    # N=2 (2048 rows): 128 x 80, 7 stages beside the whole 80-column C stage.
+    assert picked(pointwise(2, 32, 32, 1280, 640)) == (
+        "cooperative", 128, 80, 128, 1, 1, 7, 80)
+    # N=2 32x32x640 -> 1280: 16 row blocks of 8 column blocks of 160 (C in 32 columns).
+    assert picked(pointwise(2, 32, 32, 640, 1280)) == (
+        "cooperative", 128, 160, 128, 1, 1, 6, 32)
+    # 30 K steps: 64 x 80 tiles (N=2 16x16x1920 -> 1280), not 128 x 80 ones (N=2
+    # 32x32x1920 -> 640 keeps 80 tiles of 128 x 128).
+    assert picked(pointwise(2, 16, 16, 1920, 1280))[1:4] == (64, 80, 128)
+    assert picked(pointwise(2, 32, 32, 1920, 640))[1:4] == (128, 128, 80)
+    # Tiles already one full wave (N=1 64x64x640 -> 320: 128 of 64 x 160) stay; so do
+    # the layers no exact width fills (ResNet-50's N=8 14x14x1024 -> 512).
+    assert picked(pointwise(1, 64, 64, 640, 320))[1:4] == (64, 160, 128)
+    assert picked(pointwise(8, 14, 14, 1024, 512))[1:3] == (64, 128)
+    # An im2col layer (stride 2, or 3x3) keeps its tiles; so does the caller's choice.
+    assert picked(_layer(2, 64, 64, 1280, 640, 1, 1, stride=2, pad=0))[1:3] != (128, 80)
+    for options in ({"block_n": 128}, {"schedule": "pingpong"}, {"stages": 4},
+                    {"split_k": 2, "split_k_ordered": True}, {"cluster": 2}):
+        assert picked(pointwise(2, 32, 32, 1280, 640), **options)[1:3] != (128, 80)
+    # The exact-wave tilings of the GPU cases below, on few CTAs.
+    assert picked(pointwise(2, 9, 7, 320, 160), ctas=4)[1:4] == (64, 80, 4)
+    assert picked(pointwise(2, 15, 15, 320, 640), ctas=32)[1:4] == (128, 80, 32)
 
 
 def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms():

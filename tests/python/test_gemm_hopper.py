@@ -141,6 +141,9 @@ CASES = [
     # The model's ping-pong 64 x 256 tiles for a few row blocks (300 rows: 5 of 64, the
     # last 44 rows; one tile a CTA, 115 of them).
     GemmConfig.for_problem(300, 5680, 2224),
+    # One exact wave (in_one_exact_wave): 1000 rows in 16 row blocks of 64 (the last 40
+    # rows) by 8 column blocks of 80 (C staged whole), 20 K steps each, on 128 CTAs.
+    GemmConfig.for_problem(1000, 640, 1280),
     # 192-row tiles, three consumer warpgroups of 64 rows: ragged M, N and K (1000 rows:
     # 6 row blocks, the last 40 rows) on 5 CTAs (two rounds), the K x N B in fp16 at 192
     # columns (96 accumulators a thread), and the tail split (12 tiles on 9 CTAs: 3 left

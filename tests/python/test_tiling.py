@@ -11,6 +11,12 @@ import pytest
 
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.tiling import (
+    EXACT_WAVE_MAX_STEPS,
+    EXACT_WAVE_MIN_FILL,
+    EXACT_WAVE_MIN_M,
+    EXACT_WAVE_MIN_STEPS,
+    EXACT_WAVE_MIN_WIDTH,
+    EXACT_WAVE_WIDTH_STEP,
     MIN_PART_STEPS,
     ORDERED_PART_COST,
     ROWS_STEP_FACTOR,
@@ -26,6 +32,7 @@ from tvm_tma.kernels.tiling import (
     candidates,
     choose,
     estimate,
+    in_one_exact_wave,
     in_ordered_parts,
     in_tail_parts,
     in_two_by_two,
@@ -375,6 +382,47 @@ def test_a_few_row_blocks_take_64_x_256_tiles_where_they_fill_one_wave():
     assert on_wide_half_rows(replace(chosen, dtype="float8_e4m3fn")).block_m == 128
 
 
+def test_few_tiles_become_one_wave_of_tiles_dividing_n_exactly():
+    """Where the model's tiles leave SMs idle or cut K into parts, cooperative tiles of 128
+    (else 64) rows whose width divides N exactly (a multiple of 16, at least 80) and that
+    fill 95-100% of one wave take the whole K each (in_one_exact_wave): from 5 to 20 K
+    steps on 128 rows, 32 on 64, at least 512 rows, no cluster, 16-bit with B as N x K.
+    Measured on the H200 (GEMMs and SD UNet's 1x1 conv layers)."""
+    assert (EXACT_WAVE_MIN_FILL, EXACT_WAVE_MIN_WIDTH, EXACT_WAVE_WIDTH_STEP) == (0.95, 80, 16)
+    assert (EXACT_WAVE_MAX_STEPS, EXACT_WAVE_MIN_M, EXACT_WAVE_MIN_STEPS) == (
+        {128: 20, 64: 32}, 512, 5)
+
+    def picked(m, n, k, **options):
+        cfg = GemmConfig.for_problem(m, n, k, **options)
+        return (cfg.schedule, cfg.block_m, cfg.block_n, cfg.stages, cfg.epilogue_cols,
+                cfg.split_k, cfg.cluster_size, cfg.num_tiles)
+
+    # 1024 x 640 x 1280: ping-pong 128 x 128 in 3 ordered parts before; 128 rows would
+    # need 40-wide tiles, so 64 x 80 (C staged whole: 80 is no multiple of 32).
+    assert picked(1024, 640, 1280) == ("cooperative", 64, 80, 12, 80, 1, 1, 128)
+    assert picked(2048, 640, 1280) == ("cooperative", 128, 80, 7, 80, 1, 1, 128)
+    assert picked(960, 1536, 1280) == ("cooperative", 128, 96, 7, 32, 1, 1, 128)
+    assert picked(2048, 512, 2048) == ("cooperative", 64, 128, 8, 128, 1, 1, 128)
+    # Not taken: past 20 K steps on 128 rows (2048 x 640 x 1920 keeps 80 tiles of 128 x
+    # 128), under 512 rows or 5 K steps, no exact width filling the wave (4096^3), fp8,
+    # B as K x N, the caller's tile or split.
+    assert picked(2048, 640, 1920)[1:3] == (128, 128)
+    assert picked(512, 2560, 1280)[1:3] == (128, 80)
+    assert picked(500, 2560, 1280)[1:3] == (128, 128)
+    assert picked(2048, 640, 320)[1:3] == (128, 80)
+    assert picked(2048, 640, 256)[1:3] == (128, 128)
+    assert picked(4096, 4096, 4096)[1:3] == (128, 256)
+    assert picked(2048, 640, 1280, dtype="float8_e4m3fn")[1:3] != (128, 80)
+    assert picked(2048, 640, 1280, b_layout="kn")[1:3] != (128, 80)
+    assert picked(2048, 640, 1280, block_n=128)[1:3] == (128, 128)
+    assert picked(1024, 640, 1280, split_k=3, split_k_ordered=True)[1:3] != (64, 80)
+    # Tiles already one full wave, or in clusters, stay as they are.
+    wave = GemmConfig(4096, 640, 640, block_n=160, stages=6, epilogue_n=32, b_layout="nk")
+    assert wave.num_tiles == 128 and in_one_exact_wave(wave) == wave
+    clustered = replace(GemmConfig(2048, 640, 1280, b_layout="nk"), cluster=2)
+    assert in_one_exact_wave(clustered) == clustered
+
+
 def test_the_rules_after_the_model_are_listed_in_the_order_they_apply():
     """``choose`` is the model's pick (``modelled``) through ``refinements``, which names
     each rule that changed it (what ``benchmarks/gemm.py --explain`` prints)."""
@@ -386,6 +434,7 @@ def test_the_rules_after_the_model_are_listed_in_the_order_they_apply():
         return [name for name, _ in steps]
 
     assert rules(300, 5680, 2224) == ["on_wide_half_rows"]
+    assert rules(1024, 640, 1280) == ["in_one_exact_wave"]
     assert rules(600, 2224, 3000) == ["in_two_by_two"]
     assert rules(8192, 328, 8192) == ["trimmed"]
     assert rules(512, 512, 512) == ["on_half_rows"]
