@@ -105,12 +105,13 @@ SMALL = [
     # tiles; the 1x1 layer's A tiles are tiled loads of X (a pointwise view).
     ("tail-split-1x1-2x10x10x1024-k256-ctas3", _layer(2, 10, 10, 1024, 256, 1, 1, pad=0),
      {"ctas": 3}),
-    # One exact wave of a pointwise layer (in_one_exact_wave): 64 x 80 tiles on 4 CTAs
-    # (M = 126: the second row block 62 rows), 128 x 80 on 32 (M = 450, ragged too).
-    ("exact-wave-64x80-2x9x7x320-k160-ctas4", _layer(2, 9, 7, 320, 160, 1, 1, pad=0),
-     {"ctas": 4}),
-    ("exact-wave-128x80-2x15x15x320-k640-ctas32", _layer(2, 15, 15, 320, 640, 1, 1, pad=0),
-     {"ctas": 32}),
+    # One exact wave of a pointwise layer (in_one_exact_wave): 64 x 80 tiles of 20 K steps
+    # on 20 CTAs (M = 600: the last row block 24 rows; 64 x 160 in 2 K parts without the
+    # rule), 128 x 80 on 40 (M = 544, the last 32 rows; ping-pong 128 x 128 without).
+    ("exact-wave-64x80-2x15x20x1280-k160-ctas20", _layer(2, 15, 20, 1280, 160, 1, 1, pad=0),
+     {"ctas": 20}),
+    ("exact-wave-128x80-2x17x16x320-k640-ctas40", _layer(2, 17, 16, 320, 640, 1, 1, pad=0),
+     {"ctas": 40}),
     # K = 320 in 192-wide tiles: the second column block is ragged (128 of 192 columns).
     ("k320-bn192-2x8x8x64", _layer(2, 8, 8, 64, 320), {"block_n": 192}),
     # K = 320 by the default rule: two 160-wide tiles per row block, C staged 32 columns at
@@ -490,7 +491,8 @@ def test_a_pointwise_layer_takes_one_wave_of_tiles_dividing_k_exactly():
     64) rows and a width dividing K exactly (a multiple of 16, at least 80) make one wave
     95-100% full, takes them: cooperative, no split, no cluster (tiling.in_one_exact_wave,
     measured on SD UNet's 1x1 layers on the H200). Not past 20 K steps on 128 rows or 32
-    on 64, not for an im2col layer, not over the caller's choices."""
+    on 64, not under 512 rows or 5 K steps, not for an im2col layer, not over the
+    caller's choices."""
     def picked(layer, **options):
         cfg = conv2d_config(layer, **options)
         return (cfg.schedule, cfg.block_m, cfg.block_n, cfg.num_tiles, cfg.split_k,
@@ -519,9 +521,11 @@ def test_a_pointwise_layer_takes_one_wave_of_tiles_dividing_k_exactly():
     for options in ({"block_n": 128}, {"schedule": "pingpong"}, {"stages": 4},
                     {"split_k": 2, "split_k_ordered": True}, {"cluster": 2}):
         assert picked(pointwise(2, 32, 32, 1280, 640), **options)[1:3] != (128, 80)
-    # The exact-wave tilings of the GPU cases below, on few CTAs.
-    assert picked(pointwise(2, 9, 7, 320, 160), ctas=4)[1:4] == (64, 80, 4)
-    assert picked(pointwise(2, 15, 15, 320, 640), ctas=32)[1:4] == (128, 80, 32)
+    # Under 512 rows: not taken (2x15x15x320 -> 640 on 32 CTAs, 450 rows: 20 tiles of
+    # 128 x 128 stay). The exact-wave tilings of the GPU cases, on few CTAs.
+    assert picked(pointwise(2, 15, 15, 320, 640), ctas=32)[1:4] == (128, 128, 20)
+    assert picked(pointwise(2, 15, 20, 1280, 160), ctas=20)[1:5] == (64, 80, 20, 1)
+    assert picked(pointwise(2, 17, 16, 320, 640), ctas=40)[1:4] == (128, 80, 40)
 
 
 def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms():
