@@ -44,7 +44,6 @@ from __future__ import annotations
 
 import argparse
 import json
-from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 
@@ -62,7 +61,7 @@ from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
 from tvm_tma.kernels.tiling import in_tail_parts
 from tvm_tma.testing.runner import assemble, compile_kernel
-from tvm_tma.testing.timing import back_to_back, graph_back_to_back, per_launch_median
+from tvm_tma.testing.timing import kernel_times
 
 
 def _layer(n, hw, c, k, stride=1):
@@ -192,17 +191,6 @@ def build(name: str, geometry: Conv2dGeometry, cfg: GemmConfig, dump: Path | Non
     return built
 
 
-def time_kernel(torch, launch: Callable[[], None], launches: int, repetitions: int,
-                runs: int, warmup: int) -> tuple[float, float, float]:
-    """(best ms per launch of ``repetitions`` replays of a CUDA graph of ``launches``
-    back-to-back launches, each between two events: the kernel with no host in between,
-    what the ratios use; the same launched from the host; median ms of ``runs`` launches
-    each between its own two events)."""
-    return (graph_back_to_back(torch, launch, launches, repetitions, warmup),
-            back_to_back(torch, launch, launches, repetitions, warmup),
-            per_launch_median(torch, launch, runs, 0))
-
-
 def torch_reference(torch, x_nchw, w_kcrs, geometry: Conv2dGeometry):
     """(reference, conv(|X|, |F|)) as (N*P*Q, K) float64, from float64 convolutions of the
     same inputs (NCHW, contiguous)."""
@@ -255,7 +243,7 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
         y_cudnn = cudnn()
         _, cudnn_worst = worst_over_bound(
             torch, y_cudnn.permute(0, 2, 3, 1).reshape(g.gemm_m, g.k), reference, bound)
-        cudnn_ms, cudnn_host_ms, cudnn_median = time_kernel(torch, cudnn, launches,
+        cudnn_ms, cudnn_host_ms, cudnn_median = kernel_times(torch, cudnn, launches,
                                                             repetitions, runs, 5)
         filter_2d = f.reshape(g.filter_shape)
         for cfg in configs_for(g, dtype, sweep, ctas, **options):
@@ -270,7 +258,7 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
                 split_bounds[parts] = conv2d_error_bound(reference, magnitude, g, dtype, parts)
             bound = split_bounds[parts]
             ok, worst = worst_over_bound(torch, y, reference, bound)
-            ms, host_ms, median = time_kernel(torch, lambda args=args: executable(*args),
+            ms, host_ms, median = kernel_times(torch, lambda args=args: executable(*args),
                                               launches, repetitions, runs, 5)
             # Y again after the timed launches (a stream-K run reuses its workspace), and
             # the workspace's flags left clean.

@@ -890,6 +890,23 @@ def test_benchmark_compile_only_assembles_every_variant(capsys):
     assert "8 kernels assembled" in capsys.readouterr().out
 
 
+def test_benchmark_table_takes_ratios_from_graph_replays(capsys):
+    """A row carries graph-replay times (what the ratio is), host-launched ones and the
+    per-launch median; the table prints one column pair per baseline, not one per way of
+    timing it (a torch.matmul of a 5 us GEMM takes 12 us to launch from the host)."""
+    benchmark = load_script(REPO / "benchmarks" / "gemm.py", "gemm_benchmark")
+    row = {"problem": "1024x640x1280", "b": "nk", "schedule": "cooperative", "block_m": 64,
+           "block_n": 80, "stages": 12, "cluster": 1, "cluster_n": 1, "split_k": 1,
+           "split_k_ordered": False, "stream_k": False, "tail_split": 1, "correct": True,
+           "tflops": 255.0, "host_launched_tflops": 254.0, "median_tflops": 200.0,
+           "torch_tflops": 328.0, "torch_host_launched_tflops": 135.0,
+           "percent_of_torch": 77.7, "percent_of_torch_host_launched": 188.1}
+    benchmark.print_table([row])
+    header, line = capsys.readouterr().out.splitlines()[:2]
+    assert header.split()[-3:] == ["torch", "%", "torch"]
+    assert line.split()[-2:] == ["328.0", "77.7"]
+
+
 def test_benchmark_sweep_pairs_blocks_only_where_there_are_two():
     """The sweep tries 2x1 clusters (B multicast), 1x2 ones (A multicast) and 2x2 ones
     (both, on the 120 CTAs 132 SMs hold in clusters of 4; every other shape on all 132),
