@@ -59,7 +59,7 @@ from tvm_tma.kernels.conv2d import (
 )
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
-from tvm_tma.kernels.tiling import in_tail_parts
+from tvm_tma.kernels.tiling import exact_wave, in_tail_parts
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.timing import kernel_times
 
@@ -109,7 +109,8 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
     of :data:`SWEEP` that fit (no wider than K rounded up to 64: a wider tile only adds
     padding), plus the default with one ring stage fewer, stream-K, ordered split-K and
     the wave model's tail split (:func:`~tvm_tma.kernels.tiling.in_tail_parts`) of 64- and
-    128-row tiles."""
+    128-row tiles, and one wave of tiles dividing K exactly
+    (:func:`~tvm_tma.kernels.tiling.exact_wave`)."""
     base = conv2d_config(geometry, dtype, ctas=ctas, **options)
     if not sweep:
         return [base]
@@ -163,6 +164,11 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
         tiles = conv2d_config(geometry, dtype, ctas=ctas, block_n=block_n).num_tiles
         if parts * tiles <= ctas:
             add(block_n, schedule="cooperative", split_k=parts, split_k_ordered=True)
+    wave = exact_wave(base)
+    if wave is not None:
+        # One wave of tiles dividing K exactly (tiling.in_one_exact_wave, a pointwise
+        # layer's default within its bounds), for any layer and K.
+        add(wave.block_n, block_m=wave.block_m, schedule="cooperative")
     return found
 
 

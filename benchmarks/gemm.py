@@ -52,7 +52,14 @@ from tvm_tma.kernels.gemm_config import DTYPES_16, FP8_DTYPES, GemmConfig
 from tvm_tma.kernels.reference import error_bound, fp8_error_bound
 from tvm_tma.kernels.residency import resident_ctas
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
-from tvm_tma.kernels.tiling import estimate, in_tail_parts, modelled, ranked, refinements
+from tvm_tma.kernels.tiling import (
+    estimate,
+    exact_wave,
+    in_tail_parts,
+    modelled,
+    ranked,
+    refinements,
+)
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.timing import kernel_times
 
@@ -89,8 +96,9 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
     """The default configuration, or (``sweep``) the grid around it: tiling and schedule,
     no cluster, 2x1 clusters (B multicast), 1x2 ones (A multicast) or 2x2 ones (both, on
     the CTAs clusters of 4 keep resident) where there are row or column blocks to pair,
-    split-K 2 where the tiles alone leave SMs idle, stream-K, and
-    the tiles past the last full wave in ordered parts (``tail_split``). FP8 tiles
+    split-K 2 where the tiles alone leave SMs idle, stream-K, the tiles past the last
+    full wave in ordered parts (``tail_split``), and one wave of tiles dividing N exactly
+    (``tiling.exact_wave``). FP8 tiles
     have the same bytes as 16-bit ones (K blocks of 128), so the grid is the same."""
     base = GemmConfig.for_problem(m, n, k, dtype=dtype, b_layout=b_layout, ctas=ctas,
                                   **options)
@@ -148,6 +156,11 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                     except ValueError:
                         continue
                     found.append(tail)
+    # One wave of tiles dividing N exactly (tiling.in_one_exact_wave), past the rule's
+    # bounds too (its K steps, rows and operands are what was measured).
+    wave = exact_wave(replace(base, ctas=ctas))
+    if wave is not None and wave not in found:
+        found.append(wave)
     return found
 
 

@@ -1035,6 +1035,12 @@ def test_benchmark_sweep_and_problem_options(tmp_path, capsys):
     # Clusters along N only where there are column blocks to pair (64-wide tiles of K = 128:
     # two, so 1x2; a 1x4 cluster's last two CTAs would hold padding only).
     assert {(cfg.block_n, cfg.cluster_n) for cfg in configs} == {(64, 1), (64, 2), (128, 1)}
+    # One wave of tiles dividing K exactly, where the rule's 20 K steps on 128 rows stop it
+    # (SD's N=2 32x32x1920 -> 640: 128 tiles of 128 x 80 at 30 K steps).
+    long_k = BENCHMARK.configs_for(_layer(2, 32, 32, 1920, 640, 1, 1, pad=0), "bfloat16",
+                                   True, 132)
+    assert long_k[0].block_n == 128
+    assert any((cfg.block_m, cfg.block_n, cfg.num_tiles) == (128, 80, 128) for cfg in long_k)
     assert BENCHMARK.main(["--compile-only", "--sweep", "--problem", "2,8,8,128,128,3,3,2,1",
                            "--dump-cuda", str(tmp_path)]) == 0
     assert f"{len(configs)} kernels assembled" in capsys.readouterr().out

@@ -925,6 +925,10 @@ def test_benchmark_sweep_pairs_blocks_only_where_there_are_two():
     assert {(cfg.cluster, cfg.cluster_n) for cfg in skinny} == {(1, 1), (1, 2)}
     narrow = benchmark.configs_for(4096, 128, 4096, "bfloat16", "nk", True, 132)
     assert all(cfg.cluster_n <= cfg.n_blocks for cfg in narrow)
+    # One wave of tiles dividing N exactly, past the rule's 20 K steps too.
+    long_k = benchmark.configs_for(2048, 640, 1920, "bfloat16", "nk", True, 132)
+    assert GemmConfig.for_problem(2048, 640, 1920).block_n == 128
+    assert any((cfg.block_m, cfg.block_n, cfg.split_k) == (128, 80, 1) for cfg in long_k)
 
 
 @pytest.mark.parametrize("cfg", [GemmConfig(256, 512, 256),

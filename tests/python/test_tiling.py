@@ -32,6 +32,7 @@ from tvm_tma.kernels.tiling import (
     candidates,
     choose,
     estimate,
+    exact_wave,
     in_one_exact_wave,
     in_ordered_parts,
     in_tail_parts,
@@ -421,6 +422,14 @@ def test_few_tiles_become_one_wave_of_tiles_dividing_n_exactly():
     assert wave.num_tiles == 128 and in_one_exact_wave(wave) == wave
     clustered = replace(GemmConfig(2048, 640, 1280, b_layout="nk"), cluster=2)
     assert in_one_exact_wave(clustered) == clustered
+    # The candidate itself (the sweeps'), past the rule's bounds: 128 x 80 at 30 K steps;
+    # none where no width of at least 80 fills the wave, or the kernel would refuse it
+    # (an 80-wide K x N B tile).
+    wave = exact_wave(GemmConfig(2048, 640, 1920, b_layout="nk"))
+    assert (wave.block_m, wave.block_n, wave.stages, wave.epilogue_n, wave.num_tiles) == (
+        128, 80, 7, 0, 128)
+    assert exact_wave(GemmConfig(4096, 4096, 4096)) is None
+    assert exact_wave(GemmConfig(2048, 640, 1920, b_layout="kn")) is None
 
 
 def test_the_rules_after_the_model_are_listed_in_the_order_they_apply():

@@ -760,15 +760,27 @@ def in_one_exact_wave(cfg: Tiling) -> Tiling:
     if (cfg.split_k == 1 and not cfg.stream_k
             and EXACT_WAVE_MIN_FILL * cfg.ctas <= cfg.num_tiles <= cfg.ctas):
         return cfg
-    for rows in EXACT_WAVE_MAX_STEPS:
+    wave = exact_wave(cfg)
+    if wave is None or cfg.k_steps > EXACT_WAVE_MAX_STEPS[wave.block_m]:
+        return cfg
+    return wave
+
+
+def exact_wave(cfg: Tiling) -> Tiling | None:
+    """The one-wave tiling of :func:`in_one_exact_wave` for ``cfg``'s problem, whatever
+    its K steps, rows, operands or tiles (the sweeps' candidate): cooperative tiles of
+    128 rows where a width does, else 64, the widest multiple of
+    :data:`EXACT_WAVE_WIDTH_STEP` (at least :data:`EXACT_WAVE_MIN_WIDTH`) dividing N whose
+    tiles fill :data:`EXACT_WAVE_MIN_FILL` to all of ``cfg.ctas``, with the widest C stage
+    and as many ring stages as fit (at least :data:`TRIM_MIN_STAGES`); None where no
+    width does."""
+    for rows in EXACT_WAVE_MAX_STEPS:  # 128 rows, then 64
         row_blocks = math.ceil(cfg.m / rows)
         widest = min(cfg.n, 256) // EXACT_WAVE_WIDTH_STEP * EXACT_WAVE_WIDTH_STEP
         for width in range(widest, EXACT_WAVE_MIN_WIDTH - 1, -EXACT_WAVE_WIDTH_STEP):
             tiles = row_blocks * (cfg.n // width)
             if cfg.n % width or not EXACT_WAVE_MIN_FILL * cfg.ctas <= tiles <= cfg.ctas:
                 continue
-            if cfg.k_steps > EXACT_WAVE_MAX_STEPS[rows]:
-                return cfg
             stage = c_stage_widths(width)[0]
             wave = replace(cfg, block_m=rows, block_n=width, schedule="cooperative",
                            epilogue_n=0 if stage == width else stage, cluster=1,
@@ -776,8 +788,8 @@ def in_one_exact_wave(cfg: Tiling) -> Tiling:
                            tail_split=1)
             fitting = [s for s in range(TRIM_MIN_STAGES, TRIM_MAX_STAGES + 1)
                        if _runs(replace(wave, stages=s))]
-            return replace(wave, stages=fitting[-1]) if fitting else cfg
-    return cfg
+            return replace(wave, stages=fitting[-1]) if fitting else None
+    return None
 
 
 def c_stage_widths(block_n: int) -> list[int]:
