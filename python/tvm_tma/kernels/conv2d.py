@@ -55,6 +55,7 @@ from .tiling import (
     HALF_ROWS_SHORT_STEPS,
     SPLIT_FIELDS,
     TALL_MIN_FILL,
+    TILING_CHOICES,
     c_stage_widths,
     estimate,
     half_rows_fill,
@@ -302,8 +303,7 @@ def _exact_wave(geometry: Conv2dGeometry, chosen: GemmConfig, options: dict) -> 
     N=1 32x32x1280 -> 640 on 64 x 80 tiles 0.77x cuDNN against 0.59x, N=2 on 128 x 80
     0.96-1.12x against 0.84x), unless the caller chose the tile, schedule, ring, cluster
     or split. An im2col layer keeps its tiles (not measured)."""
-    chose = {"block_m", "block_n", "schedule", "stages", "epilogue_n"} | SPLIT_FIELDS
-    if not geometry.is_pointwise or chose & set(options):
+    if not geometry.is_pointwise or TILING_CHOICES & set(options):
         return chosen
     return in_one_exact_wave(chosen)
 

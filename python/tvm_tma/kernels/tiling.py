@@ -327,6 +327,10 @@ LINE_BYTES = 128
 #: cluster nor stream-K over them (and, with ``schedule``, no ordered split-K either).
 SPLIT_FIELDS = frozenset({"cluster", "cluster_n", "split_k", "split_k_ordered", "stream_k",
                           "stream_k_waves", "tail_split"})
+#: The options by which a caller chooses the tiling itself (tile, schedule, ring, cluster,
+#: split): no rule after the model's choice overrides them (:func:`refinements`, conv2d's
+#: exact wave).
+TILING_CHOICES = SPLIT_FIELDS | {"block_m", "block_n", "schedule", "stages", "epilogue_n"}
 
 
 @dataclass(frozen=True)
@@ -584,8 +588,7 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
     few row blocks (:func:`on_wide_half_rows`), 2x2 clusters (:func:`in_two_by_two`), one
     wave of tiles dividing N exactly (:func:`in_one_exact_wave`).
     ``benchmarks/gemm.py --explain`` prints them."""
-    if ({"block_m", "block_n", "schedule", "stages", "epilogue_n"} | SPLIT_FIELDS) & set(
-            options):
+    if TILING_CHOICES & set(options):
         return []
     steps = []
     for rule in REFINEMENTS:
@@ -639,9 +642,8 @@ def trimmed(cfg: Tiling) -> Tiling:
         return cfg
     stage = c_stage_widths(width)[-1]
     narrow = replace(cfg, block_n=width, epilogue_n=0 if stage == width else stage)
-    fitting = [s for s in range(TRIM_MIN_STAGES, TRIM_MAX_STAGES + 1)
-               if _runs(replace(narrow, stages=s))]
-    return replace(narrow, stages=fitting[-1]) if fitting else cfg
+    staged = _most_stages(narrow)
+    return staged if staged is not None else cfg
 
 
 def in_two_by_two(cfg: Tiling) -> Tiling:
@@ -786,10 +788,17 @@ def exact_wave(cfg: Tiling) -> Tiling | None:
                            epilogue_n=0 if stage == width else stage, cluster=1,
                            cluster_n=1, split_k=1, split_k_ordered=False, stream_k=False,
                            tail_split=1)
-            fitting = [s for s in range(TRIM_MIN_STAGES, TRIM_MAX_STAGES + 1)
-                       if _runs(replace(wave, stages=s))]
-            return replace(wave, stages=fitting[-1]) if fitting else None
+            return _most_stages(wave)
     return None
+
+
+def _most_stages(cfg: Tiling) -> Tiling | None:
+    """``cfg`` with the most ring stages the kernel runs it with, from
+    :data:`TRIM_MIN_STAGES` to :data:`TRIM_MAX_STAGES` (a tile reshaped by
+    :func:`trimmed` or :func:`exact_wave`); None where not even the fewest fit."""
+    fitting = [s for s in range(TRIM_MIN_STAGES, TRIM_MAX_STAGES + 1)
+               if _runs(replace(cfg, stages=s))]
+    return replace(cfg, stages=fitting[-1]) if fitting else None
 
 
 def c_stage_widths(block_n: int) -> list[int]:

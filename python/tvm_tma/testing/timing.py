@@ -1,11 +1,14 @@
-"""Timing GPU launches for the benchmarks, the two ways RESULTS.md reports them.
+"""Timing GPU launches for the benchmarks, the ways RESULTS.md reports them.
 
 A launch timed between its own pair of CUDA events also measures the host's launch cost
 and the gap between launches, which poses as kernel time (or hides it) for kernels under
 about 100 us; back-to-back launches between two events measure the kernels as the GPU runs
-them, one after the other. Every benchmark reports the first and, for short kernels, the
-second beside it, so both are here once (torch is imported by the caller: this module
-needs no GPU to import).
+them, one after the other, as long as the host launches faster than the GPU runs them;
+replays of a CUDA graph of such launches take the host out altogether (a baseline such as
+torch.matmul may take longer to launch than its kernel runs). The benchmarks take their
+ratios from the graph replays and report the other two beside them
+(:func:`kernel_times`), so all three are here once (torch is imported by the caller: this
+module needs no GPU to import).
 """
 
 from __future__ import annotations
