@@ -141,6 +141,10 @@ CASES = [
     # The model's ping-pong 64 x 256 tiles for a few row blocks (300 rows: 5 of 64, the
     # last 44 rows; one tile a CTA, 115 of them).
     GemmConfig.for_problem(300, 5680, 2224),
+    # A shared in clusters of 4 along N (sharing_a_in_fours): 100 rows (one row block, 28
+    # rows past M), 24 column blocks, rows of 14000 bytes (straddled lines) in 5 ordered
+    # K parts of 22 K steps, ping-pong, on 120 CTAs.
+    GemmConfig.for_problem(100, 3072, 7000),
     # One exact wave (in_one_exact_wave): 1000 rows in 16 row blocks of 64 (the last 40
     # rows) by 8 column blocks of 80 (C staged whole), 20 K steps each, on 128 CTAs.
     GemmConfig.for_problem(1000, 640, 1280),

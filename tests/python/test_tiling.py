@@ -43,6 +43,7 @@ from tvm_tma.kernels.tiling import (
     ranked,
     refinements,
     rows_straddle_lines,
+    sharing_a_in_fours,
     step_cost,
     straddled_step_cost,
     trimmed,
@@ -354,6 +355,44 @@ def test_wide_straddled_problems_of_one_round_take_2x2_clusters_on_the_resident_
     assert GemmConfig.for_problem(600, 2224, 3000, cluster=2).cluster_n == 1
 
 
+def test_skinny_problems_with_straddled_rows_share_a_in_clusters_of_four():
+    """128 x 128 tiles of at most two row blocks, at least 12 column blocks and 16 K steps
+    a unit, whose rows straddle L2 lines, in one round without a cluster and still in
+    clusters of 4 along N on 120 CTAs: those clusters, each CTA multicasting a quarter of
+    A's rows (sharing_a_in_fours). Measured on the H200."""
+    def picked(m, n, k, **options):
+        cfg = GemmConfig.for_problem(m, n, k, **options)
+        return (cfg.schedule, cfg.block_m, cfg.block_n, cfg.cluster, cfg.cluster_n,
+                cfg.ctas, cfg.split_k, cfg.work_units)
+
+    # 40 column blocks in 3 ordered K parts: 10 clusters x 3 parts on 30 workers.
+    assert picked(100, 5000, 3000) == ("pingpong", 128, 128, 1, 4, 120, 3, 30)
+    # Cooperative, whole K: 79 column blocks in 20 clusters (the last CTA past N).
+    assert picked(100, 10000, 1000) == ("cooperative", 128, 128, 1, 4, 120, 1, 20)
+    # Two row blocks: 2 x 24 column blocks in 2 parts.
+    assert picked(200, 3000, 3000) == ("pingpong", 128, 128, 1, 4, 120, 2, 24)
+    # Whole lines (K = 3072, 4096): no cluster (96 x 8192 x 4096 lost in clusters).
+    assert picked(100, 5000, 3072)[3:6] == (1, 1, 132)
+    assert picked(80, 12288, 4096)[3:6] == (1, 1, 132)
+    # Too few column blocks (80 x 640 x 3000: 5, 3 of 8 CTAs past N) or K steps a unit
+    # (100 x 3072 x 3000: 10 in each of 5 parts) or units for 30 clusters (200 x 1600 x
+    # 5000: 130); three row blocks of 128 (384 x 5000 x 3000).
+    assert picked(80, 640, 3000)[3:6] == (1, 1, 132)
+    assert picked(100, 3072, 3000)[3:6] == (1, 1, 132)
+    assert picked(200, 1600, 5000)[3:6] == (1, 1, 132)
+    assert picked(384, 5000, 3000)[4] != 4
+    # A GPU whose residency in clusters of 4 was not measured, K x N B, FP8: unchanged.
+    assert picked(100, 5000, 3000, ctas=114)[3:6] == (1, 1, 114)
+    assert picked(100, 5000, 3000, b_layout="kn")[4] == 1
+    assert GemmConfig.for_problem(100, 5000, 3008, dtype="float8_e4m3fn").cluster_n == 1
+    # Only tilings without a cluster; the caller's choice stays.
+    one = GemmConfig.for_problem(100, 5000, 3000, cluster_n=1)
+    assert one.cluster_n == 1 and sharing_a_in_fours(one).cluster_n == 4
+    paired = replace(one, cluster=2, ctas=132)
+    assert sharing_a_in_fours(paired) == paired
+    assert sharing_a_in_fours(replace(one, block_n=256)) == replace(one, block_n=256)
+
+
 def test_a_few_row_blocks_take_64_x_256_tiles_where_they_fill_one_wave():
     """M of 65 to 512 and no multiple of 128, rows of whole 32-byte sectors, and 64 x 256
     tiles filling at least 80% of one wave: ping-pong 64 x 256 tiles, no cluster, no K
@@ -445,6 +484,7 @@ def test_the_rules_after_the_model_are_listed_in_the_order_they_apply():
     assert rules(300, 5680, 2224) == ["on_wide_half_rows"]
     assert rules(1024, 640, 1280) == ["in_one_exact_wave"]
     assert rules(600, 2224, 3000) == ["in_two_by_two"]
+    assert rules(100, 5000, 3000) == ["sharing_a_in_fours"]
     assert rules(8192, 328, 8192) == ["trimmed"]
     assert rules(512, 512, 512) == ["on_half_rows"]
     assert rules(4096, 4096, 4096) == []

@@ -321,6 +321,15 @@ TRIM_MAX_STAGES = 12
 #: 96.3%), 64 x 16384 x 4096 98.6% -> 98.2%; where M spans row blocks it was mixed
 #: (512 x 4096 x 4096 95.2% -> 94.4%, 1024 x 2048 x 4096 93.4% -> 95.3%).
 WEIGHT_STREAM_PROMOTION = 256
+#: :func:`sharing_a_in_fours`: CTAs along N that share A's rows, the tile width it takes
+#: and the most row blocks of 128 (what was measured).
+A_SHARING_CLUSTER = 4
+A_SHARING_BLOCK_N = 128
+A_SHARING_MAX_ROW_BLOCKS = 2
+#: :func:`sharing_a_in_fours`: the fewest column blocks (5 lost: 8 CTAs a row block, 3 idle).
+A_SHARING_MIN_COLUMN_BLOCKS = 12
+#: :func:`sharing_a_in_fours`: the fewest K steps a work unit (what was measured).
+A_SHARING_MIN_STEPS = 16
 #: Alignment, in bytes, of the rows TMA reads best: one L2 line.
 LINE_BYTES = 128
 #: Fields that, given by the caller, say how the work is split: the model adds neither a
@@ -586,7 +595,8 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
     chose the tile, schedule, ring or split), each with the configuration it leaves:
     64-row tiles (:func:`on_half_rows`), the trim (:func:`trimmed`), 64 x 256 tiles for a
     few row blocks (:func:`on_wide_half_rows`), 2x2 clusters (:func:`in_two_by_two`), one
-    wave of tiles dividing N exactly (:func:`in_one_exact_wave`).
+    wave of tiles dividing N exactly (:func:`in_one_exact_wave`), A shared in clusters of
+    4 (:func:`sharing_a_in_fours`).
     ``benchmarks/gemm.py --explain`` prints them."""
     if TILING_CHOICES & set(options):
         return []
@@ -877,6 +887,39 @@ def half_rows_fill(whole: Tiling, half: Tiling) -> bool:
     return 2 * whole.num_tiles <= whole.ctas and half.num_tiles <= half.ctas
 
 
+def sharing_a_in_fours(cfg: Tiling) -> Tiling:
+    """``cfg``'s 128 x 128 tiles in clusters of 4 along N (each CTA loads a quarter of A's
+    rows and multicasts them, :data:`A_SHARING_CLUSTER`) on as many CTAs as the GPU keeps
+    resident in clusters of 4 (:func:`.residency.resident_ctas`: 120 of 132), where M is
+    at most :data:`A_SHARING_MAX_ROW_BLOCKS` row blocks, the tiles run without a cluster
+    in one round and still do in clusters of 4 (K parts included). A skinny problem's few
+    row blocks of A are read again by every column block: a 128 x 128 tile's K step loads
+    as many bytes of A as of B, and the cluster cuts A's to a quarter (what cuBLAS's 4x1
+    clusters do on these shapes). Cooperative or ping-pong tiles of 16-bit inputs with B
+    as N x K (what was measured).
+
+    H200, same runs, time without / with the clusters: 80 x 12288 x 4096 1.37-1.38, 112 x
+    5000 x 3000 1.22, 200 x 3000 x 3000 1.23-1.24, 100 x 5000 x 3000 1.20. Where the
+    clusters' 120 CTAs no longer hold the units in one round they lost (96 x 8192 x 4096,
+    128 x 4096 x 4096, 128 x 8192 x 8192, 256 x 4096 x 4096: 128 units, 0.56-0.73), so
+    the rule keeps those."""
+    if cfg.block_m != 128 or cfg.block_n != A_SHARING_BLOCK_N or not sixteen_bit_nk(cfg):
+        return cfg
+    if (cfg.cluster, cfg.cluster_n) != (1, 1) or cfg.stream_k or cfg.tail_split != 1:
+        return cfg
+    if not rows_straddle_lines(cfg) or cfg.steps_per_unit < A_SHARING_MIN_STEPS:
+        return cfg
+    if cfg.m_blocks > A_SHARING_MAX_ROW_BLOCKS or cfg.n_blocks < A_SHARING_MIN_COLUMN_BLOCKS:
+        return cfg
+    resident = resident_ctas(cfg.ctas, A_SHARING_CLUSTER)
+    if resident is None or cfg.work_units > cfg.workers:
+        return cfg
+    shared = replace(cfg, cluster_n=A_SHARING_CLUSTER, ctas=resident)
+    if shared.work_units > shared.workers or not _runs(shared):
+        return cfg
+    return shared
+
+
 def streams_weights(cfg: Tiling) -> bool:
     """Whether the problem reads B once from DRAM with little reuse: M is a single row
     block (a decode step's GEMM, a GEMV), so the kernel is bound by B's bytes, and the
@@ -889,4 +932,4 @@ def streams_weights(cfg: Tiling) -> bool:
 #: measured on the problems its docstring names, each keeping what it does not apply to.
 REFINEMENTS: tuple[Callable[[Tiling], Tiling], ...] = (on_half_rows, trimmed,
                                                        on_wide_half_rows, in_two_by_two,
-                                                       in_one_exact_wave)
+                                                       in_one_exact_wave, sharing_a_in_fours)
