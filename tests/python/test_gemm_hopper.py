@@ -145,6 +145,10 @@ CASES = [
     # rows past M), 24 column blocks, rows of 14000 bytes (straddled lines) in 5 ordered
     # K parts of 22 K steps, ping-pong, on 120 CTAs.
     GemmConfig.for_problem(100, 3072, 7000),
+    # 64-row tiles of another width where M is at most 64 (on_half_rows): 40 rows (24 past
+    # M), N = 17000 in 107 column blocks of 160 (the last 40 wide), K = 1000 (15.6 steps),
+    # 7 stages, C in 32-column stages.
+    GemmConfig.for_problem(40, 17000, 1000),
     # One exact wave (in_one_exact_wave): 1000 rows in 16 row blocks of 64 (the last 40
     # rows) by 8 column blocks of 80 (C staged whole), 20 K steps each, on 128 CTAs.
     GemmConfig.for_problem(1000, 640, 1280),
@@ -836,6 +840,30 @@ def test_64_row_tiles_where_m_is_at_most_64_or_short_tiles_are_few():
                                ((512, 512, 512), {"stages": 5}),
                                ((16, 8192, 8192), {"split_k": 2, "split_k_ordered": True})]:
         assert GemmConfig.for_problem(m, n, k, **options).block_m == 128, (m, n, k, options)
+
+
+def test_64_row_tiles_of_every_width_where_m_is_at_most_64():
+    """tiling.on_half_rows for widths other than 128 (_half_of_wide_rows): where M is at
+    most 64 the model's cooperative 128 x 256 (or 192, 160) tiles become 64-row ones of
+    the same width with the most ring stages that fit; not past M = 64, not for a tail
+    split or a caller's tile. Measured on the H200 (kernels/tiling.py)."""
+    def picked(m, n, k, **options):
+        cfg = GemmConfig.for_problem(m, n, k, **options)
+        cfg.check()
+        return (cfg.schedule, cfg.block_m, cfg.block_n, cfg.stages, cfg.num_tiles,
+                cfg.split_k)
+
+    assert picked(8, 28672, 4096) == ("cooperative", 64, 256, 5, 112, 1)  # was 128 x 256, 4
+    assert picked(1, 32000, 4096) == ("cooperative", 64, 256, 5, 125, 1)
+    assert picked(8, 24576, 2048) == ("cooperative", 64, 192, 6, 128, 1)  # was 128 x 192, 5
+    assert picked(40, 17000, 1000) == ("cooperative", 64, 160, 7, 107, 1)
+    # M past 64, a tail split in ordered parts, the caller's tile or rows: 128 rows.
+    assert picked(65, 28672, 4096)[1] == 128
+    assert GemmConfig.for_problem(1, 28672, 14336).tail_split > 1
+    assert picked(1, 28672, 14336)[1:3] == (128, 192)
+    assert picked(8, 28672, 4096, block_n=256)[1] == 128
+    assert picked(8, 28672, 4096, block_m=128)[1] == 128
+    assert picked(8, 28672, 4096, b_layout="kn")[1] == 128
 
 
 def test_64_by_64_tiles_where_even_64_row_tiles_are_few():

@@ -835,8 +835,9 @@ def _runs(cfg: Tiling) -> bool:
 
 def on_half_rows(cfg: Tiling) -> Tiling:
     """``cfg``'s 128 x 128 tiles as 64 x 128 ones (:data:`HALF_ROWS`: cooperative, one
-    consumer warpgroup a tile, 9 ring stages) where 128-row tiles waste or starve, 16-bit
-    inputs with B as N x K (what was measured):
+    consumer warpgroup a tile, 9 ring stages) where 128-row tiles waste or starve, and
+    128-row tiles of other widths as 64-row ones where M is at most 64
+    (:func:`_half_of_wide_rows`), 16-bit inputs with B as N x K (what was measured):
 
     * **M at most 64**: a 128-row tile's second half is all padding; the 64-row tile
       keeps the K split. H100, % of cuBLAS, same run, 64-row / the 128-row default:
@@ -851,17 +852,35 @@ def on_half_rows(cfg: Tiling) -> Tiling:
       257, 256 x 1024 x 1024 223 / 187, 200 x 3000 x 800 197 / 157, 1024^3 167 / 142
       (conv2d's short layers take the same rule, kernels/conv2d.py).
     """
-    if ((cfg.block_m, cfg.block_n) != (128, 128) or cfg.cluster_size > 1 or cfg.stream_k
-            or cfg.tail_split > 1):
+    if cfg.block_m != 128 or cfg.cluster_size > 1 or cfg.stream_k or cfg.tail_split > 1:
         return cfg
     if not sixteen_bit_nk(cfg):
         return cfg
+    if cfg.block_n != 128:
+        return _half_of_wide_rows(cfg)
     half = replace(cfg, **HALF_ROWS)
     if cfg.m <= 64:
         return half
     if cfg.k_steps <= HALF_ROWS_SHORT_STEPS and half_rows_fill(replace(cfg, split_k=1), half):
         return narrow_half_rows(replace(half, split_k=1, split_k_ordered=False))
     return cfg
+
+
+def _half_of_wide_rows(cfg: Tiling) -> Tiling:
+    """``cfg``'s cooperative 128-row tiles of another width as 64-row ones with the most
+    ring stages that fit, where M is at most 64 (the model takes 128 x 256 tiles where N
+    alone makes enough of them: a decode step's GEMM with N of 17000 and more, an LM
+    head): the second half of each 128-row tile is padding its loads fill with zeros and
+    its warpgroup multiplies. H200, same runs, time of the 128-row / the 64-row tiles
+    (two repetitions): 8 x 28672 x 4096 1.26-1.28 (70% of cuBLAS to 89-90%), the rule
+    written after it; held out 1 x 28672 x 4096 1.26-1.29, 16 x 28672 x 8192 1.25-1.27,
+    64 x 28672 x 4096 1.08-1.09, 1 x 32000 x 4096 1.22-1.27 (76-78% to 96%), 32 x 128256 x
+    4096 1.13-1.21 (to 101-102%), 8 x 24576 x 2048 (64 x 192) 1.22-1.23 (to 103-106%), 4 x
+    65536 x 1024 1.19-1.20 (to 100%)."""
+    if cfg.m > 64 or cfg.schedule != "cooperative":
+        return cfg
+    half = _most_stages(replace(cfg, block_m=64))
+    return half if half is not None else cfg
 
 
 def narrow_half_rows(half: Tiling) -> Tiling:
