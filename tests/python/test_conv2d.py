@@ -23,6 +23,8 @@ from tvm_tma.kernels.conv2d import (
     MAX_STAGES,
     NARROW_TALL_WIDTH,
     SHORT_K_STEPS,
+    STORE_BOUND_BLOCK_K,
+    STORE_BOUND_STAGES,
     conv2d_config,
     conv2d_error_bound,
     conv2d_kernel,
@@ -112,6 +114,11 @@ SMALL = [
      {"ctas": 20}),
     ("exact-wave-128x80-2x17x16x320-k640-ctas40", _layer(2, 17, 16, 320, 640, 1, 1, pad=0),
      {"ctas": 40}),
+    # A pointwise layer of 16 channels in (one K step): two alternating C stages and 4
+    # ring stages (conv2d._stores_overlapped), 192 x 96 tiles persistent on 5 CTAs (M =
+    # 1800: 10 row blocks, the last 72 rows; 2 rounds each), C in 32-column stages.
+    ("stores-overlapped-2x30x30x16-k96-ctas5", _layer(2, 30, 30, 16, 96, 1, 1, pad=0),
+     {"ctas": 5}),
     # K = 320 in 192-wide tiles: the second column block is ragged (128 of 192 columns).
     ("k320-bn192-2x8x8x64", _layer(2, 8, 8, 64, 320), {"block_n": 192}),
     # K = 320 by the default rule: two 160-wide tiles per row block, C staged 32 columns at
@@ -585,7 +592,7 @@ def test_narrow_tiles_padded_past_k_take_192_rows_where_they_fill_a_wave():
         (32, 56, 144, 24, 1): (24, 64, 523, 8),
         (32, 28, 240, 40, 1): (40, 64, 131, 7),
         (32, 28, 192, 32, 1): (32, 64, 131, 7),
-        (32, 112, 16, 96, 1): (96, 16, 2091, 12),
+        (32, 112, 16, 96, 1): (96, 16, 2091, 4),  # 4: _stores_overlapped
         (32, 28, 96, 144, 3): (144, 32, 131, 8),
         (32, 28, 128, 80, 3): (80, 64, 131, 5),
     }
@@ -605,6 +612,34 @@ def test_narrow_tiles_padded_past_k_take_192_rows_where_they_fill_a_wave():
     assert conv2d_config(narrow, block_m=128).block_m == 128
     assert conv2d_config(narrow, schedule="cooperative").block_m == 128
     assert conv2d_config(narrow, split_k=2, split_k_ordered=True).block_m == 128
+
+
+def test_a_pointwise_layer_of_16_channels_overlaps_its_stores():
+    """A pointwise layer of one 16-wide K step on cooperative tiles takes two alternating
+    C stages and 4 ring stages, the widest C stage beside them (_stores_overlapped); not
+    a layer of 24 or 32 channels, a 3x3 one, or where the caller chose the ring, the C
+    stage or the tile. Measured on the H200."""
+    assert (STORE_BOUND_BLOCK_K, STORE_BOUND_STAGES) == (16, 4)
+    cases = {  # (n, h, c, k): (block_m, block_n, epilogue_cols)
+        (32, 112, 16, 96): (192, 96, 32),
+        (4, 112, 16, 96): (192, 96, 32),
+        (32, 28, 16, 96): (192, 96, 32),
+        (32, 56, 16, 64): (128, 64, 64),
+    }
+    for (n, h, c, k), want in cases.items():
+        cfg = conv2d_config(_layer(n, h, h, c, k, 1, 1, pad=0))
+        assert (cfg.block_m, cfg.block_n, cfg.epilogue_cols) == want, (n, h, c, k)
+        assert (cfg.k_steps, cfg.stages, cfg.epilogue_buffers) == (1, 4, 2)
+        assert cfg.shared_bytes <= MAX_SHARED
+    for layer in (_layer(32, 112, 112, 32, 16, 1, 1, pad=0),
+                  _layer(32, 28, 28, 32, 192, 1, 1, pad=0),
+                  _layer(32, 56, 56, 24, 144, 1, 1, pad=0),
+                  _layer(32, 56, 56, 16, 64)):  # 3x3: 9 K steps
+        assert conv2d_config(layer).epilogue_buffers == 1
+    layer = _layer(32, 112, 112, 16, 96, 1, 1, pad=0)
+    assert conv2d_config(layer, stages=6).epilogue_buffers == 1
+    assert conv2d_config(layer, epilogue_n=32).stages == 12
+    assert conv2d_config(layer, block_m=128).epilogue_buffers == 1
 
 
 def test_options_are_kept_and_the_rest_fits_them():

@@ -88,6 +88,10 @@ HALF_ROWS_MAX_STEPS = 32
 #: keep to be taken (:func:`_covering_unless_idle`): 25 tiles against 26 is a rounding of
 #: the same rows; 98 against a wave of 132 (0.74) lost 4-7%.
 COVERING_SHARE = 0.9
+#: :func:`_stores_overlapped`: the K block of the layers it takes (at most 16 channels in,
+#: one K step) and their ring depth.
+STORE_BOUND_BLOCK_K = 16
+STORE_BOUND_STAGES = 4
 #: Widest tile :func:`_narrow_and_tall` gives 192 rows (the widest measured: 160).
 NARROW_TALL_WIDTH = 160
 #: Options that say how the work is split (the GEMM's :data:`~.tiling.SPLIT_FIELDS`, but
@@ -242,7 +246,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       the widest C stage that costs no stage (128 x 256: C in 128-column halves, 4 stages,
       the GEMM's measured default; 128 x 128: 6; 128 x 64: 8; 128 x 192: 64-column C, 5;
       128 x 160: 32-column 64B-swizzled C, 6), at most :data:`MAX_STAGES` (the small
-      slots of 32- and 16-wide K blocks).
+      slots of 32- and 16-wide K blocks); a pointwise layer of at most 16 channels in
+      (one K step) on cooperative tiles: 4 stages and two alternating C stages
+      (:func:`_stores_overlapped`: N=32 112x112x16 -> 96 0.96-0.98x cuDNN against
+      0.79-0.81x, N=4 1.23 against 0.96).
     * **block_m**: 128, but 64 (cooperative, one consumer warpgroup a tile) for a layer of
       at most :data:`HALF_ROWS_MAX_STEPS` K steps whose 128-row tiles fill at most half
       the CTAs (in ordered parts past 16; :func:`_half_rows`): the 1x1
@@ -293,8 +300,36 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
         chosen = _covering_unless_idle(base, options)
     chosen = _tall_tiles(_half_rows(chosen, options), options)
     best = _epilogue_and_stages(_exact_wave(geometry, chosen, options), options)
+    best = _stores_overlapped(geometry, best, options)
     check_config(geometry, best)
     return best
+
+
+def _stores_overlapped(geometry: Conv2dGeometry, cfg: GemmConfig,
+                       options: dict) -> GemmConfig:
+    """A pointwise layer of at most 16 input channels (one K step of a 16-wide K block) on
+    cooperative tiles: two alternating C stages (``epilogue_buffers=2``: a tile's store
+    drains while the next tile's accumulators are staged) and :data:`STORE_BOUND_STAGES`
+    ring stages (its loads are a sixth of its stores at most, and a deep ring of them only
+    competes with the stores), with the widest C stage beside them. Unless the caller
+    chose the ring, the C stage or the tile.
+
+    H200, x cuDNN, same runs (graph replays), default -> this: N=32 112x112x16 -> 96
+    0.79-0.81 -> 0.96-0.98, N=16 0.84 -> 1.02, N=8 0.82 -> 0.93, N=4 0.96 -> 1.23, N=2
+    1.47 -> 1.78 (192 x 96 tiles), N=32 28x28x16 -> 96 1.08 -> 1.30, N=32 56x56x16 -> 64
+    (128 x 64) 0.82 -> 0.88, N=8 1.70 -> 1.76, N=1 (64 x 64) 1.54 -> 1.59; one loss, N=1
+    112x112x16 -> 96 (128 x 64) 0.98 -> 0.95 (3.38 against 3.48 us).
+    32 input channels were mixed (N=32 112x112x32 -> 16 1.40 -> 1.69 but N=8 1.15 ->
+    1.13, 28x28x32 -> 192 1.06-1.12x at N=32 and 0.98x at N=16, 56x56x24 -> 144
+    0.97-1.01x), so they keep their ring."""
+    if not geometry.is_pointwise or cfg.k_steps != 1 or cfg.block_k != STORE_BOUND_BLOCK_K:
+        return cfg
+    if cfg.schedule != "cooperative" or ({"stages", "epilogue_n", "epilogue_buffers"}
+                                         | TILING_CHOICES) & set(options):
+        return cfg
+    overlapped = replace(cfg, epilogue_buffers=2, stages=STORE_BOUND_STAGES)
+    overlapped = _epilogue_and_stages(overlapped, {"stages": STORE_BOUND_STAGES})
+    return overlapped if overlapped.shared_bytes <= MAX_SHARED else cfg
 
 
 def _exact_wave(geometry: Conv2dGeometry, chosen: GemmConfig, options: dict) -> GemmConfig:
