@@ -50,6 +50,14 @@ from tvm_tma.kernels.tiling import (
 )
 
 
+def picker(*names: str):
+    """A function of ``(m, n, k, **options)`` giving those fields of the default tiling."""
+    def picked(m: int, n: int, k: int, **options) -> tuple:
+        cfg = GemmConfig.for_problem(m, n, k, **options)
+        return tuple(getattr(cfg, name) for name in names)
+    return picked
+
+
 def shape(cfg: GemmConfig) -> tuple:
     return (cfg.schedule, cfg.block_n, cfg.stages, cfg.cluster, cfg.stream_k, cfg.split_k,
             cfg.tail_split)
@@ -329,10 +337,7 @@ def test_wide_straddled_problems_of_one_round_take_2x2_clusters_on_the_resident_
     row blocks, and the chosen 2x1 clusters run one round that 2x2 clusters on the 120
     CTAs 132 SMs hold in clusters of 4 also run in one, the default takes the 2x2 clusters
     (each CTA loads half of A's rows and half of B's). Measured on the H200."""
-    def picked(m, n, k, **options):
-        cfg = GemmConfig.for_problem(m, n, k, **options)
-        return (cfg.block_m, cfg.block_n, cfg.cluster, cfg.cluster_n, cfg.ctas,
-                cfg.work_units)
+    picked = picker("block_m", "block_n", "cluster", "cluster_n", "ctas", "work_units")
 
     assert picked(600, 2224, 3000) == (128, 128, 2, 2, 120, 27)   # 5 x 18 blocks
     assert picked(600, 5680, 3000) == (192, 192, 2, 2, 120, 30)   # 4 x 30
@@ -360,10 +365,8 @@ def test_skinny_problems_with_straddled_rows_share_a_in_clusters_of_four():
     a unit, whose rows straddle L2 lines, in one round without a cluster and still in
     clusters of 4 along N on 120 CTAs: those clusters, each CTA multicasting a quarter of
     A's rows (sharing_a_in_fours). Measured on the H200."""
-    def picked(m, n, k, **options):
-        cfg = GemmConfig.for_problem(m, n, k, **options)
-        return (cfg.schedule, cfg.block_m, cfg.block_n, cfg.cluster, cfg.cluster_n,
-                cfg.ctas, cfg.split_k, cfg.work_units)
+    picked = picker("schedule", "block_m", "block_n", "cluster", "cluster_n", "ctas",
+                    "split_k", "work_units")
 
     # 40 column blocks in 3 ordered K parts: 10 clusters x 3 parts on 30 workers.
     assert picked(100, 5000, 3000) == ("pingpong", 128, 128, 1, 4, 120, 3, 30)
@@ -397,10 +400,8 @@ def test_a_few_row_blocks_take_64_x_256_tiles_where_they_fill_one_wave():
     """M of 65 to 512 and no multiple of 128, rows of whole 32-byte sectors, and 64 x 256
     tiles filling at least 80% of one wave: ping-pong 64 x 256 tiles, no cluster, no K
     split (on_wide_half_rows). Measured on the H200."""
-    def picked(m, n, k, **options):
-        cfg = GemmConfig.for_problem(m, n, k, **options)
-        return (cfg.schedule, cfg.block_m, cfg.block_n, cfg.stages, cfg.cluster_size,
-                cfg.split_k, cfg.ctas, cfg.num_tiles)
+    picked = picker("schedule", "block_m", "block_n", "stages", "cluster_size", "split_k",
+                    "ctas", "num_tiles")
 
     wide_half = ("pingpong", 64, 256, 5, 1, 1, 132)
     assert picked(300, 5680, 2224) == (*wide_half, 115)  # was 128 x 192 in 2x2 clusters
@@ -432,10 +433,8 @@ def test_few_tiles_become_one_wave_of_tiles_dividing_n_exactly():
     assert (EXACT_WAVE_MAX_STEPS, EXACT_WAVE_MIN_M, EXACT_WAVE_MIN_STEPS) == (
         {128: 20, 64: 32}, 512, 5)
 
-    def picked(m, n, k, **options):
-        cfg = GemmConfig.for_problem(m, n, k, **options)
-        return (cfg.schedule, cfg.block_m, cfg.block_n, cfg.stages, cfg.epilogue_cols,
-                cfg.split_k, cfg.cluster_size, cfg.num_tiles)
+    picked = picker("schedule", "block_m", "block_n", "stages", "epilogue_cols", "split_k",
+                    "cluster_size", "num_tiles")
 
     # 1024 x 640 x 1280: ping-pong 128 x 128 in 3 ordered parts before; 128 rows would
     # need 40-wide tiles, so 64 x 80 (C staged whole: 80 is no multiple of 32).
