@@ -53,6 +53,7 @@ import tvm_tma  # noqa: F401  (registers dispatch="tma")
 from tvm_tma.conv import Conv2dGeometry
 from tvm_tma.kernels.conv2d import (
     DTYPES,
+    STORE_BOUND_STAGES,
     conv2d_config,
     conv2d_error_bound,
     conv2d_kernel,
@@ -107,7 +108,8 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
                 **options) -> list[GemmConfig]:
     """The default configuration (:func:`conv2d_config`), or (``sweep``) it and the tilings
     of :data:`SWEEP` that fit (no wider than K rounded up to 64: a wider tile only adds
-    padding), plus the default with one ring stage fewer, stream-K, ordered split-K and
+    padding), plus the default with one ring stage fewer, with its C stages doubled on 4
+    ring stages (or single, where the default doubled them), stream-K, ordered split-K and
     the wave model's tail split (:func:`~tvm_tma.kernels.tiling.in_tail_parts`) of 64- and
     128-row tiles, and one wave of tiles dividing K exactly
     (:func:`~tvm_tma.kernels.tiling.exact_wave`)."""
@@ -144,6 +146,13 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
         add(block_n, block_m=192, schedule="cooperative")
     if base.stages > 2:
         found.append(replace(base, stages=base.stages - 1))
+    # The default's tile with two alternating C stages on 4 ring stages (the default of a
+    # pointwise layer of at most 16 channels, conv2d._stores_overlapped), or with one C
+    # stage and the deepest ring where the default took two.
+    overlapped = base.epilogue_buffers == 1
+    add(base.block_n, block_m=base.block_m, schedule=base.schedule,
+        epilogue_buffers=2 if overlapped else 1,
+        **({"stages": STORE_BOUND_STAGES} if overlapped else {}))
     for block_n, cluster in [(w, c) for w in (64, 128, 256) for c in (1, 2)]:
         # Stream-K: every worker an equal run of the K steps, whatever the tile count.
         add(block_n, schedule="cooperative", cluster=cluster, stream_k=True)

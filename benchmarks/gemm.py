@@ -85,17 +85,19 @@ SWEEP_TILINGS = [("cooperative", 128, 320, 3, 64, 2), ("cooperative", 128, 256, 
                  ("cooperative", 192, 192, 4, 64, 1), ("cooperative", 192, 160, 4, 32, 1),
                  ("cooperative", 192, 128, 5, 64, 1), ("cooperative", 64, 128, 9, 64, 1),
                  ("pingpong", 128, 128, 6, 64, 1), ("pingpong", 128, 128, 5, 128, 1),
-                 ("pingpong", 64, 256, 4, 128, 1), ("pingpong", 64, 256, 5, 64, 1)]
-#: The sweep's cluster shapes (CTAs along M, along N): 2x2 clusters run on the CTAs the GPU
-#: keeps resident in clusters of 4 (kernels/residency.py: 120 of 132 SMs).
-SWEEP_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))
+                 ("pingpong", 64, 256, 4, 128, 1), ("pingpong", 64, 256, 5, 64, 1),
+                 ("cooperative", 64, 256, 5, 128, 1)]
+#: The sweep's cluster shapes (CTAs along M, along N): 2x2 and 1x4 clusters run on the CTAs
+#: the GPU keeps resident in clusters of 4 (kernels/residency.py: 120 of 132 SMs).
+SWEEP_CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2), (1, 4))
 
 
 def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                 ctas: int, **options) -> list[GemmConfig]:
     """The default configuration, or (``sweep``) the grid around it: tiling and schedule,
-    no cluster, 2x1 clusters (B multicast), 1x2 ones (A multicast) or 2x2 ones (both, on
-    the CTAs clusters of 4 keep resident) where there are row or column blocks to pair,
+    no cluster, 2x1 clusters (B multicast), 1x2 ones (A multicast), 2x2 ones (both) or 1x4
+    ones (A shared by four; these two on the CTAs clusters of 4 keep resident) where there
+    are row or column blocks to pair,
     split-K 2 where the tiles alone leave SMs idle, stream-K, the tiles past the last
     full wave in ordered parts (``tail_split``), and one wave of tiles dividing N exactly
     (``tiling.exact_wave``). FP8 tiles

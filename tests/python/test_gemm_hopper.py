@@ -940,13 +940,14 @@ def test_benchmark_table_takes_ratios_from_graph_replays(capsys):
 
 
 def test_benchmark_sweep_pairs_blocks_only_where_there_are_two():
-    """The sweep tries 2x1 clusters (B multicast), 1x2 ones (A multicast) and 2x2 ones
-    (both, on the 120 CTAs 132 SMs hold in clusters of 4; every other shape on all 132),
-    but no cluster whose second CTA would always hold a block of padding."""
+    """The sweep tries 2x1 clusters (B multicast), 1x2 ones (A multicast), 2x2 ones (both)
+    and 1x4 ones (A shared by four; these two on the 120 CTAs 132 SMs hold in clusters of
+    4, every other shape on all 132), but no cluster whose second CTA would always hold a
+    block of padding."""
     benchmark = load_script(REPO / "benchmarks" / "gemm.py", "gemm_benchmark")
     square = benchmark.configs_for(1000, 2000, 3000, "bfloat16", "nk", True, 132)
     shapes = {(cfg.cluster, cfg.cluster_n, cfg.ctas) for cfg in square}
-    assert shapes == {(1, 1, 132), (2, 1, 132), (1, 2, 132), (2, 2, 120)}
+    assert shapes == {(1, 1, 132), (2, 1, 132), (1, 2, 132), (2, 2, 120), (1, 4, 120)}
     # (A default of 2x2 clusters on 120 CTAs does not shrink the others' grid.)
     assert GemmConfig.for_problem(600, 2224, 3000).ctas == 120
     wide = benchmark.configs_for(600, 2224, 3000, "bfloat16", "nk", True, 132)
@@ -954,7 +955,10 @@ def test_benchmark_sweep_pairs_blocks_only_where_there_are_two():
     assert any((cfg.schedule, cfg.block_m, cfg.block_n, cfg.stages) == ("pingpong", 64, 256, 5)
                for cfg in wide)
     skinny = benchmark.configs_for(16, 8192, 8192, "bfloat16", "nk", True, 132)
-    assert {(cfg.cluster, cfg.cluster_n) for cfg in skinny} == {(1, 1), (1, 2)}
+    assert {(cfg.cluster, cfg.cluster_n) for cfg in skinny} == {(1, 1), (1, 2), (1, 4)}
+    # The 64-row tiles of any width the default takes where M is at most 64.
+    assert any((cfg.schedule, cfg.block_m, cfg.block_n) == ("cooperative", 64, 256)
+               for cfg in skinny)
     narrow = benchmark.configs_for(4096, 128, 4096, "bfloat16", "nk", True, 132)
     assert all(cfg.cluster_n <= cfg.n_blocks for cfg in narrow)
     # One wave of tiles dividing N exactly, past the rule's 20 K steps too.
