@@ -310,9 +310,9 @@ def _stores_overlapped(geometry: Conv2dGeometry, cfg: GemmConfig,
     """A pointwise layer of at most 16 input channels (one K step of a 16-wide K block) on
     cooperative tiles: two alternating C stages (``epilogue_buffers=2``: a tile's store
     drains while the next tile's accumulators are staged) and :data:`STORE_BOUND_STAGES`
-    ring stages (its loads are a sixth of its stores at most, and a deep ring of them only
-    competes with the stores), with the widest C stage beside them. Unless the caller
-    chose the ring, the C stage or the tile.
+    ring stages (its loads, 16 channels a row, are a small part of its stores, and a deep
+    ring of them runs many tiles ahead of the stores), with the widest C stage beside them.
+    Unless the caller chose the ring, the C stage or the tile.
 
     H200, x cuDNN, same runs (graph replays), default -> this: N=32 112x112x16 -> 96
     0.79-0.81 -> 0.96-0.98, N=16 0.84 -> 1.02, N=8 0.82 -> 0.93, N=4 0.96 -> 1.23, N=2

@@ -909,19 +909,25 @@ def half_rows_fill(whole: Tiling, half: Tiling) -> bool:
 def sharing_a_in_fours(cfg: Tiling) -> Tiling:
     """``cfg``'s 128 x 128 tiles in clusters of 4 along N (each CTA loads a quarter of A's
     rows and multicasts them, :data:`A_SHARING_CLUSTER`) on as many CTAs as the GPU keeps
-    resident in clusters of 4 (:func:`.residency.resident_ctas`: 120 of 132), where M is
-    at most :data:`A_SHARING_MAX_ROW_BLOCKS` row blocks, the tiles run without a cluster
-    in one round and still do in clusters of 4 (K parts included). A skinny problem's few
-    row blocks of A are read again by every column block: a 128 x 128 tile's K step loads
-    as many bytes of A as of B, and the cluster cuts A's to a quarter (what cuBLAS's 4x1
-    clusters do on these shapes). Cooperative or ping-pong tiles of 16-bit inputs with B
-    as N x K (what was measured).
+    resident in clusters of 4 (:func:`.residency.resident_ctas`: 120 of 132). A skinny
+    problem's few row blocks of A are read again by every column block: a 128 x 128 tile's
+    K step loads as many bytes of A as of B, and the cluster cuts A's to a quarter (what
+    cuBLAS's 4x1 clusters do on these shapes). Taken where M is at most
+    :data:`A_SHARING_MAX_ROW_BLOCKS` row blocks, N at least
+    :data:`A_SHARING_MIN_COLUMN_BLOCKS` column blocks, a unit at least
+    :data:`A_SHARING_MIN_STEPS` K steps, the rows straddle 128-byte L2 lines, and the units
+    run in one round both without a cluster and in clusters of 4; cooperative or ping-pong
+    tiles of 16-bit inputs with B as N x K (what was measured).
 
-    H200, same runs, time without / with the clusters: 80 x 12288 x 4096 1.37-1.38, 112 x
-    5000 x 3000 1.22, 200 x 3000 x 3000 1.23-1.24, 100 x 5000 x 3000 1.20. Where the
-    clusters' 120 CTAs no longer hold the units in one round they lost (96 x 8192 x 4096,
-    128 x 4096 x 4096, 128 x 8192 x 8192, 256 x 4096 x 4096: 128 units, 0.56-0.73), so
-    the rule keeps those."""
+    H200, same runs, time without / with the clusters: 100 x 10000 x 1000 1.17-1.30, 200 x
+    3000 x 3000 1.23-1.24, 112 x 5000 x 3000 1.22, 200 x 1536 x 5000 1.21-1.24, 100 x 5000 x
+    3000 1.14-1.20 (the rule written after these); held out, 12 problems all 0.99x or
+    faster, 1.15-1.18x geomean (80 x 10000 x 3000 1.35-1.46, 100 x 12000 x 5680 1.26-1.40).
+    Left out because they lost: units past one round of the clusters (96 x 8192 x 4096,
+    128 x 4096 x 4096, 128 x 8192 x 8192, 256 x 4096 x 4096: 128 units, 0.56-0.73), rows of
+    whole lines (80 x 1536 x 2048, 256 x 3000 x 2048, 128 x 12000 x 2048, 200 x 5120 x
+    1536, 128 x 5120 x 5120, 80 x 400 x 2048: 0.87-0.97; one won, 80 x 12288 x 4096 1.37),
+    5 column blocks (80 x 640 x 3000: 8 CTAs a row block, 3 idle, 0.82-0.87)."""
     if cfg.block_m != 128 or cfg.block_n != A_SHARING_BLOCK_N or not sixteen_bit_nk(cfg):
         return cfg
     if (cfg.cluster, cfg.cluster_n) != (1, 1) or cfg.stream_k or cfg.tail_split != 1:
