@@ -680,13 +680,24 @@ def in_two_by_two(cfg: Tiling) -> Tiling:
         return cfg
     if not sixteen_bit_nk(cfg) or not rows_straddle_lines(cfg):
         return cfg
-    resident = resident_ctas(cfg.ctas, 4)
-    if cfg.n_blocks < cfg.m_blocks or resident is None:
+    if cfg.n_blocks < cfg.m_blocks:
         return cfg
-    square = replace(cfg, cluster_n=2, ctas=resident)
-    if square.work_units > square.workers or not _runs(square):
-        return cfg
-    return square
+    square = _in_resident_clusters(cfg, cluster=2, cluster_n=2)
+    return square if square is not None else cfg
+
+
+def _in_resident_clusters(cfg: Tiling, cluster: int, cluster_n: int) -> Tiling | None:
+    """``cfg`` in ``cluster`` x ``cluster_n`` clusters on the CTAs the GPU keeps resident
+    in clusters of that size (:func:`.residency.resident_ctas`), where that count was
+    measured, the kernel runs it and its work units still take one round; else None (the
+    2x2 and 1x4 rules, :func:`in_two_by_two` and :func:`sharing_a_in_fours`)."""
+    resident = resident_ctas(cfg.ctas, cluster * cluster_n)
+    if resident is None:
+        return None
+    clustered = replace(cfg, cluster=cluster, cluster_n=cluster_n, ctas=resident)
+    if clustered.work_units > clustered.workers or not _runs(clustered):
+        return None
+    return clustered
 
 
 def on_wide_half_rows(cfg: Tiling) -> Tiling:
@@ -936,13 +947,10 @@ def sharing_a_in_fours(cfg: Tiling) -> Tiling:
         return cfg
     if cfg.m_blocks > A_SHARING_MAX_ROW_BLOCKS or cfg.n_blocks < A_SHARING_MIN_COLUMN_BLOCKS:
         return cfg
-    resident = resident_ctas(cfg.ctas, A_SHARING_CLUSTER)
-    if resident is None or cfg.work_units > cfg.workers:
+    if cfg.work_units > cfg.workers:
         return cfg
-    shared = replace(cfg, cluster_n=A_SHARING_CLUSTER, ctas=resident)
-    if shared.work_units > shared.workers or not _runs(shared):
-        return cfg
-    return shared
+    shared = _in_resident_clusters(cfg, cluster=1, cluster_n=A_SHARING_CLUSTER)
+    return shared if shared is not None else cfg
 
 
 def streams_weights(cfg: Tiling) -> bool:
