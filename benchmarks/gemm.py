@@ -59,6 +59,7 @@ from tvm_tma.kernels.tiling import (
     modelled,
     ranked,
     refinements,
+    swapped,
 )
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.timing import kernel_times
@@ -106,6 +107,8 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
                                   **options)
     if not sweep:
         return [base]
+    # The grid's tiles are A @ B^T's; C^T = B A^T's (tiling.swapped) joins them below.
+    base = replace(base, swap_ab=False)
     found = []
     for schedule, block_m, block_n, stages, epilogue_n, buffers in SWEEP_TILINGS:
         for cluster, cluster_n in SWEEP_CLUSTERS:
@@ -163,6 +166,15 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
     wave = exact_wave(replace(base, ctas=ctas))
     if wave is not None and wave not in found:
         found.append(wave)
+    # C^T = B A^T on tiles of M rounded up to 8 (tiling.swapped), where the kernel runs
+    # them: the default's own where it swapped.
+    flipped = swapped(replace(base, ctas=ctas))
+    if flipped is not None and flipped not in found:
+        try:
+            flipped.check()
+            found.append(flipped)
+        except ValueError:
+            pass
     return found
 
 
@@ -336,7 +348,7 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
                 "split_k": cfg.split_k, "split_k_ordered": cfg.split_k_ordered,
                 "stream_k": cfg.stream_k, "stream_k_waves": cfg.stream_k_waves,
                 "tail_split": cfg.tail_split, "l2_promotion": cfg.l2_promotion,
-                "tiles": cfg.num_tiles,
+                "swap_ab": cfg.swap_ab, "tiles": cfg.num_tiles,
                 "model_cost": round(estimate(cfg).cost, 1),
                 "correct": ok and ok_after,
                 "worst_error_over_bound": round(max(worst, worst_after), 4),
@@ -369,7 +381,8 @@ def kernel_label(m: int, n: int, k: int, cfg: GemmConfig) -> str:
             f"{'' if cfg.cluster_n == 1 else f'x{cfg.cluster_n}'}-k{cfg.split_k}"
             f"{'o' if cfg.split_k_ordered else ''}"
             f"{'-sk' if cfg.stream_k else ''}"
-            f"{f'-t{cfg.tail_split}' if cfg.tail_split > 1 else ''}")
+            f"{f'-t{cfg.tail_split}' if cfg.tail_split > 1 else ''}"
+            f"{'-swap' if cfg.swap_ab else ''}")
 
 
 def explain(m: int, n: int, k: int, **options) -> None:
@@ -390,7 +403,8 @@ def describe(cfg: GemmConfig) -> str:
             f"cluster={cfg.cluster}x{cfg.cluster_n} split_k={cfg.split_k}"
             f"{' ordered' if cfg.split_k_ordered else ''} stream_k={cfg.stream_k}"
             f"{f' ({cfg.stream_k_waves} waves)' if cfg.stream_k else ''}"
-            f"{f' tail_split={cfg.tail_split}' if cfg.tail_split > 1 else ''}")
+            f"{f' tail_split={cfg.tail_split}' if cfg.tail_split > 1 else ''}"
+            f"{' swap_ab (C^T = B A^T)' if cfg.swap_ab else ''}")
 
 
 def compile_only(problems, dtypes: list[tuple[str, str | None]], sweep: bool,

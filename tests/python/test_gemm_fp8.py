@@ -35,7 +35,7 @@ PTX = {E4: "e4m3", E5: "e5m2"}
 
 #: The issue's shapes, for both FP8 types, with the default tiling: M = 1, M = 77 (no
 #: multiple of 8) with ragged N and K (520 = 2 x 256 + 8, 272 = 2 x 128 + 16), a skinny
-#: problem (one row block, 32 narrow tiles), a ragged one (2x1 clusters multicasting B, K =
+#: problem (16 rows: C^T = B A^T on 32 tiles of 128 x 16 in 4 ordered K parts), a ragged one (2x1 clusters multicasting B, K =
 #: 23.5 K blocks) and a multi-wave one (512 tiles on 132 CTAs).
 SHAPES = {"m1": (1, 256, 256), "m77-ragged-nk": (77, 520, 272), "skinny": (16, 4096, 4096),
           "ragged": (1000, 2000, 3008), "multiwave": (4096, 4096, 1024)}
@@ -68,6 +68,13 @@ FEATURE_CASES = [
     # The tail split: 3 waves of 20, 4 tiles left over in 3 ordered parts of 24 ragged K
     # blocks (8 each), scaled bf16 part 0 stored, the others added after it.
     GemmConfig(1000, 2000, 3008, dtype=E4, tail_split=3, ctas=20),
+    # C^T = B A^T (swap_ab): the mix's types swap slots (wgmma .e5m2.e4m3 for e4m3 A and
+    # e5m2 B), 20 rows on 24-wide tiles in 2 ordered parts, C in two 8-row stages; 1 row.
+    GemmConfig(20, 1000, 1024, dtype=E4, b_dtype=E5, swap_ab=True, block_n=24,
+               epilogue_n=8, epilogue_buffers=2, split_k=2, split_k_ordered=True, stages=6,
+               ctas=16),
+    GemmConfig(1, 520, 2048, dtype=E5, swap_ab=True, block_n=8, epilogue_n=0, stages=8,
+               ctas=3),
 ]
 CASES = DEFAULT_CASES + FEATURE_CASES
 
@@ -78,7 +85,8 @@ def _name(cfg: GemmConfig) -> str:
             f"-e{cfg.epilogue_cols}-c{cfg.ctas}-{cfg.schedule}-x{cfg.cluster}-k{cfg.split_k}"
             f"{'-sk' if cfg.stream_k else ''}{'2' if cfg.stream_k_waves == 2 else ''}"
             f"{'-ordered' if cfg.split_k_ordered else ''}"
-            f"{f'-tail{cfg.tail_split}' if cfg.tail_split > 1 else ''}")
+            f"{f'-tail{cfg.tail_split}' if cfg.tail_split > 1 else ''}"
+            f"{'-swap' if cfg.swap_ab else ''}")
 
 
 # ---------------------------------------------------------------------------------------
@@ -184,7 +192,8 @@ def test_fp8_mma_is_k32_on_both_types_with_no_transpose(built):
     along the 128-byte row, the next sub-tile 64 rows (512 units) down."""
     cfg, kernel = built
     src = kernel.cuda_source
-    a_type, b_type = (PTX[t] for t in cfg.input_dtypes)
+    # (The MMAs' slots: B's type first where the kernel computes C^T = B A^T.)
+    a_type, b_type = (PTX[t] for t in cfg.mma_dtypes)
     forms = re.findall(r"wgmma\.mma_async\.sync\.aligned\.(\w+)\.f32\.(\w+)\.(\w+) "
                        r"\{[^}]*\}, %\d+, %\d+, ps0, ([^;]*); \}", src)
     assert set(forms) == {(f"m64n{cfg.block_n}k32", a_type, b_type, "1, 1")}
@@ -219,16 +228,19 @@ def test_fp8_descriptors_and_tma_maps(built):
     assert {(name, *map(int, fields)) for name, *fields in descriptors} == {
         ("a", 1, 64, 3), ("b", 1, 64, 3)}
     loads = re.findall(r"tvm_tma_load_\w+\(\(&\(\(\(__nv_fp8_(e4m3|e5m2)\*\)dyn_ptr\)", src)
-    a_type, b_type = (PTX[t] for t in cfg.input_dtypes)
+    a_type, b_type = (PTX[t] for t in cfg.mma_dtypes)
     assert loads[:2] == [a_type, b_type] and len(loads) == 2 * _loops(cfg)
     assert f"(uint){cfg.a_tile_bytes + cfg.b_tile_bytes})" in src
     copies = tvm_tma.explain(gemm_kernel(cfg)).copies
     a_map, b_map = copies[0].plan.tensor_map, copies[1].plan.tensor_map
-    if cfg.m > 1:  # one row: the planner gives the unit dim stride 0
+    # The MMAs' A slot loads the product's rows (B's with swap_ab), the B slot its columns.
+    rows, columns = cfg.product_m, cfg.product_n
+    if rows > 1:  # one row: the planner gives the unit dim stride 0
         assert (a_map.dtype, a_map.global_dims, a_map.global_strides, a_map.box_dims) == (
-            "uint8", (cfg.k, cfg.m), (cfg.k,), (128, cfg.block_m))
-    assert (b_map.dtype, b_map.global_dims, b_map.global_strides, b_map.box_dims) == (
-        "uint8", (cfg.k, cfg.n), (cfg.k,), (128, cfg.block_n // cfg.cluster))
+            "uint8", (cfg.k, rows), (cfg.k,), (128, cfg.block_m))
+    if columns > 1:
+        assert (b_map.dtype, b_map.global_dims, b_map.global_strides, b_map.box_dims) == (
+            "uint8", (cfg.k, columns), (cfg.k,), (128, cfg.block_n // cfg.cluster))
     promotion = {128: 2, 256: 3}[cfg.l2_promotion]  # CU_TENSOR_MAP_L2_PROMOTION_L2_128B/256B
     for tensor_map in (a_map, b_map):
         assert (tensor_map.element_strides, tensor_map.swizzle, tensor_map.interleave,

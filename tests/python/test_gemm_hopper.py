@@ -246,6 +246,26 @@ CASES = [
     GemmConfig(300, 264, 2048, block_n=128, stages=6, epilogue_n=0, cluster=2,
                stream_k=True, ctas=8),
     GemmConfig(1568, 512, 4608, cluster=2, stream_k=True),
+    # C^T = B A^T (swap_ab: B's rows the MMAs' M, A's their N, C stored transposed through
+    # stmatrix .trans): the default for 16 rows (64 tiles of 128 x 16 in 2 ordered K
+    # parts); 20 rows in 24-wide tiles (4 padding columns, whose rows of C the stores
+    # skip) on 5 CTAs (two rounds), C staged 8 rows at a time in two alternating stages;
+    # 200 rows on 64-row tiles in 3 reduce-add parts, C in 40-row stages; ping-pong 128 x
+    # 40 tiles; three consumer warpgroups of 64 (192 x 8 tiles, 1 row); stream-K; 2x1
+    # clusters sharing A's 32 rows (16 each).
+    GemmConfig.for_problem(16, 8192, 2048),
+    GemmConfig(20, 1000, 1000, swap_ab=True, block_n=24, epilogue_n=8, epilogue_buffers=2,
+               stages=8, ctas=5),
+    GemmConfig(200, 1000, 520, swap_ab=True, block_m=64, block_n=200, epilogue_n=40,
+               split_k=3, stages=4, ctas=12),
+    GemmConfig(40, 2000, 1000, swap_ab=True, schedule="pingpong", block_n=40, epilogue_n=0,
+               stages=6, ctas=7),
+    GemmConfig(1, 1000, 264, swap_ab=True, block_m=192, block_n=8, epilogue_n=0, stages=6,
+               ctas=3),
+    GemmConfig(24, 1000, 1000, swap_ab=True, block_n=24, epilogue_n=0, stages=8,
+               stream_k=True, ctas=6),
+    GemmConfig(32, 1000, 520, swap_ab=True, block_n=32, epilogue_n=0, cluster=2,
+               stages=8, ctas=4),
 ]
 
 
@@ -256,7 +276,8 @@ def _name(cfg: GemmConfig) -> str:
             f"{'-sk' if cfg.stream_k else ''}{'2' if cfg.stream_k_waves == 2 else ''}"
             f"{'-ordered' if cfg.split_k_ordered else ''}"
             f"{f'-tail{cfg.tail_split}' if cfg.tail_split > 1 else ''}"
-            f"{f'-pieces{cfg.a_copy_k}' if cfg.a_copy_k else ''}")
+            f"{f'-pieces{cfg.a_copy_k}' if cfg.a_copy_k else ''}"
+            f"{'-swap' if cfg.swap_ab else ''}")
 
 
 built = built_fixture(CASES, _name)
@@ -345,7 +366,9 @@ def test_gemm_issues_the_expected_instructions(built):
     store = "reduce" if cfg.split_k > 1 else "store"
     stores = len(re.findall(rf"tvm_tma_{store}_\w+\(\(", src))
     stages = cfg.block_n // cfg.epilogue_cols  # the epilogue loop over C stages is unrolled
-    per_site = (stages, stages * max(1, cfg.epilogue_cols // 64))
+    # (A swapped tile's stage is block_m of C's columns: whole 64-column atoms.)
+    stage_columns = cfg.block_m if cfg.swap_ab else cfg.epilogue_cols
+    per_site = (stages, stages * max(1, stage_columns // 64))
     assert stores in ({a + b for a in per_site for b in per_site} if loops == 2 else per_site)
     if cfg.tail_split > 1:
         # The parts of a tile left over add into C (one reduce-add site per C stage).
@@ -373,7 +396,12 @@ def test_gemm_issues_the_expected_instructions(built):
     # multiple of 32 is one unswizzled stage, stored by one box holding the whole tile
     # (where the tile spans whole rows of C the planner may fold them into a wider box).
     store_map = tvm_tma.explain(gemm_kernel(cfg)).copies[-1].plan.tensor_map
-    if cfg.block_n % 32:
+    if cfg.swap_ab:
+        # C^T's tile transposed: epilogue_cols of C's rows by block_m of its columns, in
+        # 128B-swizzled 64-column atoms.
+        assert (store_map.swizzle, store_map.box_dims[0]) == (3, 64)
+        assert store_map.box_dims[1] == cfg.epilogue_cols
+    elif cfg.block_n % 32:
         # (in the store's element type: whole rows of C may be planned as wider elements)
         element = {"uint64": 8, "uint32": 4}.get(store_map.dtype, cfg.out_bytes)
         assert store_map.swizzle == 0
@@ -465,8 +493,11 @@ def test_epilogue_rounds_accumulator_pairs_and_stores_whole_matrices(built):
     # Within each 64-row slice's block_n / 2 accumulators, register pair 4j + q of eight
     # goes to word q (stmatrix matrix q).
     slice_regs = cfg.block_n // 2
+    # (Counted from the stage's first register: a stage of epilogue_cols columns holds
+    # epilogue_cols / 2 of them, 8 mod 16 columns ending on a pair of words.)
+    stage_regs = cfg.epilogue_cols // 2
     assert pairs and all(int(high) == int(low) + 1
-                         and int(low) % slice_regs % 8 == 2 * int(word)
+                         and int(low) % slice_regs % stage_regs % 8 == 2 * int(word)
                          for word, high, low in pairs)
     rounded = Counter(int(low) for _, _, low in pairs)
     assert set(rounded) == set(range(0, cfg.accumulators, 2))
@@ -475,15 +506,20 @@ def test_epilogue_rounds_accumulator_pairs_and_stores_whole_matrices(built):
     # One .x4 per 16 columns of each 64-row slice, one .x2 for an 8-column remainder.
     stores = sites.pop()
     slices = cfg.accumulators // slice_regs
-    x4 = "stmatrix_sync_aligned_m8n8_x4_shared_b16(tvm_builtin_cuda_cvta_generic_to_shared("
-    x2 = "stmatrix_sync_aligned_m8n8_x2_shared_b16(tvm_builtin_cuda_cvta_generic_to_shared("
+    # C^T's tile (swap_ab) is written transposed: .trans.
+    trans = ".trans" if cfg.swap_ab else ""
+    x4 = (f"stmatrix_sync_aligned_m8n8_x4{trans.replace('.', '_')}_shared_b16("
+          "tvm_builtin_cuda_cvta_generic_to_shared(")
+    x2 = (f"stmatrix_sync_aligned_m8n8_x2{trans.replace('.', '_')}_shared_b16("
+          "tvm_builtin_cuda_cvta_generic_to_shared(")
     pieces = cfg.block_n // cfg.epilogue_cols
     assert src.count(x4) == slices * pieces * (cfg.epilogue_cols // 16) * stores
     assert src.count(x2) == slices * pieces * (cfg.epilogue_cols % 16 // 8) * stores
     if cfg.epilogue_cols >= 16:
-        assert '"stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};"' in src
+        assert f'"stmatrix.sync.aligned.m8n8.x4{trans}.shared.b16 [%0], {{%1, %2, %3, %4}};"' in src
     if cfg.epilogue_cols % 16:
-        assert '"stmatrix.sync.aligned.m8n8.x2.shared.b16 [%0], {%1, %2};"' in src
+        assert f'"stmatrix.sync.aligned.m8n8.x2{trans}.shared.b16 [%0], {{%1, %2}};"' in src
+    assert ("m8n8.x4.shared" in src or "m8n8.x2.shared" in src) == (not cfg.swap_ab)
     assert not re.search(r"\((nv_bfloat16|half)\)\(?acc_ptr\[", src)  # no scalar rounding
 
 
@@ -721,11 +757,47 @@ def test_two_c_stages_alternate_and_wait_for_all_but_the_newest_store():
                                         "units for 3 workers (at most one round)"),
     (dict(tail_split=5, ctas=10), "tail_split=5: every part keeps at least one of the 4 K "
                                   "steps"),
+    # C^T = B A^T: K-major operands, A's rows as wgmma N, C staged by whole rows of C.
+    (dict(swap_ab=True, b_layout="kn"), "swap_ab with b_layout='kn': C^T = B A^T takes B "
+                                        "as N x K"),
+    (dict(swap_ab=True, block_n=12, epilogue_n=0),
+     "swap_ab with block_n=12: a multiple of 8 from 8 to 256 (A's rows are wgmma N)"),
+    (dict(swap_ab=True, block_n=40, epilogue_n=20),
+     "swap_ab with epilogue_n=20 (20 of C's rows a stage): a multiple of 8 dividing "
+     "block_n=40"),
+    (dict(swap_ab=True, block_n=24, epilogue_n=0, cluster=2),
+     "cluster=2 with block_n=24: each CTA's share of the B tile must be whole 8-row groups"),
 ])
 def test_gemm_refuses_configurations_it_cannot_run(bad, rule):
     params = dict(m=256, n=256, k=256) | bad
     with pytest.raises(ValueError, match=re.escape(rule)):
         gemm_kernel(GemmConfig(**params))
+
+
+def test_swapped_operands_load_b_into_the_mma_a_slot_and_store_c_transposed():
+    """swap_ab: the MMAs' A slot holds B's rows (its tensor map is B's, K x N in TMA's
+    order), the B slot A's (K x M), the accumulator tile is C^T's (block_m of N by block_n
+    of M, one m64n{block_n} MMA a k16 step), and the epilogue's stage is C's rows: stored
+    into C (N x M in TMA's order) by boxes of 64 of its columns by epilogue_n of its rows.
+    An A view (a conv2d's im2col) is refused."""
+    cfg = GemmConfig(20, 1000, 1000, swap_ab=True, block_n=24, epilogue_n=8,
+                     epilogue_buffers=2, stages=8, ctas=5)
+    assert (cfg.product_m, cfg.product_n, cfg.m_blocks, cfg.n_blocks) == (1000, 20, 8, 1)
+    copies = tvm_tma.explain(gemm_kernel(cfg)).copies
+    a_map, b_map, c_map = (c.plan.tensor_map for c in (copies[0], copies[1], copies[-1]))
+    assert tuple(a_map.global_dims) == (1000, 1000) and tuple(a_map.box_dims) == (64, 128)
+    assert tuple(b_map.global_dims) == (1000, 20) and tuple(b_map.box_dims) == (64, 24)
+    assert tuple(c_map.global_dims) == (1000, 20) and tuple(c_map.box_dims) == (64, 8)
+    assert c_map.swizzle == 3
+    src = compile_kernel(gemm_kernel(cfg)).cuda_source
+    assert "wgmma.mma_async.sync.aligned.m64n24k16.f32.bf16.bf16" in src
+    # (A stage of 8 of C's rows is 8 columns of the tile: one .x2 pair of 8 x 8 blocks a
+    # warp, written transposed.)
+    assert "stmatrix.sync.aligned.m8n8.x2.trans.shared.b16" in src
+    assert "m8n8.x4" not in src and "m8n8.x2.shared" not in src
+    view = AOperand.row_major(20, 1000)
+    with pytest.raises(ValueError, match="swap_ab with an A view"):
+        gemm_kernel(cfg, a_operand=view)
 
 
 def test_the_default_trims_padded_columns_off_the_last_column_block():
@@ -808,7 +880,8 @@ def test_default_tiling_keeps_every_sm_busy():
 
 def test_64_row_tiles_where_m_is_at_most_64_or_short_tiles_are_few():
     """tiling.on_half_rows: 128 x 128 tiles become 64 x 128 ones (cooperative, 9 stages, a
-    64-column C stage) where M is at most 64 (keeping the K split), or where a problem of
+    64-column C stage) where M is at most 64 (keeping the K split; M = 64 here: fewer rows
+    swap the operands, tiling.on_swapped_operands), or where a problem of
     at most 16 K steps has 128-row tiles filling at most half the SMs and 64-row ones fit
     a wave (plain); 16-bit inputs with B as N x K; not where the caller chose the tile,
     schedule, ring or split. Measured on the H100 (kernels/tiling.py)."""
@@ -816,8 +889,8 @@ def test_64_row_tiles_where_m_is_at_most_64_or_short_tiles_are_few():
     half = {"block_m": 64, "block_n": 128, "schedule": "cooperative", "stages": 9,
             "epilogue_n": 64}
     cases = {  # (m, n, k): (split_k, tiles, l2_promotion)
-        (16, 8192, 8192): (2, 64, 256),  # M <= 64: the ordered parts kept
-        (1, 4096, 14336): (4, 32, 256),
+        (64, 8192, 8192): (2, 64, 256),  # M <= 64: the ordered parts kept
+        (64, 4096, 14336): (4, 32, 256),
         (64, 14336, 4096): (1, 112, 256),  # was 128 x 128 in plain waves
         (1024, 1024, 1024): (1, 128, 128),  # 16 K steps, 64 tiles of 128 rows
         (4096, 256, 1024): (1, 128, 128),
@@ -853,14 +926,16 @@ def test_64_row_tiles_of_every_width_where_m_is_at_most_64():
         return (cfg.schedule, cfg.block_m, cfg.block_n, cfg.stages, cfg.num_tiles,
                 cfg.split_k)
 
-    assert picked(8, 28672, 4096) == ("cooperative", 64, 256, 5, 112, 1)  # was 128 x 256, 4
-    assert picked(1, 32000, 4096) == ("cooperative", 64, 256, 5, 125, 1)
-    assert picked(8, 24576, 2048) == ("cooperative", 64, 192, 6, 128, 1)  # was 128 x 192, 5
+    assert picked(64, 28672, 4096) == ("cooperative", 64, 256, 5, 112, 1)  # was 128 x 256
+    assert picked(64, 32000, 4096) == ("cooperative", 64, 256, 5, 125, 1)
+    assert picked(64, 24576, 2048) == ("cooperative", 64, 192, 6, 128, 1)  # was 128 x 192
+    # (Fewer rows swap the operands, but where the swapped tiles, 133 of 128 x 40 here,
+    # would leave a last round of one: tiling.on_swapped_operands.)
     assert picked(40, 17000, 1000) == ("cooperative", 64, 160, 7, 107, 1)
     # M past 64, a tail split in ordered parts, the caller's tile or rows: 128 rows.
-    assert picked(65, 28672, 4096)[1] == 128
-    assert GemmConfig.for_problem(1, 28672, 14336).tail_split > 1
-    assert picked(1, 28672, 14336)[1:3] == (128, 192)
+    assert picked(128, 28672, 4096)[1] == 128
+    assert GemmConfig.for_problem(64, 28672, 14336).tail_split > 1
+    assert picked(64, 28672, 14336)[1:3] == (128, 192)
     assert picked(8, 28672, 4096, block_n=256)[1] == 128
     assert picked(8, 28672, 4096, block_m=128)[1] == 128
     assert picked(8, 28672, 4096, b_layout="kn")[1] == 128
@@ -887,8 +962,8 @@ def test_64_by_64_tiles_where_even_64_row_tiles_are_few():
         cfg.check()
         assert {name: getattr(cfg, name) for name in quarter} == quarter, (m, n, k)
         assert cfg.num_tiles == tiles and cfg.shared_bytes <= 227 * 1024
-    # 64 x 128 stays: 64 of them on 132 CTAs or more (1024^3: 128; 200 x 3000 x 800: 96).
-    for m, n, k in [(1024, 1024, 1024), (200, 3000, 800), (16, 8192, 8192)]:
+    # 64 x 128 stays: 64 of them on 132 CTAs or more (1024^3: 128; 192 x 3000 x 800: 72).
+    for m, n, k in [(1024, 1024, 1024), (192, 3000, 800), (64, 8192, 8192)]:
         assert GemmConfig.for_problem(m, n, k).block_n == 128, (m, n, k)
     # The rule on its own: plain 64 x 128 tiles only.
     half = GemmConfig(512, 512, 512, block_m=64, block_n=128, stages=9, epilogue_n=64)
@@ -956,9 +1031,11 @@ def test_benchmark_sweep_pairs_blocks_only_where_there_are_two():
                for cfg in wide)
     skinny = benchmark.configs_for(16, 8192, 8192, "bfloat16", "nk", True, 132)
     assert {(cfg.cluster, cfg.cluster_n) for cfg in skinny} == {(1, 1), (1, 2), (1, 4)}
-    # The 64-row tiles of any width the default takes where M is at most 64.
+    # The 64-row tiles of any width the default takes where M is at most 64, and the
+    # default itself: C^T = B A^T on 128 x 16 tiles (the only swapped one).
     assert any((cfg.schedule, cfg.block_m, cfg.block_n) == ("cooperative", 64, 256)
                for cfg in skinny)
+    assert [cfg for cfg in skinny if cfg.swap_ab] == [GemmConfig.for_problem(16, 8192, 8192)]
     narrow = benchmark.configs_for(4096, 128, 4096, "bfloat16", "nk", True, 132)
     assert all(cfg.cluster_n <= cfg.n_blocks for cfg in narrow)
     # One wave of tiles dividing N exactly, past the rule's 20 K steps too.

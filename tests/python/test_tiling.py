@@ -39,6 +39,7 @@ from tvm_tma.kernels.tiling import (
     in_two_by_two,
     modelled,
     on_half_rows,
+    on_swapped_operands,
     on_wide_half_rows,
     ranked,
     refinements,
@@ -228,9 +229,11 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
     ((8192, 8192, 8192), ("cooperative", 256, 4, 1, False, 1, 1)),
     ((8192, 1024, 8192), ("cooperative", 256, 4, 1, False, 1, 1)),
     # Few tiles: ordered split-K on ping-pong 128 x 128 tiles (the rule before the model).
-    # M at most 64 takes them as 64 x 128 tiles (on_half_rows: cooperative, 9 stages).
+    # M at most 64 takes them as 64 x 128 tiles (on_half_rows: cooperative, 9 stages);
+    # M = 16 swaps the operands (on_swapped_operands: C^T = B A^T on 128 x 16 tiles).
     ((4096, 128, 4096), ("pingpong", 128, 5, 1, False, 4, 1)),
-    ((16, 8192, 8192), ("cooperative", 128, 9, 1, False, 2, 1)),
+    ((64, 8192, 8192), ("cooperative", 128, 9, 1, False, 2, 1)),
+    ((16, 8192, 8192), ("cooperative", 16, 12, 1, False, 2, 1)),
     # 8 tiles of 128 K steps: 16 parts (1.6x 4 parts in one H100 run), 16 tiles of 256: 8.
     ((128, 1024, 8192), ("pingpong", 128, 5, 1, False, 16, 1)),
     ((64, 2048, 16384), ("cooperative", 128, 9, 1, False, 8, 1)),
@@ -486,8 +489,55 @@ def test_the_rules_after_the_model_are_listed_in_the_order_they_apply():
     assert rules(100, 5000, 3000) == ["sharing_a_in_fours"]
     assert rules(8192, 328, 8192) == ["trimmed"]
     assert rules(512, 512, 512) == ["on_half_rows"]
+    assert rules(16, 8192, 2048) == ["on_swapped_operands"]
     assert rules(4096, 4096, 4096) == []
     assert rules(300, 5680, 2224, block_n=192) == []
+
+
+def test_few_rows_swap_the_operands():
+    """on_swapped_operands: M under 256 (FP8: at most 128), no multiple of 64, N at least
+    1024, B as N x K: C^T = B A^T on cooperative 128 x ceil8(M) tiles, in the model's
+    ordered K parts where those tiles fill at most half the SMs, the widest C stage that
+    leaves 4 ring stages and the most stages that fit (at most 12); not where the other
+    rules run clusters, nor where the swapped units leave a last round under half full.
+    Measured on the H100 (kernels/tiling.py)."""
+    picked = picker("swap_ab", "schedule", "block_m", "block_n", "stages", "epilogue_n",
+                    "split_k", "split_k_ordered", "ctas", "l2_promotion")
+    # 64 tiles of 128 x 16: two ordered parts (128 units), 12 stages of 18 KiB.
+    assert picked(16, 8192, 2048) == (True, "cooperative", 128, 16, 12, 16, 2, True, 132,
+                                      256)
+    # 40 tiles of 128 x 136 in 3 parts; 200 rows: 5 parts of 24 tiles, 4 stages.
+    assert picked(136, 5120, 2048) == (True, "cooperative", 128, 136, 5, 136, 3, True, 132,
+                                       256)
+    assert picked(200, 8192, 4096)[3:7] == (200, 4, 200, 2)
+    # 250 rows: 256 wide; a whole 256-row C stage would leave 3 ring stages, 128 rows 4.
+    assert picked(250, 4096, 4096)[3:7] == (256, 4, 128, 4)
+    # 1 row: 128 x 8 tiles, one wave of 128 (no parts); 224 (1.7 waves) still swapped.
+    assert picked(1, 16384, 16384)[:7] == (True, "cooperative", 128, 8, 12, 8, 1)
+    assert picked(32, 28672, 4096)[:4] == (True, "cooperative", 128, 32)
+    # FP8 the same tiles (K blocks of 128: the same bytes a K step) up to 128 rows.
+    assert picked(16, 8192, 2048, dtype="float8_e4m3fn") == picked(16, 8192, 2048)
+    assert picked(96, 4096, 4096, dtype="float8_e5m2")[:4] == (True, "cooperative", 128, 96)
+    # Not swapped: M a multiple of 64 (64 x 128 tiles, no padding rows), 256 rows and more
+    # (FP8: past 128), N under 1024, A shared in clusters of 4 (sharing_a_in_fours), a last
+    # round of one tile (133 of 128 x 40), B as K x N, and any tiling the caller chose.
+    for m, n, k, options in [(64, 8192, 2048, {}), (128, 8192, 2048, {}),
+                             (256, 8192, 2048, {}), (300, 8192, 2048, {}),
+                             (20, 1000, 1000, {}), (100, 5000, 3000, {}),
+                             (40, 17000, 1000, {}),
+                             (136, 5120, 2048, {"dtype": "float8_e4m3fn"}),
+                             (16, 8192, 2048, {"b_layout": "kn"}),
+                             (16, 8192, 2048, {"block_m": 64}),
+                             (16, 8192, 2048, {"stages": 4}),
+                             (16, 8192, 2048, {"swap_ab": False})]:
+        assert not GemmConfig.for_problem(m, n, k, **options).swap_ab, (m, n, k, options)
+    # The rule's own guards, on the model's choice.
+    chosen = modelled(GemmConfig, 40, 17000, 1000)
+    assert on_swapped_operands(chosen) == chosen
+    # The caller's swap_ab=True takes the swapped tiling whatever the rule says.
+    forced = GemmConfig.for_problem(20, 1000, 1000, swap_ab=True)
+    assert (forced.swap_ab, forced.block_m, forced.block_n, forced.split_k) == (True, 128, 24,
+                                                                              4)
 
 
 def test_straddled_rows_price_a_k_step_by_the_bytes_it_loads():
@@ -563,6 +613,11 @@ def test_the_default_runs_on_any_problem():
         for dtype in ("bfloat16", "float8_e4m3fn"):
             cfg = GemmConfig.for_problem(m, n, k, dtype=dtype)
             cfg.check()
+            if cfg.swap_ab:
+                # C^T = B A^T: the swapped form of the model's choice.
+                chosen = modelled(GemmConfig, m, n, k, dtype=dtype)
+                assert replace(cfg, l2_promotion=128) == on_swapped_operands(chosen)
+                continue
             if cfg.block_m == 64:
                 # The 64-row forms of the 128-row choice: on_half_rows', or
                 # on_wide_half_rows' (after the trim).
@@ -604,8 +659,11 @@ def test_one_row_block_streams_b_with_256_byte_l2_fills():
     for m, n, k in [(16, 8192, 8192), (1, 16384, 16384), (128, 8192, 8192)]:
         assert GemmConfig.for_problem(m, n, k).l2_promotion == 256
         assert GemmConfig.for_problem(m, n, k, dtype="float8_e4m3fn").l2_promotion == 256
-    for m, n, k in [(129, 8192, 8192), (512, 4096, 4096), (8192, 8192, 8192)]:
+    for m, n, k in [(300, 8192, 8192), (512, 4096, 4096), (8192, 8192, 8192)]:
         assert GemmConfig.for_problem(m, n, k).l2_promotion == 128
+    # C^T = B A^T: M is the product's columns, one block of 136 (tiling.streams_weights).
+    swapped = GemmConfig.for_problem(129, 8192, 8192)
+    assert (swapped.swap_ab, swapped.n_blocks, swapped.l2_promotion) == (True, 1, 256)
     assert GemmConfig.for_problem(16, 8192, 8192, l2_promotion=128).l2_promotion == 128
 
 

@@ -29,6 +29,13 @@ per-tensor scales (``scale``: a one-element fp32 local the kernel fills once fro
 ``scale_a * scale_b * (A @ B)``: everything before the epilogue (the MMAs, stream-K's
 partial tiles) stays unscaled, so the scales are applied once per element.
 
+With ``swap_ab`` the accumulator tile is C^T's (its rows are C's columns): each 8 x 8 block
+is written with ``stmatrix .trans``, each lane naming a column of the block, which is a
+row of C, so the stage holds ``epilogue_n`` of C's rows by ``block_m`` of its columns
+(whole 64-column atoms, 128B-swizzled: :func:`c_stage_shape`), and the TMA store writes it
+at (column block, row block) of C. The registers, their rounding and the stores'
+waits are the same.
+
 Each stage waits until the previous store has read the C stage (``cp.async.bulk
 wait_group.read 0`` by the storing thread, then a named barrier over the threads that
 share the stage), and the stage is fenced into the async proxy before the store reads it.
@@ -64,6 +71,15 @@ PACKED = {"bfloat16": "bf16x2", "float16": "f16x2"}
 SWIZZLE_64B_COLUMNS = 32
 
 
+def c_stage_shape(cfg: GemmConfig) -> tuple[int, int, int]:
+    """The C stages' buffer shape: ``(c_stages, block_m, epilogue_cols)``, a stage per
+    ``epilogue_cols`` columns of the accumulator tile; with ``swap_ab`` ``(c_stages,
+    epilogue_cols, block_m)``, the same elements as rows of C (the tile is C^T's)."""
+    if cfg.swap_ab:
+        return cfg.c_stages, cfg.epilogue_cols, cfg.block_m
+    return cfg.c_stages, cfg.block_m, cfg.epilogue_cols
+
+
 def c_stage_layout(cfg: GemmConfig):
     """The shared layout of the C stage(s), ``(c_stages, block_m, epilogue_cols)``: the
     swizzled layout the TMA store reads.
@@ -80,8 +96,9 @@ def c_stage_layout(cfg: GemmConfig):
     swizzle span divides it, and a row of 13 16-byte units (104 columns) spreads an 8 x 8
     ``stmatrix`` block over distinct banks.
     """
-    shape = (cfg.c_stages, cfg.block_m, cfg.epilogue_cols)
-    if cfg.epilogue_cols % 64 == 0:
+    shape = c_stage_shape(cfg)
+    if cfg.swap_ab or cfg.epilogue_cols % 64 == 0:
+        # With swap_ab the rows are block_m (64, 128 or 192) of C's columns: whole atoms.
         return swizzled_layout(cfg.out_dtype, shape)
     if cfg.epilogue_cols == SWIZZLE_64B_COLUMNS:
         return mma_shared_layout(cfg.out_dtype, SWIZZLE_64B, shape)
@@ -111,7 +128,8 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
     (not read). ``c_map``: where C is a device-side view (a grouped GEMM's group of rows),
     the ``tensormap=`` slots its stores rebind (:mod:`tvm_tma.dispatch.device_view`).
     """
-    m, n, dtype = cfg.m, cfg.n, cfg.out_dtype
+    m, n, dtype = cfg.product_m, cfg.product_n, cfg.out_dtype
+    swapped = cfg.swap_ab
     scaled = cfg.fp8
     bm, bn, en = cfg.block_m, cfg.block_n, cfg.epilogue_cols
     m_sub = cfg.consumer_rows // 64
@@ -123,10 +141,31 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
     # Two fp32 accumulators -> one register of two 16-bit outputs (rounded to nearest
     # even, as a cast; the first source lands in the upper half: the higher column).
     cvt = T.ptx[f"cvt.rn.{PACKED[dtype]}.f32"]
-    stmatrix = T.ptx["stmatrix.sync.aligned.m8n8.x4.shared.b16"]
+    # With swap_ab the blocks are written transposed (.trans): the stage holds C, whose
+    # rows are the accumulator tile's columns.
+    trans = ".trans" if swapped else ""
+    stmatrix = T.ptx[f"stmatrix.sync.aligned.m8n8.x4{trans}.shared.b16"]
     # A stage of 8 mod 16 columns ends on one 8-column block: two 8 x 8 matrices (the
     # warp's 16 rows), lanes 0-15 naming their rows.
-    stmatrix_x2 = T.ptx["stmatrix.sync.aligned.m8n8.x2.shared.b16"]
+    stmatrix_x2 = T.ptx[f"stmatrix.sync.aligned.m8n8.x2{trans}.shared.b16"]
+
+    def block_address(c_tile, stage, first_row, first_col, lane):
+        """The address lane ``lane`` gives ``stmatrix`` for its 8 x 8 block, whose first
+        accumulator is (``first_row``, ``first_col``) of the tile (columns counted in this
+        stage): the block's row ``lane % 8`` in the stage; or with swap_ab, where the
+        stage holds C = the tile transposed, the block's column ``lane % 8``, which is a
+        row of the stage whose 8 elements run along the tile's rows (``.trans``)."""
+        if swapped:
+            return c_tile.ptr_to([stage, first_col + lane % 8, first_row])
+        return c_tile.ptr_to([stage, first_row + lane % 8, first_col])
+
+    def c_block(C, row, col):
+        """The region of C a stage of the tile at (``row``, ``col``) of the product
+        stores: ``block_m x en`` there, or with swap_ab ``en x block_m`` at (``col``,
+        ``row``) of C (the product is C^T)."""
+        if swapped:
+            return C[col:col + en, row:row + bm]
+        return C[row:row + bm, col:col + en]
     tail = en % 16 == 8
     # Two C stages: store h rounds into stage cs + h % 2 while store h - 1 reads the other.
     double = cfg.c_stages == 2 and cfg.schedule == "cooperative"
@@ -166,18 +205,18 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
                     # One stmatrix x4 per 16 columns: matrices q = 0..3 are the 8 x 8
                     # blocks (rows 8*(q%2) .. of the warp's 16, columns 16p + 8*(q//2) ..),
                     # whose fragments are exactly wgmma's registers 4*jb + 2*(q%2) + {0, 1}
-                    # (jb = 2p + q//2 in this stage); lane l names row l%8 of matrix l//8.
+                    # (jb = 2p + q//2 in this stage); lane l names row l%8 of matrix l//8
+                    # (its column l%8 with swap_ab).
                     for q in T.unroll(4):
                         r = T.meta_var(mi * (bn // 2) + h * (en // 2) + 8 * p + 2 * q)
                         if scaled:
                             cvt(words[q], acc[r + 1] * scale[0], acc[r] * scale[0])
                         else:
                             cvt(words[q], acc[r + 1], acc[r])
-                    row = T.meta_var(row0 + mi * 64 + warp * 16 + lane % 8
-                                     + lane % 32 // 8 % 2 * 8)
+                    row = T.meta_var(row0 + mi * 64 + warp * 16 + lane % 32 // 8 % 2 * 8)
                     col = T.meta_var(p * 16 + lane % 32 // 16 * 8)
-                    stmatrix(c_tile.ptr_to([stage, row, col]), words[0], words[1],
-                             words[2], words[3])
+                    stmatrix(block_address(c_tile, stage, row, col, lane), words[0],
+                             words[1], words[2], words[3])
                 if tail:
                     for q in T.unroll(2):
                         r = T.meta_var(mi * (bn // 2) + h * (en // 2) + 8 * (en // 16) + 2 * q)
@@ -185,29 +224,28 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
                             cvt(words[q], acc[r + 1] * scale[0], acc[r] * scale[0])
                         else:
                             cvt(words[q], acc[r + 1], acc[r])
-                    row = T.meta_var(row0 + mi * 64 + warp * 16 + lane % 8
-                                     + lane % 16 // 8 * 8)
-                    stmatrix_x2(c_tile.ptr_to([stage, row, en // 16 * 16]), words[0],
-                                words[1])
+                    row = T.meta_var(row0 + mi * 64 + warp * 16 + lane % 16 // 8 * 8)
+                    stmatrix_x2(block_address(c_tile, stage, row, en // 16 * 16, lane),
+                                words[0], words[1])
             T.ptx.fence.proxy.async_.shared__cta()
             T.ptx.bar.sync(T.Cast("uint32", barrier), threads)
             if storer and mb * bm < m and n0 < n:
                 if ordered:
                     # Part 0 stores, the others add (after part 0's store: above).
                     if part == 0:
-                        Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en],
+                        Tx.copy_async(c_block(C, mb * bm, n0),
                                       c_tile[stage, :, :], dispatch="tma", oob="skip",
                                       tensormap=c_map)
                     else:
-                        Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en],
+                        Tx.copy_async(c_block(C, mb * bm, n0),
                                       c_tile[stage, :, :], dispatch="tma", oob="skip",
                                       reduce=reduce, tensormap=c_map)
                 elif split_k > 1:
-                    Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en], c_tile[stage, :, :],
+                    Tx.copy_async(c_block(C, mb * bm, n0), c_tile[stage, :, :],
                                   dispatch="tma", oob="skip", reduce=reduce,
                                   tensormap=c_map)
                 else:
-                    Tx.copy_async(C[mb * bm:mb * bm + bm, n0:n0 + en], c_tile[stage, :, :],
+                    Tx.copy_async(c_block(C, mb * bm, n0), c_tile[stage, :, :],
                                   dispatch="tma", oob="skip", tensormap=c_map)
                 T.ptx.cp.async_.bulk.commit_group()
         if ordered:

@@ -86,6 +86,15 @@ Options:
 * ``stream_k=True``: the full waves run whole tiles, the rest of the K steps are cut into
   one run per worker, and a tile cut between runs is finished from fp32 partials
   (:mod:`.stream_k`).
+* ``swap_ab=True``: the kernel computes ``C^T = B A^T``: the B argument feeds the MMAs' A
+  slot (its rows are the tiles' ``block_m``, 64 to 192 of N), the A argument their B slot
+  (``block_n``: M rounded up to 8, from 8 to 256), and the epilogue writes each
+  accumulator tile transposed into a C stage of C's rows (``stmatrix .trans``), which
+  the TMA store writes into C as usual. Both operands are K-major 16-bit rows, so the
+  ring, the descriptors and every option above are the same; only the roles of the two
+  arguments and the epilogue's addresses change. A problem of few rows (a decode step)
+  then multiplies no padding rows: the default for M under 256
+  (:func:`.tiling.on_swapped_operands`).
 
 The kernel's pieces are modules of their own, shared with the other kernels of
 :mod:`tvm_tma.kernels`: the work order (:mod:`.scheduler`), the ring
@@ -118,7 +127,7 @@ from tvm.tirx.layout import S, TileLayout
 
 from tvm_tma.pipeline import TmaPipeline
 
-from .epilogue import c_stage_layout, make_store_unit
+from .epilogue import c_stage_layout, c_stage_shape, make_store_unit
 from .gemm_config import PRODUCER_REGISTERS, WARPGROUP, GemmConfig
 from .launch import with_dependent_launch
 from .operands import AOperand
@@ -305,6 +314,9 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
     b_shape = (k, n) if cfg.b_layout == "kn" else (n, k)
     if a_operand is None:
         a_shape, a_layout = (m, k), TileLayout(S[m, k])
+    elif cfg.swap_ab:
+        raise ValueError("swap_ab with an A view (a_operand): the view is the MMAs' A "
+                         "operand; C^T = B A^T takes a plain A")
     else:
         a_shape, a_layout = tuple(a_operand.argument_shape), a_operand.argument_layout
     body = make_kernel_body(cfg, a_operand)
@@ -322,7 +334,12 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
             a_arg = T.meta_var(X)
         B = T.match_buffer(B_ptr, b_shape, b_dtype, layout=TileLayout(S[b_shape]))
         C = T.match_buffer(C_ptr, (m, n), c_dtype, layout=TileLayout(S[m, n]))
-        body(a_arg, B, C, scales, partials, flags)
+        if cfg.swap_ab:
+            # C^T = B A^T: B's rows are the product's rows (the MMAs' A slot), A's its
+            # columns; the epilogue stores the product transposed.
+            body(B, a_arg, C, scales, partials, flags)
+        else:
+            body(a_arg, B, C, scales, partials, flags)
 
     if cfg.fp8 and cfg.stream_k:
         @T.prim_func
@@ -383,7 +400,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
     place of the GEMM's loops (``groups`` is that kernel's extra arguments); everything
     else -- shared memory, ring, barriers, register split -- is this kernel's."""
     m, k = cfg.m, cfg.k
-    (a_dtype, b_dtype), c_dtype = cfg.input_dtypes, cfg.out_dtype
+    (a_dtype, b_dtype), c_dtype = cfg.mma_dtypes, cfg.out_dtype
     bm, bn, bk, stages = cfg.block_m, cfg.block_n, cfg.block_k, cfg.stages
     ctas, cluster, workers, units = cfg.ctas, cfg.cluster_size, cfg.workers, cfg.work_units
     n_rounds = rounds(cfg)
@@ -392,12 +409,12 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
     tail = cfg.tail_split > 1
     elem, out_elem = cfg.element_bytes, cfg.out_bytes
     b_slot = (bk, bn) if cfg.b_layout == "kn" else (bn, bk)
-    en, c_stages = cfg.epilogue_cols, cfg.c_stages
     a_offset, b_offset = cfg.a_ring_start // elem, cfg.b_ring_start // elem
     c_offset = cfg.c_stage_start // out_elem
     a_layout = a_slot_layout(cfg)
     b_layout = swizzled_layout(b_dtype, (stages, *b_slot))
     c_layout = c_stage_layout(cfg)
+    c_shape = c_stage_shape(cfg)
     # The A view, read only when a_operand is given (the ifs on a_operand and stream_k in
     # the body are decided while it is parsed).
     view_layout = view_offset = None
@@ -448,7 +465,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
                                layout=a_layout)
         b_ring = T.decl_buffer((stages, *b_slot), b_dtype, dyn.data, elem_offset=b_offset,
                                layout=b_layout)
-        c_tile = T.decl_buffer((c_stages, bm, en), c_dtype, dyn.data, elem_offset=c_offset,
+        c_tile = T.decl_buffer(c_shape, c_dtype, dyn.data, elem_offset=c_offset,
                                layout=c_layout)
         acc = T.alloc_local((cfg.accumulators,), "float32")
         desc_a = T.alloc_local((1,), "uint64")

@@ -179,6 +179,17 @@ class GemmConfig:
     #: Bytes the L2 fetches per miss of the operand loads (the maps' L2 promotion: 64, 128
     #: or 256). 256 suits a stream of weights read once (a grouped GEMM's decode step).
     l2_promotion: int = 128
+    #: Compute ``C^T = B A^T`` (B as N x K, 16-bit or FP8): B's rows are the MMAs' M (the
+    #: tile's ``block_m``, 64 to 192 of C's columns) and A's rows their N (``block_n``: any
+    #: multiple of 8 from 8, of C's rows), and the epilogue writes each accumulator tile
+    #: transposed (``stmatrix .trans``) into a C stage laid out as C's rows, which a TMA
+    #: store then writes as with ``C = A B^T``. For a problem of few rows (a decode step's
+    #: M of 1 to 64 against N in the thousands) the MMA's M, at least 64, would otherwise
+    #: be mostly padding rows that the ring loads (zeros) and the tensor cores multiply;
+    #: swapped, a tile is 64 or 128 of N by M rounded up to 8. The tiles, the work order,
+    #: the splits and every derived count are those of the product's ``product_m x
+    #: product_n`` (N x M).
+    swap_ab: bool = False
 
     def __post_init__(self) -> None:
         if self.block_k is None:
@@ -481,6 +492,13 @@ class GemmConfig:
         return self.dtype, self.b_dtype or self.dtype
 
     @property
+    def mma_dtypes(self) -> tuple[str, str]:
+        """The element types of the MMAs' A and B slots: (A's, B's), or (B's, A's) with
+        :attr:`swap_ab` (an FP8 mix's wgmma names them in that order)."""
+        a_type, b_type = self.input_dtypes
+        return (b_type, a_type) if self.swap_ab else (a_type, b_type)
+
+    @property
     def out_dtype(self) -> str:
         """C's element type: the input type, or bf16 for FP8 inputs."""
         return FP8_OUT_DTYPE if self.fp8 else self.dtype
@@ -551,12 +569,22 @@ class GemmConfig:
         return self.c_stage_start + self.c_stages * self.c_tile_bytes
 
     @property
+    def product_m(self) -> int:
+        """Rows of the product the tiles cut: M, or N with :attr:`swap_ab` (C^T's rows)."""
+        return self.n if self.swap_ab else self.m
+
+    @property
+    def product_n(self) -> int:
+        """Columns of the product the tiles cut: N, or M with :attr:`swap_ab`."""
+        return self.m if self.swap_ab else self.n
+
+    @property
     def m_blocks(self) -> int:
-        return math.ceil(self.m / self.block_m)
+        return math.ceil(self.product_m / self.block_m)
 
     @property
     def n_blocks(self) -> int:
-        return math.ceil(self.n / self.block_n)
+        return math.ceil(self.product_n / self.block_n)
 
     @property
     def k_steps(self) -> int:
@@ -603,7 +631,7 @@ class GemmConfig:
                              f"swizzle atoms)")
         if self.block_n > 256:
             self._check_wide()
-        elif self.block_n % 32 or not 64 <= self.block_n <= 256:
+        elif (self.block_n % 32 or not 64 <= self.block_n <= 256) and not self.swap_ab:
             self._check_odd_width()
         if not self.fp8 and self.block_k not in K_BLOCKS:
             raise ValueError(f"block_k={self.block_k}: 64, 32 or 16 (a K-major slot row of "
@@ -616,9 +644,11 @@ class GemmConfig:
         if self.stages < 2:
             raise ValueError(f"stages={self.stages}: the ring needs at least 2 slots")
         whole_odd = self.block_n % 32 and self.epilogue_cols == self.block_n
-        if self.block_n % self.epilogue_cols or (self.epilogue_cols % 64
-                                                  and self.epilogue_cols != 32
-                                                  and not whole_odd):
+        if self.swap_ab:
+            self._check_swap_ab()
+        elif self.block_n % self.epilogue_cols or (self.epilogue_cols % 64
+                                                    and self.epilogue_cols != 32
+                                                    and not whole_odd):
             raise ValueError(f"epilogue_n={self.epilogue_n} ({self.epilogue_cols} columns): "
                              f"whole 64-column atoms (128B swizzle) or exactly 32 columns "
                              f"(one 64-byte row, the 64B swizzle's widest box), dividing "
@@ -669,6 +699,25 @@ class GemmConfig:
             raise ValueError(f"{self.stages} stages of {self.block_m}x{self.block_n}x"
                              f"{self.block_k} tiles need {self.shared_bytes} bytes of shared "
                              f"memory (> {MAX_SHARED})")
+
+    def _check_swap_ab(self) -> None:
+        """``C^T = B A^T``: both operands K-major (B as N x K), a tile width of any
+        multiple of 8 from 8 to 256 (A's rows as wgmma N), and C staged ``epilogue_n`` of
+        A's rows at a time, a multiple of 8 dividing ``block_n``: the stage is that many of
+        C's rows by ``block_m`` of its columns, whole 64-column atoms of the 128B swizzle,
+        whose 8-row period each ``stmatrix .trans`` block fills. The A operand is a
+        plain tensor (a convolution's im2col view is the MMA's A, not its B)."""
+        if self.b_layout != "nk":
+            raise ValueError(f"swap_ab with b_layout={self.b_layout!r}: C^T = B A^T takes "
+                             f"B as N x K ('nk'), both operands K-major")
+        if self.block_n % 8 or not 8 <= self.block_n <= 256:
+            raise ValueError(f"swap_ab with block_n={self.block_n}: a multiple of 8 from 8 to "
+                             f"256 (A's rows are wgmma N)")
+        if self.block_n % self.epilogue_cols or self.epilogue_cols % 8:
+            raise ValueError(f"swap_ab with epilogue_n={self.epilogue_n} "
+                             f"({self.epilogue_cols} of C's rows a stage): a multiple of 8 "
+                             f"dividing block_n={self.block_n}")
+        self._check_b_share()
 
     def _check_fp8(self) -> None:
         """FP8 wgmma reads both operands K-major from shared memory (its PTX form has no

@@ -111,11 +111,14 @@ class Tiling(Protocol):
     stream_k_waves: int
     split_k: int
     tail_split: int
+    swap_ab: bool
 
     @property
     def element_bytes(self) -> int: ...
     @property
     def m_blocks(self) -> int: ...
+    @property
+    def n_blocks(self) -> int: ...
     @property
     def k_steps(self) -> int: ...
     @property
@@ -339,7 +342,23 @@ SPLIT_FIELDS = frozenset({"cluster", "cluster_n", "split_k", "split_k_ordered", 
 #: The options by which a caller chooses the tiling itself (tile, schedule, ring, cluster,
 #: split): no rule after the model's choice overrides them (:func:`refinements`, conv2d's
 #: exact wave).
-TILING_CHOICES = SPLIT_FIELDS | {"block_m", "block_n", "schedule", "stages", "epilogue_n"}
+TILING_CHOICES = SPLIT_FIELDS | {"block_m", "block_n", "schedule", "stages", "epilogue_n",
+                                 "swap_ab"}
+#: :func:`on_swapped_operands`: problems of fewer rows than this (A's rows are the swapped
+#: tile's wgmma N, at most 256).
+SWAP_MAX_M = 256
+#: :func:`on_swapped_operands`: the most rows of an FP8 problem it swaps (H200, same runs:
+#: to 96 rows it won every one of 17, 1.16-1.98x; past 128 it won 136 x 5120 x 2048
+#: 1.13-1.43x, 180 x 2000 x 6000 1.19-1.26x and 200 x 3072 x 2224 1.20-1.30x, and lost 160 x
+#: 8192 x 1024 0.82x and 250 x 4096 x 4096 0.86-0.87x).
+SWAP_MAX_M_FP8 = 128
+#: :func:`on_swapped_operands`: the fewest columns (N) it was measured on (24 x 1024 x 4096,
+#: 1.24-1.27x); a narrow N is few swapped tiles of mostly padding rows.
+SWAP_MIN_N = 1024
+#: :func:`on_swapped_operands`: the swapped tile's rows of C^T (N), cooperative: two
+#: consumer warpgroups of 64 (64-row tiles lost where they made more than a wave: 16 x 8192
+#: x 2048 0.90x, 100 x 7000 x 2000 0.91x, 1 x 16384 x 16384 0.97x the 128-row ones).
+SWAP_BLOCK_M = 128
 
 
 @dataclass(frozen=True)
@@ -582,6 +601,13 @@ def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
     (:func:`on_half_rows`, unless the caller chose the tile, schedule, ring or split), and
     the other :func:`refinements`; with 256-byte L2 fills where M is one row block
     (:func:`streams_weights`)."""
+    if options.get("swap_ab") and not (TILING_CHOICES - {"swap_ab"}) & set(options):
+        # The caller asked for C^T = B A^T and nothing else: the swapped tiling of the
+        # problem (where the kernel runs one).
+        plain = make(m, n, k, **{**options, "swap_ab": False})
+        forced = swapped(plain)
+        if forced is not None:
+            return forced
     chosen = modelled(make, m, n, k, **options)
     for _, refined in refinements(chosen, options):
         chosen = refined
@@ -606,6 +632,9 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
         if refined != chosen:
             steps.append((rule.__name__, refined))
             chosen = refined
+        if chosen.swap_ab:
+            # The rules after it were measured on A @ B^T's tiles.
+            break
     return steps
 
 
@@ -953,16 +982,97 @@ def sharing_a_in_fours(cfg: Tiling) -> Tiling:
     return shared if shared is not None else cfg
 
 
+def on_swapped_operands(cfg: Tiling) -> Tiling:
+    """``C^T = B A^T`` (:attr:`~.gemm_config.GemmConfig.swap_ab`) where A has fewer than
+    :data:`SWAP_MAX_M` rows (FP8: at most :data:`SWAP_MAX_M_FP8`), no multiple of 64, N is
+    at least :data:`SWAP_MIN_N` and B is N x K: cooperative tiles of :data:`SWAP_BLOCK_M`
+    of N by M rounded up to 8 (:func:`swapped`), in ordered K parts where those tiles fill
+    at most half the SMs, the most ring stages that fit; taken where their work units run
+    in one round or leave the last round at least half full (40 x 17000 x 1000: 133 tiles
+    on 132 SMs, 0.94x, stays). The default's tiles are 64 rows (FP8: 128) of M, and each of
+    their wgmma's rows past M is a padding row: its loads fill zeros, its MMAs multiply
+    them. Swapped, A's rows are the MMA's N, padded to 8. Not where the other rules would
+    run clusters: against :func:`sharing_a_in_fours` swapped tiles lost six of nine (80 x
+    10000 x 3000 0.88-0.91x, 112 x 5000 x 3000 0.91x, 100 x 5000 x 3000 0.93x, 100 x 3072 x
+    7000 0.94x, 200 x 1536 x 5000 0.94-0.96x, 100 x 12000 x 5680 0.93-1.01x) and won three
+    (200 x 3072 x 2224 1.16-1.19x, 100 x 7000 x 2000 1.12-1.15x, 200 x 3000 x 3000 1.08x).
+
+    bf16, H100, same runs, graph replays, time of the default / swapped (two repetitions):
+    16 x 8192 x 2048 1.35-1.40 (67-69% of cuBLAS to 91-97%), 32 x 28672 x 4096 1.02-1.03, 8
+    x 4096 x 14336 1.02, 1 x 16384 x 16384 1.01-1.02: the rule written after these. Held
+    out, 23 problems, geometric mean 1.20x: 136 x 5120 x 2048 1.51-1.64 (55-62% of cuBLAS
+    to 91-93%), 1 x 4096 x 4096 1.49-1.58, 72 x 8192 x 2048 1.45-1.53 (70-75% to
+    107-109%), 180 x 2000 x 6000 1.50-1.51, 8 x 2048 x 8192 1.44-1.45, 12 x 3072 x 3072
+    1.36-1.44, 96 x 4096 x 4096 1.35, 88 x 4096 x 2048 1.25-1.30, 5 x 5120 x 1536 1.23-1.29
+    (77% to 95-99%), 24 x 1024 x 4096 1.24-1.27, 16 x 4096 x 1024 1.16-1.27, 36 x 6144 x
+    2048 1.16-1.21, 40 x 2048 x 2048 1.14-1.15, 30 x 9000 x 3000 1.10-1.11, 160 x 8192 x
+    1024 1.09-1.12, 120 x 3000 x 3000 1.04-1.05; even: 200 x 8192 x 4096 1.01-1.02, 48 x
+    5120 x 5120 1.00-1.03, 4 x 14336 x 4096 1.01, 24 x 8192 x 4096 1.01, 2 x 65536 x 1024
+    1.00-1.01, 56 x 12288 x 4096 0.97-0.99 and 250 x 4096 x 4096 0.96-1.01 (the same tile
+    count, each K step's bytes within 4%).
+
+    e4m3, H200, same runs (the FP8 default's 128-row tiles against the swapped ones): 1
+    to 96 rows, 17 problems, 1.16-1.98x (1 x 4096 x 4096 1.76-1.98, 8 x 2048 x 8192 1.88,
+    48 x 5120 x 5120 1.84-1.87, 16 x 8192 x 2048 1.67 (57% of ``torch._scaled_mm`` to
+    96-98%), 1 x 16384 x 16384 1.56-1.66, 88 x 4096 x 2048 1.16); past 128 rows see
+    :data:`SWAP_MAX_M_FP8`."""
+    if cfg.swap_ab or cfg.b_layout != "nk" or cfg.m >= SWAP_MAX_M or cfg.m % 64 == 0:
+        return cfg
+    if cfg.element_bytes == 1 and cfg.m > SWAP_MAX_M_FP8:
+        return cfg
+    if cfg.n < SWAP_MIN_N:
+        return cfg
+    unswapped = cfg
+    for rule in REFINEMENTS:
+        if rule is not on_swapped_operands:
+            unswapped = rule(unswapped)
+    if unswapped.cluster_size > 1:
+        # The other rules share an operand in clusters (sharing_a_in_fours: each CTA loads
+        # a quarter of A's rows a K step, fewer bytes than a swapped tile's whole A).
+        return cfg
+    candidate = swapped(cfg)
+    if candidate is None:
+        return cfg
+    units, workers = candidate.work_units, candidate.workers
+    if units > workers and 0 < units % workers < workers / 2:
+        return cfg
+    return candidate
+
+
+def swapped(cfg: Tiling) -> Tiling | None:
+    """``cfg``'s problem as ``C^T = B A^T`` on cooperative :data:`SWAP_BLOCK_M` x
+    ceil8(M) tiles (the caller's CTAs, no cluster), in the model's ordered K parts
+    (:attr:`~.gemm_config.GemmConfig.ordered_parts`) where the tiles fill at most half
+    the SMs, with the widest C stage (C's rows, a multiple of 8 dividing the width) that
+    leaves :data:`TRIM_MIN_STAGES` ring stages, and the most stages that fit; None where
+    none does."""
+    width = math.ceil(cfg.m / 8) * 8
+    tile = replace(cfg, swap_ab=True, block_m=SWAP_BLOCK_M, block_n=width,
+                   schedule="cooperative", epilogue_buffers=1, cluster=1, cluster_n=1,
+                   split_k=1, split_k_ordered=False, stream_k=False, stream_k_waves=1,
+                   tail_split=1)
+    parts = tile.ordered_parts
+    if parts > 1:
+        tile = replace(tile, split_k=parts, split_k_ordered=True)
+    for rows in range(width, 0, -8):
+        if width % rows == 0:
+            staged = _most_stages(replace(tile, epilogue_n=rows))
+            if staged is not None:
+                return staged
+    return None
+
+
 def streams_weights(cfg: Tiling) -> bool:
-    """Whether the problem reads B once from DRAM with little reuse: M is a single row
-    block (a decode step's GEMM, a GEMV), so the kernel is bound by B's bytes, and the
-    L2 fetching 256 bytes per miss rather than 128 serves the streaming rows better (as
-    for the grouped GEMM's decode problems)."""
-    return cfg.m_blocks == 1
+    """Whether the problem reads B once from DRAM with little reuse: M is a single tile
+    of rows (a decode step's GEMM, a GEMV; with ``swap_ab``, one tile of the product's
+    columns), so the kernel is bound by B's bytes, and the L2 fetching 256 bytes per miss
+    rather than 128 serves the streaming rows better (as for the grouped GEMM's decode
+    problems)."""
+    return (cfg.n_blocks if cfg.swap_ab else cfg.m_blocks) == 1
 
 
 #: The rules applied after the model's choice, in order (:func:`refinements`): each
 #: measured on the problems its docstring names, each keeping what it does not apply to.
-REFINEMENTS: tuple[Callable[[Tiling], Tiling], ...] = (on_half_rows, trimmed,
-                                                       on_wide_half_rows, in_two_by_two,
-                                                       in_one_exact_wave, sharing_a_in_fours)
+REFINEMENTS: tuple[Callable[[Tiling], Tiling], ...] = (
+    on_swapped_operands, on_half_rows, trimmed, on_wide_half_rows, in_two_by_two,
+    in_one_exact_wave, sharing_a_in_fours)

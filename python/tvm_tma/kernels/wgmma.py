@@ -99,7 +99,7 @@ def a_slot_layout(cfg: GemmConfig):
     the other. Each piece is then one contiguous box for its own TMA copy."""
     stages, bm, bk = cfg.stages, cfg.block_m, cfg.block_k
     if not cfg.a_copy_k:
-        return swizzled_layout(cfg.input_dtypes[0], (stages, bm, bk))
+        return swizzled_layout(cfg.mma_dtypes[0], (stages, bm, bk))
     piece = cfg.a_copy_k
     return TileLayout(S[(stages, bm, bk // piece, piece) : (bm * bk, piece, bm * piece, 1)])
 
@@ -125,7 +125,7 @@ def mma_mnemonic(cfg: GemmConfig, width: int | None = None) -> str:
     """The ``wgmma.mma_async`` mnemonic of ``cfg``: shape m64n{width}k{mma_k} (``width``
     the tile's unless given: :func:`mma_columns`), fp32 accumulator, A's and B's PTX types
     (``.bf16.bf16``, ``.e4m3.e5m2``, ...)."""
-    a_type, b_type = (PTX_TYPES[t] for t in cfg.input_dtypes)
+    a_type, b_type = (PTX_TYPES[t] for t in cfg.mma_dtypes)
     return (f"wgmma.mma_async.sync.aligned.m64n{width or cfg.block_n}k{mma_k(cfg)}.f32."
             f"{a_type}.{b_type}")
 
