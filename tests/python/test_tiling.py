@@ -495,8 +495,8 @@ def test_the_rules_after_the_model_are_listed_in_the_order_they_apply():
 
 
 def test_few_rows_swap_the_operands():
-    """on_swapped_operands: M under 256 (FP8: at most 128), no multiple of 64, N at least
-    1024, B as N x K: C^T = B A^T on cooperative 128 x ceil8(M) tiles, in the model's
+    """on_swapped_operands: M under 256 (FP8: at most 128) that the other rules' tiles pad,
+    N at least 1024, B as N x K: C^T = B A^T on cooperative 128 x ceil8(M) tiles, in the model's
     ordered K parts where those tiles fill at most half the SMs, the widest C stage that
     leaves 4 ring stages and the most stages that fit (at most 12); not where the other
     rules run clusters, nor where the swapped units leave a last round under half full.
@@ -515,11 +515,15 @@ def test_few_rows_swap_the_operands():
     # 1 row: 128 x 8 tiles, one wave of 128 (no parts); 224 (1.7 waves) still swapped.
     assert picked(1, 16384, 16384)[:7] == (True, "cooperative", 128, 8, 12, 8, 1)
     assert picked(32, 28672, 4096)[:4] == (True, "cooperative", 128, 32)
-    # FP8 the same tiles (K blocks of 128: the same bytes a K step) up to 128 rows.
+    # FP8 the same tiles (K blocks of 128: the same bytes a K step) up to 128 rows, 64
+    # too: the FP8 default's tiles are 128 rows (the 16-bit one's 64 cover 64 rows).
     assert picked(16, 8192, 2048, dtype="float8_e4m3fn") == picked(16, 8192, 2048)
+    assert picked(64, 8192, 2048, dtype="float8_e4m3fn")[:4] == (True, "cooperative", 128, 64)
+    # 192 rows on 128-row tiles pad 64 of 256: swapped (192 x 4096 x 4096 in 4 parts).
+    assert picked(192, 4096, 4096)[:7] == (True, "cooperative", 128, 192, 4, 192, 4)
     assert picked(96, 4096, 4096, dtype="float8_e5m2")[:4] == (True, "cooperative", 128, 96)
-    # Not swapped: M a multiple of 64 (64 x 128 tiles, no padding rows), 256 rows and more
-    # (FP8: past 128), N under 1024, A shared in clusters of 4 (sharing_a_in_fours), a last
+    # Not swapped: M covered by the other rules' tiles (64 rows on 64 x 128 tiles, 128 on
+    # 128-row ones: no padding rows), 256 rows and more (FP8: past 128), N under 1024, A shared in clusters of 4 (sharing_a_in_fours), a last
     # round of one tile (133 of 128 x 40), B as K x N, and any tiling the caller chose.
     for m, n, k, options in [(64, 8192, 2048, {}), (128, 8192, 2048, {}),
                              (256, 8192, 2048, {}), (300, 8192, 2048, {}),

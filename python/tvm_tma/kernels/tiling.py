@@ -984,8 +984,9 @@ def sharing_a_in_fours(cfg: Tiling) -> Tiling:
 
 def on_swapped_operands(cfg: Tiling) -> Tiling:
     """``C^T = B A^T`` (:attr:`~.gemm_config.GemmConfig.swap_ab`) where A has fewer than
-    :data:`SWAP_MAX_M` rows (FP8: at most :data:`SWAP_MAX_M_FP8`), no multiple of 64, N is
-    at least :data:`SWAP_MIN_N` and B is N x K: cooperative tiles of :data:`SWAP_BLOCK_M`
+    :data:`SWAP_MAX_M` rows (FP8: at most :data:`SWAP_MAX_M_FP8`), the tiles the other
+    rules would take pad M (192 rows on 128-row tiles; not 64 on 64-row ones), N is at
+    least :data:`SWAP_MIN_N` and B is N x K: cooperative tiles of :data:`SWAP_BLOCK_M`
     of N by M rounded up to 8 (:func:`swapped`), in ordered K parts where those tiles fill
     at most half the SMs, the most ring stages that fit; taken where their work units run
     in one round or leave the last round at least half full (40 x 17000 x 1000: 133 tiles
@@ -1015,17 +1016,26 @@ def on_swapped_operands(cfg: Tiling) -> Tiling:
     to 96 rows, 17 problems, 1.16-1.98x (1 x 4096 x 4096 1.76-1.98, 8 x 2048 x 8192 1.88,
     48 x 5120 x 5120 1.84-1.87, 16 x 8192 x 2048 1.67 (57% of ``torch._scaled_mm`` to
     96-98%), 1 x 16384 x 16384 1.56-1.66, 88 x 4096 x 2048 1.16); past 128 rows see
-    :data:`SWAP_MAX_M_FP8`."""
-    if cfg.swap_ab or cfg.b_layout != "nk" or cfg.m >= SWAP_MAX_M or cfg.m % 64 == 0:
+    :data:`SWAP_MAX_M_FP8`; 64 rows, which the FP8 default pads to 128: 64 x 8192 x 2048
+    1.38-1.42, 64 x 4096 x 4096 1.31-1.33, 64 x 14336 x 4096 1.24.
+
+    192 rows on the default's 128-row tiles (bf16, H200): 192 x 3072 x 4096 1.26-1.67x,
+    192 x 4096 x 4096 1.16-1.54x, 192 x 8192 x 2048 1.06-1.15x, 192 x 12288 x 4096
+    0.98-1.02x, 192 x 6144 x 1024 0.86-0.87x (16 K steps in 2 parts against 96 whole
+    tiles)."""
+    if cfg.swap_ab or cfg.b_layout != "nk" or cfg.m >= SWAP_MAX_M or cfg.n < SWAP_MIN_N:
         return cfg
     if cfg.element_bytes == 1 and cfg.m > SWAP_MAX_M_FP8:
-        return cfg
-    if cfg.n < SWAP_MIN_N:
         return cfg
     unswapped = cfg
     for rule in REFINEMENTS:
         if rule is not on_swapped_operands:
             unswapped = rule(unswapped)
+    if unswapped.m % unswapped.block_m == 0:
+        # The other rules' tiles cover M exactly (64 rows of 64, 128 of 128): no padding
+        # rows to save (bf16, H200: 64 x 8192 x 2048 1.00-1.04x swapped, 64 x 4096 x 14336
+        # 1.00-1.01x, 128 x 8192 x 2048 1.00-1.05x, 128 x 5120 x 5120 0.98-1.00x).
+        return cfg
     if unswapped.cluster_size > 1:
         # The other rules share an operand in clusters (sharing_a_in_fours: each CTA loads
         # a quarter of A's rows a K step, fewer bytes than a swapped tile's whole A).
