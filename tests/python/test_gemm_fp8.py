@@ -35,8 +35,9 @@ PTX = {E4: "e4m3", E5: "e5m2"}
 
 #: The issue's shapes, for both FP8 types, with the default tiling: M = 1, M = 77 (no
 #: multiple of 8) with ragged N and K (520 = 2 x 256 + 8, 272 = 2 x 128 + 16), a skinny
-#: problem (16 rows: C^T = B A^T on 32 tiles of 128 x 16 in 4 ordered K parts), a ragged one (2x1 clusters multicasting B, K =
-#: 23.5 K blocks) and a multi-wave one (512 tiles on 132 CTAs).
+#: problem (16 rows: C^T = B A^T on 32 tiles of 128 x 16 in 4 ordered K parts), a ragged
+#: one (2x1 clusters multicasting B, K = 23.5 K blocks) and a multi-wave one (512 tiles
+#: on 132 CTAs).
 SHAPES = {"m1": (1, 256, 256), "m77-ragged-nk": (77, 520, 272), "skinny": (16, 4096, 4096),
           "ragged": (1000, 2000, 3008), "multiwave": (4096, 4096, 1024)}
 DEFAULT_CASES = [GemmConfig.for_problem(*shape, dtype=dtype)

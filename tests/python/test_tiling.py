@@ -523,8 +523,9 @@ def test_few_rows_swap_the_operands():
     assert picked(192, 4096, 4096)[:7] == (True, "cooperative", 128, 192, 4, 192, 4)
     assert picked(96, 4096, 4096, dtype="float8_e5m2")[:4] == (True, "cooperative", 128, 96)
     # Not swapped: M covered by the other rules' tiles (64 rows on 64 x 128 tiles, 128 on
-    # 128-row ones: no padding rows), 256 rows and more (FP8: past 128), N under 1024, A shared in clusters of 4 (sharing_a_in_fours), a last
-    # round of one tile (133 of 128 x 40), B as K x N, and any tiling the caller chose.
+    # 128-row ones: no padding rows), 256 rows and more (FP8: past 128), N under 1024, A
+    # shared in clusters of 4 (sharing_a_in_fours), a last round of one tile (133 of 128 x
+    # 40), B as K x N, and any tiling the caller chose.
     for m, n, k, options in [(64, 8192, 2048, {}), (128, 8192, 2048, {}),
                              (256, 8192, 2048, {}), (300, 8192, 2048, {}),
                              (20, 1000, 1000, {}), (100, 5000, 3000, {}),
