@@ -24,7 +24,9 @@ from tvm_tma.kernels.tiling import (
     QUARTER_TILES,
     TRIM_MAX_STAGES,
     TRIM_MIN_STAGES,
+    modelled,
     narrow_half_rows,
+    on_half_rows,
 )
 from tvm_tma.kernels.wgmma import mma_columns
 from tvm_tma.testing.runner import assemble, compile_kernel
@@ -254,6 +256,9 @@ CASES = [
     # 40 tiles; three consumer warpgroups of 64 (192 x 8 tiles, 1 row); stream-K; 2x1
     # clusters sharing A's 32 rows (16 each).
     GemmConfig.for_problem(16, 8192, 2048),
+    # Past 256 rows, A's 264 rows in 2 column blocks of 136 (the last 128 rows, 8 padding
+    # rows skipped by the store), 16 tiles of N in 4 ordered K parts.
+    GemmConfig.for_problem(264, 2048, 4096),
     GemmConfig(20, 1000, 1000, swap_ab=True, block_n=24, epilogue_n=8, epilogue_buffers=2,
                stages=8, ctas=5),
     GemmConfig(200, 1000, 520, swap_ab=True, block_m=64, block_n=200, epilogue_n=40,
@@ -934,8 +939,12 @@ def test_64_row_tiles_of_every_width_where_m_is_at_most_64():
     assert picked(40, 17000, 1000) == ("cooperative", 64, 160, 7, 107, 1)
     # M past 64, a tail split in ordered parts, the caller's tile or rows: 128 rows.
     assert picked(128, 28672, 4096)[1] == 128
-    assert GemmConfig.for_problem(64, 28672, 14336).tail_split > 1
-    assert picked(64, 28672, 14336)[1:3] == (128, 192)
+    # (A tail split's 128-row tiles stay whole; for 64 rows they pad half of each, so the
+    # default swaps the operands: tiling.on_swapped_operands.)
+    tail = on_half_rows(modelled(GemmConfig, 64, 28672, 14336))
+    assert tail.tail_split > 1 and (tail.block_m, tail.block_n) == (128, 192)
+    assert picked(64, 28672, 14336)[1:3] == (128, 64)
+    assert GemmConfig.for_problem(64, 28672, 14336).swap_ab
     assert picked(8, 28672, 4096, block_n=256)[1] == 128
     assert picked(8, 28672, 4096, block_m=128)[1] == 128
     assert picked(8, 28672, 4096, b_layout="kn")[1] == 128

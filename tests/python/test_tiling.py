@@ -408,7 +408,11 @@ def test_a_few_row_blocks_take_64_x_256_tiles_where_they_fill_one_wave():
 
     wide_half = ("pingpong", 64, 256, 5, 1, 1, 132)
     assert picked(300, 5680, 2224) == (*wide_half, 115)  # was 128 x 192 in 2x2 clusters
-    assert picked(333, 4440, 2224) == (*wide_half, 108)
+    # (333 x 4440 x 2224's 108 such tiles pad 51 of 384 rows: it swaps the operands,
+    # on_swapped_operands, 3 column blocks of 112.)
+    half = on_wide_half_rows(modelled(GemmConfig, 333, 4440, 2224))
+    assert (half.schedule, half.block_m, half.block_n, half.num_tiles) == ("pingpong", 64,
+                                                                           256, 108)
     assert picked(500, 4096, 4000) == (*wide_half, 128)  # was 128 x 256 in 2 K parts
     assert picked(350, 5000, 8192) == (*wide_half, 120)
     # Rows straddling 32-byte sectors (K = 3000, 1000), M of 600, M = 256 (a multiple of
@@ -527,7 +531,7 @@ def test_few_rows_swap_the_operands():
     # shared in clusters of 4 (sharing_a_in_fours), a last round of one tile (133 of 128 x
     # 40), B as K x N, and any tiling the caller chose.
     for m, n, k, options in [(64, 8192, 2048, {}), (128, 8192, 2048, {}),
-                             (256, 8192, 2048, {}), (300, 8192, 2048, {}),
+                             (256, 8192, 2048, {}),
                              (20, 1000, 1000, {}), (100, 5000, 3000, {}),
                              (40, 17000, 1000, {}),
                              (136, 5120, 2048, {"dtype": "float8_e4m3fn"}),
@@ -536,6 +540,23 @@ def test_few_rows_swap_the_operands():
                              (16, 8192, 2048, {"stages": 4}),
                              (16, 8192, 2048, {"swap_ab": False})]:
         assert not GemmConfig.for_problem(m, n, k, **options).swap_ab, (m, n, k, options)
+    # Past 256 rows (16-bit): A's rows in 2 or 3 column blocks, the count with the most
+    # units in one round, where that pads at least 8% fewer rows than the tiles the other
+    # rules take (333 rows: 3 blocks of 112, 105 tiles, against ping-pong 64 x 256 tiles
+    # padding 51 of 384; 264 rows: 2 of 136 in 4 parts), not where it pads about as few
+    # (500 rows: 64 x 256 tiles pad 12), leaves no count in one round (300 x 12288: 192
+    # or 288 tiles), or 512 rows and more, or FP8.
+    blocks = picker("swap_ab", "block_n", "work_units", "split_k", "epilogue_n")
+    assert blocks(333, 4440, 2224) == (True, 112, 105, 1, 112)
+    assert blocks(264, 2048, 4096) == (True, 136, 128, 4, 136)
+    assert blocks(400, 8192, 2048)[:3] == (True, 200, 128)
+    for m, n, k, options in [(500, 4096, 4096, {}), (300, 12288, 4096, {}),
+                             (360, 6144, 2048, {}), (512, 8192, 2048, {}),
+                             (600, 8192, 2048, {}), (333, 4440, 2224, {"dtype": "float16",
+                                                                       "b_layout": "kn"}),
+                             (333, 4440, 2240, {"dtype": "float8_e4m3fn"})]:
+        assert not GemmConfig.for_problem(m, n, k, **options).swap_ab, (m, n, k, options)
+    assert GemmConfig.for_problem(333, 4440, 2224, dtype="float16").swap_ab
     # The rule's own guards, on the model's choice.
     chosen = modelled(GemmConfig, 40, 17000, 1000)
     assert on_swapped_operands(chosen) == chosen

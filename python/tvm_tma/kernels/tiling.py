@@ -352,6 +352,12 @@ SWAP_MAX_M = 256
 #: 1.13-1.43x, 180 x 2000 x 6000 1.19-1.26x and 200 x 3072 x 2224 1.20-1.30x, and lost 160 x
 #: 8192 x 1024 0.82x and 250 x 4096 x 4096 0.86-0.87x).
 SWAP_MAX_M_FP8 = 128
+#: :func:`on_swapped_operands` past :data:`SWAP_MAX_M` rows (:func:`_swapped_in_column_blocks`):
+#: the rows it swaps below, the fewest of C's rows a C stage may hold (a tile of 232 rows
+#: staged 8 at a time ran 0.64x), and the least share of padded rows it must save.
+SWAP_MAX_M_BLOCKS = 512
+SWAP_MIN_STAGE_ROWS = 32
+SWAP_MIN_PADDING_SAVED = 0.08
 #: :func:`on_swapped_operands`: the fewest columns (N) it was measured on (24 x 1024 x 4096,
 #: 1.24-1.27x); a narrow N is few swapped tiles of mostly padding rows.
 SWAP_MIN_N = 1024
@@ -1023,14 +1029,11 @@ def on_swapped_operands(cfg: Tiling) -> Tiling:
     192 x 4096 x 4096 1.16-1.54x, 192 x 8192 x 2048 1.06-1.15x, 192 x 12288 x 4096
     0.98-1.02x, 192 x 6144 x 1024 0.86-0.87x (16 K steps in 2 parts against 96 whole
     tiles)."""
-    if cfg.swap_ab or cfg.b_layout != "nk" or cfg.m >= SWAP_MAX_M or cfg.n < SWAP_MIN_N:
+    if cfg.swap_ab or cfg.b_layout != "nk" or cfg.n < SWAP_MIN_N:
         return cfg
-    if cfg.element_bytes == 1 and cfg.m > SWAP_MAX_M_FP8:
-        return cfg
-    unswapped = cfg
-    for rule in REFINEMENTS:
-        if rule is not on_swapped_operands:
-            unswapped = rule(unswapped)
+    if cfg.m >= SWAP_MAX_M or (cfg.element_bytes == 1 and cfg.m > SWAP_MAX_M_FP8):
+        return _swapped_in_column_blocks(cfg)
+    unswapped = _unswapped(cfg)
     if unswapped.m % unswapped.block_m == 0:
         # The other rules' tiles cover M exactly (64 rows of 64, 128 of 128): no padding
         # rows to save (bf16, H200: 64 x 8192 x 2048 1.00-1.04x swapped, 64 x 4096 x 14336
@@ -1049,14 +1052,65 @@ def on_swapped_operands(cfg: Tiling) -> Tiling:
     return candidate
 
 
-def swapped(cfg: Tiling) -> Tiling | None:
+def _swapped_in_column_blocks(cfg: Tiling) -> Tiling:
+    """``cfg`` swapped past :data:`SWAP_MAX_M` rows (to :data:`SWAP_MAX_M_BLOCKS`, 16-bit
+    inputs): A's rows in 2 or 3 column blocks of the product (:func:`swapped`), the count
+    whose tiles run the most units in one round, each C stage at least
+    :data:`SWAP_MIN_STAGE_ROWS` of C's rows; taken where it pads at least
+    :data:`SWAP_MIN_PADDING_SAVED` fewer of its rows than the tiles the other rules would
+    take, which were already near cuBLAS where they padded few. H200, same runs, the
+    default / the swapped tiles (the rule written after these 16): 260 x 8192 x 2048
+    1.42-1.44 (2 blocks of 136, against 129 tiles of 128 x 192: 68% of cuBLAS to 96-98%),
+    270 x 3072 x 3072 1.42-1.45, 333 x 4440 x 2224 1.22-1.29 (3 of 112), 400 x 8192 x 2048
+    1.18, 300 x 4096 x 4096 1.16-1.18, 420 x 7168 x 2048 1.14-1.15, 400 x 4096 x 4096
+    1.03-1.06, 440 x 5120 x 3072 1.03-1.05; left as they are: 360 x 6144 x 2048 (0.90x
+    swapped, 4% fewer padded rows), 460 x 4096 x 2048 (0.89x, 6%), 500 x 4096 x 4096
+    (0.89x, none), 300 x 12288 x 4096 and 290 x 14336 x 4096 (no count in one round:
+    0.85-0.88x, 1.02-1.03x), and, forgone, 480 x 8192 x 1024 (1.03x, 6%), 350 x 5000 x
+    2000 (1.07-1.11x, 6%), 300 x 5680 x 2224 (1.07-1.15x, 5%). Held out, the 9 of 18
+    problems it swaps: 264 x 2048 x 4096 1.44-1.72 (51-67% of cuBLAS to 88-96%), 260 x
+    5120 x 5120 1.25-1.26, 390 x 8192 x 4096 1.18-1.20, 296 x 4096 x 8192 1.14-1.25, 310 x
+    8192 x 2048 1.12-1.18, 300 x 3000 x 5000 1.07-1.08, 280 x 6144 x 4096 1.00-1.03, 330 x
+    3072 x 4096 1.00-1.02, and one loss, 430 x 6144 x 1024 0.93 (16 K steps)."""
+    if cfg.m >= SWAP_MAX_M_BLOCKS or cfg.element_bytes != 2:
+        return cfg
+    unswapped = _unswapped(cfg)
+    if unswapped.cluster_size > 1:
+        return cfg
+    candidates = [c for c in (swapped(cfg, blocks) for blocks in (2, 3))
+                  if c is not None and c.work_units <= c.workers
+                  and c.epilogue_cols >= SWAP_MIN_STAGE_ROWS]
+    if not candidates:
+        return cfg
+    best = max(candidates, key=lambda c: c.work_units)
+    saved = _padded_share(cfg.m, unswapped.block_m) - _padded_share(cfg.m, best.block_n)
+    return best if saved >= SWAP_MIN_PADDING_SAVED else cfg
+
+
+def _unswapped(cfg: Tiling) -> Tiling:
+    """``cfg`` through every refinement but :func:`on_swapped_operands`: the tiling the
+    problem takes unswapped."""
+    for rule in REFINEMENTS:
+        if rule is not on_swapped_operands:
+            cfg = rule(cfg)
+    return cfg
+
+
+def _padded_share(rows: int, block: int) -> float:
+    """The share of ``rows`` rounded up to whole blocks of ``block`` that is padding."""
+    whole = math.ceil(rows / block) * block
+    return (whole - rows) / whole
+
+
+def swapped(cfg: Tiling, column_blocks: int = 1) -> Tiling | None:
     """``cfg``'s problem as ``C^T = B A^T`` on cooperative :data:`SWAP_BLOCK_M` x
-    ceil8(M) tiles (the caller's CTAs, no cluster), in the model's ordered K parts
+    ceil8(M / column_blocks) tiles (the caller's CTAs, no cluster), in the model's ordered
+    K parts
     (:attr:`~.gemm_config.GemmConfig.ordered_parts`) where the tiles fill at most half
     the SMs, with the widest C stage (C's rows, a multiple of 8 dividing the width) that
     leaves :data:`TRIM_MIN_STAGES` ring stages, and the most stages that fit; None where
     none does."""
-    width = math.ceil(cfg.m / 8) * 8
+    width = math.ceil(cfg.m / column_blocks / 8) * 8
     tile = replace(cfg, swap_ab=True, block_m=SWAP_BLOCK_M, block_n=width,
                    schedule="cooperative", epilogue_buffers=1, cluster=1, cluster_n=1,
                    split_k=1, split_k_ordered=False, stream_k=False, stream_k_waves=1,
