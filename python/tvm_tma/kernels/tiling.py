@@ -1061,17 +1061,18 @@ def _swapped_in_column_blocks(cfg: Tiling) -> Tiling:
     take, which were already near cuBLAS where they padded few. H200, same runs, the
     default / the swapped tiles (the rule written after these 16): 260 x 8192 x 2048
     1.42-1.44 (2 blocks of 136, against 129 tiles of 128 x 192: 68% of cuBLAS to 96-98%),
-    270 x 3072 x 3072 1.42-1.45, 333 x 4440 x 2224 1.22-1.29 (3 of 112), 400 x 8192 x 2048
+    270 x 3072 x 3072 1.42-1.45, 333 x 4440 x 2224 1.26-1.30 (3 of 112), 400 x 8192 x 2048
     1.18, 300 x 4096 x 4096 1.16-1.18, 420 x 7168 x 2048 1.14-1.15, 400 x 4096 x 4096
     1.03-1.06, 440 x 5120 x 3072 1.03-1.05; left as they are: 360 x 6144 x 2048 (0.90x
     swapped, 4% fewer padded rows), 460 x 4096 x 2048 (0.89x, 6%), 500 x 4096 x 4096
     (0.89x, none), 300 x 12288 x 4096 and 290 x 14336 x 4096 (no count in one round:
-    0.85-0.88x, 1.02-1.03x), and, forgone, 480 x 8192 x 1024 (1.03x, 6%), 350 x 5000 x
+    0.84-0.88x, 1.02-1.03x), and, forgone, 480 x 8192 x 1024 (1.03x, 6%), 350 x 5000 x
     2000 (1.07-1.11x, 6%), 300 x 5680 x 2224 (1.07-1.15x, 5%). Held out, the 9 of 18
-    problems it swaps: 264 x 2048 x 4096 1.44-1.72 (51-67% of cuBLAS to 88-96%), 260 x
-    5120 x 5120 1.25-1.26, 390 x 8192 x 4096 1.18-1.20, 296 x 4096 x 8192 1.14-1.25, 310 x
-    8192 x 2048 1.12-1.18, 300 x 3000 x 5000 1.07-1.08, 280 x 6144 x 4096 1.00-1.03, 330 x
-    3072 x 4096 1.00-1.02, and one loss, 430 x 6144 x 1024 0.93 (16 K steps)."""
+    problems it swaps, geometric mean 1.14x: 264 x 2048 x 4096 1.44-1.72 (51-67% of
+    cuBLAS to 88-96%), 260 x 5120 x 5120 1.25-1.26, 390 x 8192 x 4096 1.18-1.20, 296 x 4096
+    x 8192 1.14-1.25, 310 x 8192 x 2048 1.12-1.18, 300 x 3000 x 5000 1.07-1.08, 280 x 6144
+    x 4096 1.00-1.03, 330 x 3072 x 4096 1.00-1.02, and one loss, 430 x 6144 x 1024 0.93
+    (16 K steps)."""
     if cfg.m >= SWAP_MAX_M_BLOCKS or cfg.element_bytes != 2:
         return cfg
     unswapped = _unswapped(cfg)
