@@ -560,6 +560,9 @@ def test_few_rows_swap_the_operands():
     # The rule's own guards, on the model's choice.
     chosen = modelled(GemmConfig, 40, 17000, 1000)
     assert on_swapped_operands(chosen) == chosen
+    # swap_ab=False keeps the other rules (64-row tiles for 16 rows: on_half_rows).
+    kept = GemmConfig.for_problem(16, 8192, 2048, swap_ab=False)
+    assert (kept.swap_ab, kept.block_m, kept.block_n, kept.split_k) == (False, 64, 128, 2)
     # The caller's swap_ab=True takes the swapped tiling whatever the rule says.
     forced = GemmConfig.for_problem(20, 1000, 1000, swap_ab=True)
     assert (forced.swap_ab, forced.block_m, forced.block_n, forced.split_k) == (True, 128, 24,

@@ -216,7 +216,11 @@ class GemmConfig:
         multiple of 128), the rows are whole 32-byte sectors and those tiles fill most of
         one wave (:func:`.tiling.on_wide_half_rows`); and 2x2 clusters on the CTAs the GPU
         keeps resident in clusters of 4 (120 of 132) where a wide problem's straddled rows
-        run one round (:func:`.tiling.in_two_by_two`).
+        run one round (:func:`.tiling.in_two_by_two`); and C^T = B A^T (:attr:`swap_ab`)
+        where the tiles would pad a problem of few rows: under 256 (FP8: 128) on 128 x
+        ceil8(M) tiles, 256 to 511 (16-bit) in 2 or 3 column blocks of M
+        (:func:`.tiling.on_swapped_operands`; ``swap_ab=False`` keeps the other rules,
+        ``swap_ab=True`` asks for the swapped tiling).
 
         Every option the caller gives is kept; the model fills in the rest. FP8 inputs take
         the same tiles with a K block of 128: their slots have the 16-bit slots' bytes

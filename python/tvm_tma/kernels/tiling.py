@@ -342,8 +342,7 @@ SPLIT_FIELDS = frozenset({"cluster", "cluster_n", "split_k", "split_k_ordered", 
 #: The options by which a caller chooses the tiling itself (tile, schedule, ring, cluster,
 #: split): no rule after the model's choice overrides them (:func:`refinements`, conv2d's
 #: exact wave).
-TILING_CHOICES = SPLIT_FIELDS | {"block_m", "block_n", "schedule", "stages", "epilogue_n",
-                                 "swap_ab"}
+TILING_CHOICES = SPLIT_FIELDS | {"block_m", "block_n", "schedule", "stages", "epilogue_n"}
 #: :func:`on_swapped_operands`: problems of fewer rows than this (A's rows are the swapped
 #: tile's wgmma N, at most 256).
 SWAP_MAX_M = 256
@@ -607,7 +606,7 @@ def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
     (:func:`on_half_rows`, unless the caller chose the tile, schedule, ring or split), and
     the other :func:`refinements`; with 256-byte L2 fills where M is one row block
     (:func:`streams_weights`)."""
-    if options.get("swap_ab") and not (TILING_CHOICES - {"swap_ab"}) & set(options):
+    if options.get("swap_ab") and not TILING_CHOICES & set(options):
         # The caller asked for C^T = B A^T and nothing else: the swapped tiling of the
         # problem (where the kernel runs one).
         plain = make(m, n, k, **{**options, "swap_ab": False})
@@ -625,15 +624,20 @@ def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
 def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
     """The rules that change ``chosen`` after the model picked it (none where the caller
     chose the tile, schedule, ring or split), each with the configuration it leaves:
-    64-row tiles (:func:`on_half_rows`), the trim (:func:`trimmed`), 64 x 256 tiles for a
+    C^T = B A^T for few rows (:func:`on_swapped_operands`), 64-row tiles
+    (:func:`on_half_rows`), the trim (:func:`trimmed`), 64 x 256 tiles for a
     few row blocks (:func:`on_wide_half_rows`), 2x2 clusters (:func:`in_two_by_two`), one
     wave of tiles dividing N exactly (:func:`in_one_exact_wave`), A shared in clusters of
     4 (:func:`sharing_a_in_fours`).
-    ``benchmarks/gemm.py --explain`` prints them."""
-    if TILING_CHOICES & set(options):
+    ``benchmarks/gemm.py --explain`` prints them. The caller's ``swap_ab`` decides the
+    swap (:func:`on_swapped_operands` is skipped; with True, none applies: they were
+    measured on A @ B^T's tiles)."""
+    if TILING_CHOICES & set(options) or options.get("swap_ab"):
         return []
     steps = []
     for rule in REFINEMENTS:
+        if rule is on_swapped_operands and "swap_ab" in options:
+            continue
         refined = rule(chosen)
         if refined != chosen:
             steps.append((rule.__name__, refined))
