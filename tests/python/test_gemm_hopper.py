@@ -271,6 +271,13 @@ CASES = [
                stream_k=True, ctas=6),
     GemmConfig(32, 1000, 520, swap_ab=True, block_n=32, epilogue_n=0, cluster=2,
                stages=8, ctas=4),
+    # Swapped with the tail split (24 tiles of 128 x 40 on 10 CTAs: two full rounds, 4
+    # tiles left in 2 ordered parts) and in 1x2 clusters sharing the MMAs' A tile (B's
+    # rows) between the two column blocks of A's 100 rows (56 wide, the second 44 rows).
+    GemmConfig(40, 3000, 2000, swap_ab=True, block_n=40, epilogue_n=0, tail_split=2,
+               stages=8, ctas=10),
+    GemmConfig(100, 2000, 1000, swap_ab=True, block_n=56, epilogue_n=0, cluster_n=2,
+               stages=8, ctas=8),
 ]
 
 
