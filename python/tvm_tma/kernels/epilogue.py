@@ -81,8 +81,8 @@ def c_stage_shape(cfg: GemmConfig) -> tuple[int, int, int]:
 
 
 def c_stage_layout(cfg: GemmConfig):
-    """The shared layout of the C stage(s), ``(c_stages, block_m, epilogue_cols)``: the
-    swizzled layout the TMA store reads.
+    """The shared layout of the C stage(s), :func:`c_stage_shape`: the swizzled layout the
+    TMA store reads.
 
     A stage of whole 64-column atoms (128 bytes of 16-bit elements per row) takes the 128B
     swizzle of the ring's slots. A tile whose width is a multiple of 32 but not of 64 (160,
@@ -94,7 +94,10 @@ def c_stage_layout(cfg: GemmConfig):
     layout, and the TMA store's tensor map takes the swizzle from it. A width no multiple
     of 32 (any multiple of 8, :meth:`GemmConfig.check`) is staged whole in plain rows: no
     swizzle span divides it, and a row of 13 16-byte units (104 columns) spreads an 8 x 8
-    ``stmatrix`` block over distinct banks.
+    ``stmatrix`` block over distinct banks. A swapped tile's stage (``swap_ab``) has rows
+    of ``block_m`` columns, whole 64-column atoms, so it always takes the 128B swizzle: the
+    8 rows one ``stmatrix .trans`` block writes (16 bytes each, at one column) fall on 8
+    distinct 16-byte chunks of the pattern.
     """
     shape = c_stage_shape(cfg)
     if cfg.swap_ab or cfg.epilogue_cols % 64 == 0:
