@@ -1035,17 +1035,20 @@ def on_swapped_operands(cfg: Tiling) -> Tiling:
     tiles)."""
     if cfg.swap_ab or cfg.b_layout != "nk" or cfg.n < SWAP_MIN_N:
         return cfg
-    if cfg.m >= SWAP_MAX_M or (cfg.element_bytes == 1 and cfg.m > SWAP_MAX_M_FP8):
-        return _swapped_in_column_blocks(cfg)
+    few_rows = cfg.m < SWAP_MAX_M and (cfg.element_bytes == 2 or cfg.m <= SWAP_MAX_M_FP8)
+    if not few_rows and (cfg.m >= SWAP_MAX_M_BLOCKS or cfg.element_bytes != 2):
+        return cfg
     unswapped = _unswapped(cfg)
+    if unswapped.cluster_size > 1:
+        # The other rules share an operand in clusters (sharing_a_in_fours: each CTA loads
+        # a quarter of A's rows a K step, fewer bytes than a swapped tile's whole A).
+        return cfg
+    if not few_rows:
+        return _swapped_in_column_blocks(cfg, unswapped)
     if unswapped.m % unswapped.block_m == 0:
         # The other rules' tiles cover M exactly (64 rows of 64, 128 of 128): no padding
         # rows to save (bf16, H200: 64 x 8192 x 2048 1.00-1.04x swapped, 64 x 4096 x 14336
         # 1.00-1.01x, 128 x 8192 x 2048 1.00-1.05x, 128 x 5120 x 5120 0.98-1.00x).
-        return cfg
-    if unswapped.cluster_size > 1:
-        # The other rules share an operand in clusters (sharing_a_in_fours: each CTA loads
-        # a quarter of A's rows a K step, fewer bytes than a swapped tile's whole A).
         return cfg
     candidate = swapped(cfg)
     if candidate is None:
@@ -1056,10 +1059,11 @@ def on_swapped_operands(cfg: Tiling) -> Tiling:
     return candidate
 
 
-def _swapped_in_column_blocks(cfg: Tiling) -> Tiling:
+def _swapped_in_column_blocks(cfg: Tiling, unswapped: Tiling) -> Tiling:
     """``cfg`` swapped past :data:`SWAP_MAX_M` rows (to :data:`SWAP_MAX_M_BLOCKS`, 16-bit
-    inputs): A's rows in 2 or 3 column blocks of the product (:func:`swapped`), the count
-    whose tiles run the most units in one round, each C stage at least
+    inputs; ``unswapped``: the tiling the other rules give it): A's rows in 2 or 3 column
+    blocks of the product (:func:`swapped`), the count whose tiles run the most units in
+    one round, each C stage at least
     :data:`SWAP_MIN_STAGE_ROWS` of C's rows; taken where it pads at least
     :data:`SWAP_MIN_PADDING_SAVED` fewer of its rows than the tiles the other rules would
     take, which were already near cuBLAS where they padded few. H200, same runs, the
@@ -1077,11 +1081,6 @@ def _swapped_in_column_blocks(cfg: Tiling) -> Tiling:
     x 8192 1.14-1.25, 310 x 8192 x 2048 1.12-1.18, 300 x 3000 x 5000 1.07-1.08, 280 x 6144
     x 4096 1.00-1.03, 330 x 3072 x 4096 1.00-1.02, and one loss, 430 x 6144 x 1024 0.93
     (16 K steps)."""
-    if cfg.m >= SWAP_MAX_M_BLOCKS or cfg.element_bytes != 2:
-        return cfg
-    unswapped = _unswapped(cfg)
-    if unswapped.cluster_size > 1:
-        return cfg
     candidates = [c for c in (swapped(cfg, blocks) for blocks in (2, 3))
                   if c is not None and c.work_units <= c.workers
                   and c.epilogue_cols >= SWAP_MIN_STAGE_ROWS]
