@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
+import tvm
+from tvm.tirx.build import split_host_device_mods
 
 from tvm_tma.conv import Conv2dGeometry
 from tvm_tma.kernels.conv2d import conv2d_config, conv2d_kernel
@@ -35,10 +37,9 @@ def test_the_tag_is_tvms_spelling_and_goes_before_dynamic_shared_memory():
     assert DEPENDENT_LAUNCH == "tirx.use_programtic_dependent_launch"
     func = gemm_kernel(GemmConfig(512, 512, 512))
     assert _launch_params(func) == PDL_PARAMS
-    # A cluster kernel keeps the parameters TVM derives (its launch path sets the cluster
-    # shape, not the dependent-launch attribute).
+    assert _device_launch_params(func) == PDL_PARAMS
     assert _launch_params(with_dependent_launch(func.without_attr(
-        "tirx.kernel_launch_params"), 2)) is None
+        "tirx.kernel_launch_params"))) == PDL_PARAMS
 
 
 @pytest.mark.parametrize("make", [
@@ -65,9 +66,27 @@ def test_kernels_without_a_cluster_launch_dependent_and_wait_before_global_memor
     assemble(cuda)
 
 
-def test_cluster_kernels_wait_but_keep_tvms_launch():
-    func = gemm_kernel(GemmConfig(1000, 2000, 3000, cluster=2))
-    assert _launch_params(func) is None
+def _device_launch_params(func) -> list[str]:
+    """The launch parameters of the device kernel TVM splits ``func`` into: the ones the
+    CUDA launcher reads (thread and cluster extents TVM derives, then the tags)."""
+    target = tvm.target.Target({"kind": "cuda", "arch": "sm_90a"}).with_host("llvm")
+    mod = tvm.tirx.transform.BindTarget(target)(tvm.IRModule({"main": func}))
+    pipeline, _, finalize_device = tvm.tirx.get_tir_pipeline("tirx")
+    _, devices = split_host_device_mods(pipeline(mod))
+    (device,) = devices.values()
+    (kernel,) = finalize_device()(device).functions.values()
+    return [str(p) for p in kernel.attrs["tirx.kernel_launch_params"]]
+
+
+@pytest.mark.parametrize("cfg", [GemmConfig(1000, 2000, 3000, cluster=2),
+                                 GemmConfig(256, 4096, 1024, cluster_n=4, ctas=128)],
+                         ids=["2x1", "1x4"])
+def test_cluster_kernels_launch_dependent_in_their_clusters(cfg):
+    func = gemm_kernel(cfg)
+    assert _launch_params(func) == PDL_PARAMS
+    # TVM puts the cluster extent first and keeps the tags: its launcher sets the cluster
+    # shape and the programmatic serialisation on one cuLaunchKernelEx.
+    assert _device_launch_params(func) == ["clusterCtaIdx.x", *PDL_PARAMS]
     body = _kernel_body(compile_kernel(func).cuda_source)
     wait = body.index(_WAIT)
     assert "tvm_builtin_cuda_cluster_sync();" in body[:wait]

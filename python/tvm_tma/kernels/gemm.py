@@ -382,7 +382,7 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
         def gemm(A_ptr: T.handle, B_ptr: T.handle, C_ptr: T.handle):
             matched(A_ptr, B_ptr, C_ptr, None, None, None)
     # fmt: on
-    return with_dependent_launch(gemm, cfg.cluster_size)
+    return with_dependent_launch(gemm)
 
 
 def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None

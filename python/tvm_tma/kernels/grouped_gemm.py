@@ -474,7 +474,7 @@ def grouped_gemm_kernel(gcfg: GroupedGemmConfig) -> tvm.tirx.PrimFunc:
                          W_ptr: T.handle):
             matched(A_ptr, B_ptr, O_ptr, C_ptr, W_ptr, ())
     # fmt: on
-    return with_dependent_launch(grouped_gemm, cfg.cluster_size)
+    return with_dependent_launch(grouped_gemm)
 
 
 def workspace(gcfg: GroupedGemmConfig, sm_count: int | None = None) -> list[np.ndarray]:

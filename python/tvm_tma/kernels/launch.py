@@ -17,9 +17,15 @@ TVM launches a kernel that way when its ``tirx.kernel_launch_params`` carry the 
 back-to-back launches: 0.2-0.6 us less a launch, 1.05-1.17x on eight conv2d layers of 3-11
 us and 1.05-1.11x on GEMMs of 3-8 us, nothing on long ones (benchmarks/RESULTS.md 6l).
 
-Cluster launches are left as they are: the runtime's cluster launch path sets the cluster
-shape and not this attribute, so a cluster kernel keeps TVM's own launch parameters (the
-wait still runs, and returns at once).
+Cluster kernels launch so too. TVM derives a kernel's thread and cluster launch
+parameters itself and keeps the tags of ``tirx.kernel_launch_params`` (a cluster kernel's
+come out as ``clusterCtaIdx.x, blockIdx.x, threadIdx.x`` and the tags); TVM 0.27's CUDA
+launcher then sets the cluster shape and, where the tag is present, the programmatic
+serialisation attribute on the same ``cuLaunchKernelEx``. (Until the twenty-second
+session the package left cluster kernels without the tag, on the reading of an older
+launcher that set only the cluster shape.) The CTAs of a cluster kernel wait after the
+cluster barrier that publishes their mbarrier initialisation, so nothing they share is
+touched before the earlier grid is done either.
 """
 
 from __future__ import annotations
@@ -36,10 +42,8 @@ GRID_LAUNCH_PARAMS = ("blockIdx.x", "threadIdx.x")
 DYNAMIC_SHARED = "tirx.use_dyn_shared_memory"
 
 
-def with_dependent_launch(func: tvm.tirx.PrimFunc, cluster_size: int) -> tvm.tirx.PrimFunc:
-    """``func`` launched with programmatic dependent launch where it runs without a
-    cluster (see the module docstring); a cluster kernel unchanged."""
-    if cluster_size > 1:
-        return func
+def with_dependent_launch(func: tvm.tirx.PrimFunc) -> tvm.tirx.PrimFunc:
+    """``func`` launched with programmatic dependent launch, in clusters or not (see the
+    module docstring)."""
     return func.with_attr("tirx.kernel_launch_params",
                           [*GRID_LAUNCH_PARAMS, DEPENDENT_LAUNCH, DYNAMIC_SHARED])
