@@ -47,7 +47,8 @@ CASES = [
     GemmConfig.for_problem(300, 128, 2048),  # 3 tiles: 8 ordered K parts, ping-pong
     GemmConfig.for_problem(7, 1000, 2048),  # one row block: ordered parts, 256B L2 fills
     # (on 64 x 128 tiles: M <= 64), and 16 K steps whose 40 tiles of 128 rows become 72 of
-    # 64 (M, N and K ragged).
+    # 64 (M, N and K ragged) in 2x1 clusters sharing B (its 2000-byte rows straddle
+    # sectors): 9 row blocks, so the last cluster's second CTA has no rows of A or C.
     GemmConfig.for_problem(520, 1000, 1000),
     # The wave model's 128 x 192 tiles (C in 64-column stages): filling one wave, in 2x1
     # clusters where the rows straddle L2 lines (K = 1000, N = 4040 ragged), and with

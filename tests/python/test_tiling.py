@@ -363,6 +363,29 @@ def test_wide_straddled_problems_of_one_round_take_2x2_clusters_on_the_resident_
     assert GemmConfig.for_problem(600, 2224, 3000, cluster=2).cluster_n == 1
 
 
+def test_short_problems_on_sector_straddling_rows_share_b_between_64_row_tiles():
+    """The short problems' 64 x 128 tiles (``on_half_rows``) run in 2x1 clusters where the
+    rows straddle 32-byte sectors and a tile has 14 to 16 K steps; measured on the H200
+    (``tiling._half_rows_sharing_b``)."""
+    picked = picker("block_m", "block_n", "cluster", "cluster_n", "ctas", "split_k")
+
+    assert picked(1000, 1000, 1000) == (64, 128, 2, 1, 132, 1)   # 2000-byte rows
+    assert picked(1000, 1000, 904) == (64, 128, 2, 1, 132, 1)    # 15 K steps
+    assert picked(2000, 384, 1000) == (64, 128, 2, 1, 132, 1)    # 64 x 96 without it
+    # Wider than tall: the 2x1 clusters stay (2x2 is a rule of 128- and 192-row tiles).
+    assert picked(600, 1200, 1000) == (64, 128, 2, 1, 132, 1)
+    # Whole sectors (1600- and 1984-byte rows) or 10 to 13 K steps: no cluster.
+    assert picked(1024, 1000, 800)[2] == 1
+    assert picked(1000, 1000, 992)[2] == 1
+    assert picked(1200, 768, 600)[2] == 1
+    assert picked(1000, 1000, 648)[2] == 1
+    # The 64 x 64 tiles of narrower problems share nothing; nor does an odd grid.
+    assert picked(700, 768, 1000)[:3] == (64, 64, 1)
+    assert picked(1000, 1000, 1000, ctas=131)[2] == 1
+    half = GemmConfig(1000, 1000, 1000, block_m=64, block_n=128, stages=9, epilogue_n=64)
+    assert in_two_by_two(replace(half, cluster=2)).cluster_n == 1
+
+
 def test_skinny_problems_with_straddled_rows_share_a_in_clusters_of_four():
     """128 x 128 tiles of at most two row blocks, at least 12 column blocks and 16 K steps
     a unit, whose rows straddle L2 lines, in one round without a cluster and still in

@@ -293,6 +293,10 @@ WIDE_HALF_ROWS_MIN_FILL = 0.8
 #: Bytes of an L2 sector: rows that are whole sectors straddle 128-byte lines without
 #: costing a load a sector more (:func:`on_wide_half_rows`).
 SECTOR_BYTES = 32
+#: Fewest K steps of the short problems' 64 x 128 tiles that run in 2x1 clusters
+#: (:func:`_half_rows_sharing_b`; at 10 to 12 the clusters were as fast, at 14 to 16
+#: faster).
+HALF_ROWS_SHARED_MIN_STEPS = 14
 #: :func:`in_one_exact_wave`: its tiles at least this share of the CTAs, and none over.
 EXACT_WAVE_MIN_FILL = 0.95
 #: :func:`in_one_exact_wave`: tile widths, multiples of this from the widest (256) down to
@@ -703,8 +707,9 @@ def in_two_by_two(cfg: Tiling) -> Tiling:
     measured; a grid of 33 such clusters runs 3 after the others, 10000 x 1000 x 1000 59 us
     against 39 us for 2x1 clusters on 132 CTAs), where the operands' rows straddle L2 lines, the
     problem is at least as wide as it is tall (column blocks at least the row blocks), and
-    both run their tiles in one round. Cooperative tiles of 16-bit inputs with B as N x K
-    (what was measured).
+    both run their tiles in one round. Cooperative tiles of 128 or 192 rows of 16-bit
+    inputs with B as N x K (what was measured; the 64-row tiles of
+    :func:`_half_rows_sharing_b` keep their 2x1 clusters).
 
     H200, same runs, 2x2 / 2x1 time: 600 x 2224 x 3000 0.76-0.86, 600 x 5680 x 3000 0.84,
     384 x 5680 x 5680 0.85-0.89, 256 x 5000 x 3000 0.87-0.89, 500 x 3000 x 3000 0.88,
@@ -714,6 +719,8 @@ def in_two_by_two(cfg: Tiling) -> Tiling:
     5680, 777 x 3336 x 1112. Taller problems lost (1536 x 1024 x 2000 1.035, 2500 x 600 x
     3000 1.05: 12 and 20 row blocks on 8 and 5 column blocks), so they keep 2x1."""
     if (cfg.cluster, cfg.cluster_n) != (2, 1) or cfg.schedule != "cooperative":
+        return cfg
+    if cfg.block_m < 128:
         return cfg
     if cfg.split_k != 1 or cfg.stream_k or cfg.tail_split != 1 or cfg.work_units > cfg.workers:
         return cfg
@@ -900,7 +907,9 @@ def on_half_rows(cfg: Tiling) -> Tiling:
       the SMs on it without a later part's wait and add: 512 x 512 x 512 294 / 207%,
       256 x 2048 x 512 268 / 168, 512 x 1024 x 1024 295 / 217, 128 x 4096 x 1024 307 /
       257, 256 x 1024 x 1024 223 / 187, 200 x 3000 x 800 197 / 157, 1024^3 167 / 142
-      (conv2d's short layers take the same rule, kernels/conv2d.py).
+      (conv2d's short layers take the same rule, kernels/conv2d.py). Where the rows
+      straddle L2 sectors, those 64 x 128 tiles of 14 to 16 K steps run in 2x1 clusters
+      (:func:`_half_rows_sharing_b`).
     """
     if cfg.block_m != 128 or cfg.cluster_size > 1 or cfg.stream_k or cfg.tail_split > 1:
         return cfg
@@ -912,8 +921,47 @@ def on_half_rows(cfg: Tiling) -> Tiling:
     if cfg.m <= 64:
         return half
     if cfg.k_steps <= HALF_ROWS_SHORT_STEPS and half_rows_fill(replace(cfg, split_k=1), half):
-        return narrow_half_rows(replace(half, split_k=1, split_k_ordered=False))
+        return _half_rows_sharing_b(narrow_half_rows(replace(half, split_k=1,
+                                                             split_k_ordered=False)))
     return cfg
+
+
+def _half_rows_sharing_b(half: Tiling) -> Tiling:
+    """``half``'s short-problem 64 x 128 tiles in 2x1 clusters where the rows straddle
+    32-byte L2 sectors and a tile takes at least :data:`HALF_ROWS_SHARED_MIN_STEPS` K
+    steps: the two CTAs of a cluster take adjacent row blocks of one column block, and
+    each loads half of B's 128 rows (the larger of the tile's two operands, each of its
+    128-byte row pieces a sector more than its bytes) and multicasts it into both, what
+    cuBLAS runs there (1000^3 on ``128x64_64x8_1x2``).
+
+    H200, same runs, graph replays, two repetitions, time without / with the cluster (both
+    with programmatic dependent launch). Taken: 1000^3 1.12 (84% of cuBLAS to 94-95%), 600 x
+    1200 x 1000 1.19-1.27, 1500 x 640 x 1000 1.13-1.14, 800 x 1000 x 1000 1.09-1.18 (the
+    first rule was written from these four and 1200 x 768 x 600), and held out 1200 x 512 x
+    1000 1.13-1.18, 2000 x 384 x 1000 1.08-1.10 (64 x 96 tiles before), 3000 x 256 x 1000
+    1.10-1.29, 384 x 1536 x 1000 1.04-1.05, 500 x 2048 x 1000 1.11, 200 x 3000 x 1000
+    1.12-1.29 (swapped 128 x 200 tiles before), 1000 x 1000 x 904 1.06, 2000 x 384 x 904
+    1.04-1.07. Rows of whole sectors lost (K = 800, 672, 928, 992: 1024 x 1000 x 800
+    0.84-0.86, 2048 x 512 x 800 0.85, 300 x 2000 x 800 0.81-0.88, 1000 x 1000 x 672
+    0.82-0.91, 1000 x 1000 x 928 0.85-0.88, 1000 x 1000 x 992 0.78-0.80, 1500 x 640 x 928
+    0.83-0.86, 500 x 2048 x 992 0.73); 10 to 12 K steps were even (1200 x 768 x 600
+    1.05-1.07, 4096 x 200 x 600 1.01-1.04, 1000 x 1000 x 648 1.00-1.03, 1500 x 640 x 712
+    0.99-1.13, 256 x 4096 x 600 0.99-1.01, 512 x 1536 x 600 0.94-0.98, 1500 x 384 x 600
+    0.91-0.95, 500 x 2048 x 648 0.90-0.94). Not on the 64 x 64 tiles of
+    :func:`narrow_half_rows`, whose halved B is as small as A (700 x 768 x 1000 0.73-0.75,
+    256 x 1000 x 600 0.89-0.92, 500 x 1000 x 600 0.93-0.94, 256 x 2000 x 1000 1.00, 384 x
+    1200 x 1000 1.03-1.07), nor on the 64 x 80 and 64 x 96 tiles other rules take (1000 x
+    640 x 2000 0.83-0.90, 1000 x 768 x 1200 0.86). 2x2 clusters of these tiles
+    (:func:`in_two_by_two` leaves 64-row tiles) were measured once: 384 x 1536 x 1000
+    1.05-1.06x the 2x1 ones, 500 x 2048 x 1000 (two rounds of clusters of 4) 0.61."""
+    if half.block_n != HALF_ROWS["block_n"] or half.k_steps < HALF_ROWS_SHARED_MIN_STEPS:
+        return half
+    if half.k * half.element_bytes % SECTOR_BYTES == 0:
+        return half
+    if half.m_blocks < 2 or half.ctas % 2:
+        return half
+    shared = replace(half, cluster=2)
+    return shared if _runs(shared) else half
 
 
 def _half_of_wide_rows(cfg: Tiling) -> Tiling:
