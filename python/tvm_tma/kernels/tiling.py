@@ -57,9 +57,12 @@ fetches straddles two L2 lines, and 2x1 clusters that multicast B (each CTA fetc
 it) were faster in every measured case (12000 x 1000 x 5000: 129% of cuBLAS against 83%;
 1000 x 2000 x 3000 96% against 74%), while on aligned rows they were slower in every one
 (2048^3 82% against 92%, 512 x 4096 x 4096 88% against 95%). So the cluster follows the row
-alignment, not the tile count. Those straddled loads also bound the time, so there a K
-step costs at least its share of a CTA's bytes against a 128 x 256 tile's
-(:func:`straddled_step_cost`): the narrow tiles, loading the most bytes per product, lose
+alignment, not the tile count; and since the twenty-second session the finer alignment: rows
+of whole 32-byte sectors (K = 400, 1200, 2000, 2224, 2400, 4000, 5680, ...) straddle lines
+without costing a load a sector more, and ran faster without the cluster in 21 of 22
+held-out problems, 1.00-1.81x (:func:`pairs_share_b`). Those straddled loads also bound
+the time, so there a K step costs at least its share of a CTA's bytes against a 128 x 256
+tile's (:func:`straddled_step_cost`): the narrow tiles, loading the most bytes per product, lose
 the edge :data:`STEP_COST` (measured on whole lines) gives them, and 10000 x 1024 x 3000
 runs 128 x 256 tiles, 1.17x faster than the 128 x 128 ones the model took before.
 
@@ -393,6 +396,30 @@ def rows_straddle_lines(cfg: Tiling) -> bool:
     return cfg.b_layout != "nk" and cfg.n * cfg.element_bytes % LINE_BYTES != 0
 
 
+def pairs_share_b(cfg: Tiling) -> bool:
+    """Whether the model's tiles run in 2x1 clusters multicasting B: where the rows straddle
+    128-byte L2 lines (:func:`rows_straddle_lines`) and, where the loads read whole 128-byte
+    pieces of 16-bit K-major rows (K blocks of 64), 32-byte sectors too. Rows of whole
+    sectors that straddle lines ran as fast or faster without the cluster (H200, same runs,
+    two repetitions, time with / without: 6000 x 3000 x 2000 1.01-1.08, 2048 x 4096 x 2400
+    1.03-1.04, 3000 x 3000 x 4000 1.01-1.04, 5000 x 5000 x 1200 1.01-1.03, 4096 x 4096 x
+    1200 1.02, 8192 x 2048 x 1200 1.01, 1500 x 4096 x 4000 1.00-1.02, 4096 x 4096 x 2000
+    0.98-1.02), while rows straddling sectors kept their clusters' lead (4096 x 4096 x 3000
+    0.81-0.84, 2048 x 4096 x 1000 0.83-0.85): a row piece that straddles sectors costs its
+    load a sector more, and the multicast halves those loads. Narrower pieces (conv2d's 32-
+    and 64-byte K blocks), K x N B rows and FP8 keep the line rule they were measured with.
+    Held out, the defaults before / after on 22 problems whose default it changes (the
+    cluster dropped, 2x2 clusters of :func:`in_two_by_two` with it, and the tiles the model
+    or the later rules then take): 1.00-1.81x, one repetition of 1280 x 960 x 2224 0.89 and
+    its other 1.07 (benchmarks/RESULTS.md section 6v)."""
+    if not rows_straddle_lines(cfg):
+        return False
+    whole_line_pieces = cfg.block_k * cfg.element_bytes >= LINE_BYTES
+    if not whole_line_pieces or not sixteen_bit_nk(cfg):
+        return True
+    return cfg.k * cfg.element_bytes % SECTOR_BYTES != 0
+
+
 def step_cost(cfg: Tiling) -> float:
     """One K step of ``cfg``'s tile, in K steps of a 128 x 256 tile (by area where the
     width was not measured), at least :func:`straddled_step_cost` where the operands'
@@ -556,7 +583,7 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
                 found.append(plain)
             continue
         cfg = plain
-        if free and rows_straddle_lines(cfg) and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0:
+        if free and pairs_share_b(cfg) and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0:
             cfg = replace(cfg, cluster=2)
         if tiling in TALL_TILINGS:
             # One wave, or not at all (:data:`TALL_MIN_FILL`).
