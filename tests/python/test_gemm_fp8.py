@@ -36,10 +36,10 @@ PTX = {E4: "e4m3", E5: "e5m2"}
 #: The issue's shapes, for both FP8 types, with the default tiling: M = 1, M = 77 (no
 #: multiple of 8) with ragged N and K (520 = 2 x 256 + 8, 272 = 2 x 128 + 16), a skinny
 #: problem (16 rows: C^T = B A^T on 32 tiles of 128 x 16 in 4 ordered K parts), a ragged
-#: one (2x1 clusters multicasting B, K = 23.5 K blocks) and a multi-wave one (512 tiles
-#: on 132 CTAs).
+#: one (2x1 clusters multicasting B, K = 23.6 K blocks: 3024-byte rows straddle 32-byte
+#: sectors) and a multi-wave one (512 tiles on 132 CTAs).
 SHAPES = {"m1": (1, 256, 256), "m77-ragged-nk": (77, 520, 272), "skinny": (16, 4096, 4096),
-          "ragged": (1000, 2000, 3008), "multiwave": (4096, 4096, 1024)}
+          "ragged": (1000, 2000, 3024), "multiwave": (4096, 4096, 1024)}
 DEFAULT_CASES = [GemmConfig.for_problem(*shape, dtype=dtype)
                  for shape in SHAPES.values() for dtype in (E4, E5)]
 #: The kernel's other paths with FP8 inputs, and the two mixes torch._scaled_mm takes.
@@ -153,9 +153,11 @@ def test_fp8_default_tiling(dtype):
     assert (square.block_m, square.block_n, square.block_k, square.stages,
             square.epilogue_cols, square.cluster, square.stream_k) == (
                 128, 256, 128, 4, 128, 1, False)
-    ragged = GemmConfig.for_problem(1000, 2000, 3008, dtype=dtype)
+    ragged = GemmConfig.for_problem(1000, 2000, 3024, dtype=dtype)
     assert (ragged.block_n, ragged.block_k, ragged.stages, ragged.epilogue_cols,
             ragged.cluster) == (128, 128, 6, 128, 2)
+    # Rows of whole 32-byte sectors (3008 bytes) share nothing (tiling.pairs_share_b).
+    assert GemmConfig.for_problem(1000, 2000, 3008, dtype=dtype).cluster == 1
     # The tiles left over in ordered K parts, as for bf16: 16 tiles of 128 x 192 past two
     # waves, 80 K blocks of 128 in 8 parts; a last wave 88% full (4096^3) stays whole.
     long_k = GemmConfig.for_problem(2560, 2560, 10240, dtype=dtype)
@@ -307,10 +309,10 @@ def test_benchmark_compile_only_assembles_fp8_kernels(capsys):
     (B as N x K only), a mix through --b-dtype; --b-layout kn is refused for FP8."""
     benchmark = load_script(REPO / "benchmarks" / "gemm.py", "gemm_benchmark_fp8")
     assert benchmark.main(["--compile-only", "--dtype", E4, "--problem", "8192x8192x8192",
-                           "--problem", "1000x2000x3008"]) == 0
+                           "--problem", "1000x2000x3024"]) == 0
     out = capsys.readouterr().out
     assert "2 kernels assembled" in out
-    assert "1000x2000x3008 float8_e4m3fn nk cooperative 128x128 stages=6 cluster=2" in out
+    assert "1000x2000x3024 float8_e4m3fn nk cooperative 128x128 stages=6 cluster=2" in out
     assert benchmark.main(["--compile-only", "--dtype", E5, "--b-dtype", E4,
                            "--problem", "77x520x272"]) == 0
     assert "77x520x272 float8_e5m2xfloat8_e4m3fn nk" in capsys.readouterr().out

@@ -339,7 +339,7 @@ def test_clusters_follow_the_row_alignment():
 def test_pairs_share_b_where_rows_straddle_sectors():
     """2x1 clusters multicast B where the K-major rows' 128-byte pieces straddle 32-byte
     sectors; rows of whole sectors that straddle lines run without (measured on the
-    H200); narrower pieces and K x N B keep the line rule."""
+    H200, 16-bit and FP8); narrower pieces and K x N B keep the line rule."""
     sector_straddled = GemmConfig(2048, 4096, 3000)   # 6000-byte rows
     whole_sectors = GemmConfig(2048, 4096, 2000)      # 4000-byte rows: 31.25 lines
     assert rows_straddle_lines(whole_sectors) and not pairs_share_b(whole_sectors)
@@ -348,7 +348,8 @@ def test_pairs_share_b_where_rows_straddle_sectors():
     # 64-byte K pieces (a conv2d's K blocks of 32 channels) keep the line rule.
     assert pairs_share_b(GemmConfig(2048, 4096, 2000, block_k=32, stages=4))
     assert pairs_share_b(GemmConfig(2048, 4040, 4096, b_layout="kn"))
-    assert pairs_share_b(GemmConfig(2048, 4096, 3008, dtype="float8_e4m3fn"))
+    assert not pairs_share_b(GemmConfig(2048, 4096, 3008, dtype="float8_e4m3fn"))
+    assert pairs_share_b(GemmConfig(2048, 4096, 3024, dtype="float8_e4m3fn"))
     picked = picker("block_m", "block_n", "cluster", "cluster_n")
     assert picked(4096, 4096, 3000)[2:] == (2, 1)
     for k in (400, 1200, 2000, 2400, 4000):

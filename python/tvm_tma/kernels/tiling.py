@@ -399,23 +399,26 @@ def rows_straddle_lines(cfg: Tiling) -> bool:
 def pairs_share_b(cfg: Tiling) -> bool:
     """Whether the model's tiles run in 2x1 clusters multicasting B: where the rows straddle
     128-byte L2 lines (:func:`rows_straddle_lines`) and, where the loads read whole 128-byte
-    pieces of 16-bit K-major rows (K blocks of 64), 32-byte sectors too. Rows of whole
-    sectors that straddle lines ran as fast or faster without the cluster (H200, same runs,
-    two repetitions, time with / without: 6000 x 3000 x 2000 1.01-1.08, 2048 x 4096 x 2400
-    1.03-1.04, 3000 x 3000 x 4000 1.01-1.04, 5000 x 5000 x 1200 1.01-1.03, 4096 x 4096 x
-    1200 1.02, 8192 x 2048 x 1200 1.01, 1500 x 4096 x 4000 1.00-1.02, 4096 x 4096 x 2000
-    0.98-1.02), while rows straddling sectors kept their clusters' lead (4096 x 4096 x 3000
-    0.81-0.84, 2048 x 4096 x 1000 0.83-0.85): a row piece that straddles sectors costs its
-    load a sector more, and the multicast halves those loads. Narrower pieces (conv2d's 32-
-    and 64-byte K blocks), K x N B rows and FP8 keep the line rule they were measured with.
-    Held out, the defaults before / after on 22 problems whose default it changes (the
-    cluster dropped, 2x2 clusters of :func:`in_two_by_two` with it, and the tiles the model
-    or the later rules then take): 1.00-1.81x, one repetition of 1280 x 960 x 2224 0.89 and
-    its other 1.07 (benchmarks/RESULTS.md section 6v)."""
+    pieces of K-major rows (16-bit K blocks of 64, FP8 ones of 128), 32-byte sectors too.
+    Rows of whole sectors that straddle lines ran as fast or faster without the cluster
+    (H200, same runs, two repetitions, time with / without: 6000 x 3000 x 2000 1.01-1.08,
+    2048 x 4096 x 2400 1.03-1.04, 3000 x 3000 x 4000 1.01-1.04, 5000 x 5000 x 1200
+    1.01-1.03, 4096 x 4096 x 1200 1.02, 8192 x 2048 x 1200 1.01, 1500 x 4096 x 4000
+    1.00-1.02, 4096 x 4096 x 2000 0.98-1.02; e4m3: 1000 x 2000 x 3008 1.12-1.15, 2048 x
+    2048 x 2400 1.08, 2048 x 8192 x 2080 1.01-1.02, 8192 x 1024 x 4064 0.99-1.01, 4096 x
+    4096 x 3008 0.96-1.01), while rows straddling sectors kept their clusters' lead (4096 x
+    4096 x 3000 0.81-0.84, 2048 x 4096 x 1000 0.83-0.85, e4m3 3000 x 3000 x 2000 0.86): a
+    row piece that straddles sectors costs its load a sector more, and the multicast halves
+    those loads. Narrower pieces (conv2d's 32- and 64-byte K blocks) and K x N B rows keep
+    the line rule they were measured with. Held out, the 16-bit defaults before / after on
+    35 problems whose default it changes (the cluster dropped, 2x2 clusters of
+    :func:`in_two_by_two` with it, and the tiles the model or the later rules then take):
+    1.00-1.81x, one repetition of 1280 x 960 x 2224 0.89 and its other 1.07
+    (benchmarks/RESULTS.md section 6v)."""
     if not rows_straddle_lines(cfg):
         return False
     whole_line_pieces = cfg.block_k * cfg.element_bytes >= LINE_BYTES
-    if not whole_line_pieces or not sixteen_bit_nk(cfg):
+    if not whole_line_pieces or cfg.b_layout != "nk":
         return True
     return cfg.k * cfg.element_bytes % SECTOR_BYTES != 0
 
