@@ -822,7 +822,8 @@ def test_the_default_trims_padded_columns_off_the_last_column_block():
     is no multiple of 32; as many ring stages as fit, at least 4. Measured on the H100."""
     assert (TRIM_MIN_STAGES, TRIM_MAX_STAGES) == (4, 12)
     cases = {  # problem: (block_n, stages, cluster, column blocks)
-        (5000, 296, 4000): (112, 6, 2, 3),  # 128 wide before
+        (5000, 296, 3000): (112, 6, 2, 3),  # 128 wide before; 16-wide steps in 2x1 clusters
+        (5000, 296, 4000): (104, 6, 1, 3),  # rows of whole sectors: no cluster, 8-wide steps
         (8192, 200, 4096): (104, 6, 1, 2),
         (4096, 600, 4096): (152, 5, 1, 4),  # 160
         (4096, 296, 4096): (152, 5, 1, 2),  # 160, in 2 ordered K parts
