@@ -298,7 +298,7 @@ def test_batch_one_layers_halve_the_tile_where_the_widest_give_few_ctas_a_unit()
 
 
 def test_a_partial_last_wave_of_long_tiles_is_shared_out_with_stream_k():
-    """The GEMM's stream-K rule (kernels/tiling.py) on a conv layer's tiles: 320 tiles of
+    """The GEMM's stream-K rule (kernels/tiling) on a conv layer's tiles: 320 tiles of
     128 x 256 (2.4 waves on 132 SMs) with 180 K steps are; a layer of 36 K steps, a
     cluster or split the caller chose are not."""
     sd = conv2d_config(_layer(8, 32, 32, 1280, 1280))
@@ -311,7 +311,7 @@ def test_a_partial_last_wave_of_long_tiles_is_shared_out_with_stream_k():
 
 def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms():
     """Among exact widths >= 128 whose tiles give at least half the SMs one (and the widest
-    in ordered K parts where it does not), the wave model (kernels/tiling.py: rounds x K
+    in ordered K parts where it does not), the wave model (kernels/tiling: rounds x K
     steps x STEP_COST, stream-K where it pays, the parts' price) picks: K =
     1280 over 16 row blocks is 80 tiles of 128 x 256 (a wave 61% full, cost 180 x 1.0)
     or 128 of 128 x 160 (one wave, 180 x 0.66): 160 (measured 1.16-1.17x cuDNN on the
@@ -445,7 +445,7 @@ def test_few_tiles_of_few_k_steps_take_64_row_tiles():
     has at most 16 and they fit one wave (64 x 64 where 64 x 128 ones still fill at most
     half and the 64 x 64 ones fit a wave), in ordered K parts past that where they still
     fill at most half (and the 128-row tiles were at least 128 wide). Measured on the
-    H100 (kernels/conv2d.py, kernels/tiling.py)."""
+    H100 (kernels/conv2d.py, kernels/tiling)."""
     assert HALF_ROWS_MAX_STEPS == 32
     cases = {  # layer (n, h, c, k, r): (block_n, tiles, parts, stages)
         (8, 14, 1024, 512, 1): (128, 100, 1, 9),  # 16 K steps; 52 of 128 rows before

@@ -900,7 +900,7 @@ def test_64_row_tiles_where_m_is_at_most_64_or_short_tiles_are_few():
     swap the operands, tiling.on_swapped_operands), or where a problem of
     at most 16 K steps has 128-row tiles filling at most half the SMs and 64-row ones fit
     a wave (plain); 16-bit inputs with B as N x K; not where the caller chose the tile,
-    schedule, ring or split. Measured on the H100 (kernels/tiling.py)."""
+    schedule, ring or split. Measured on the H100 (kernels/tiling)."""
     assert HALF_ROWS_SHORT_STEPS == 16
     half = {"block_m": 64, "block_n": 128, "schedule": "cooperative", "stages": 9,
             "epilogue_n": 64}
@@ -935,7 +935,7 @@ def test_64_row_tiles_of_every_width_where_m_is_at_most_64():
     """tiling.on_half_rows for widths other than 128 (_half_of_wide_rows): where M is at
     most 64 the model's cooperative 128 x 256 (or 192, 160) tiles become 64-row ones of
     the same width with the most ring stages that fit; not past M = 64, not for a tail
-    split or a caller's tile. Measured on the H200 (kernels/tiling.py)."""
+    split or a caller's tile. Measured on the H200 (kernels/tiling)."""
     def picked(m, n, k, **options):
         cfg = GemmConfig.for_problem(m, n, k, **options)
         cfg.check()

@@ -550,7 +550,7 @@ def test_few_rows_swap_the_operands():
     ordered K parts where those tiles fill at most half the SMs, the widest C stage that
     leaves 4 ring stages and the most stages that fit (at most 12); not where the other
     rules run clusters, nor where the swapped units leave a last round under half full.
-    Measured on the H100 (kernels/tiling.py)."""
+    Measured on the H100 (kernels/tiling)."""
     picked = picker("swap_ab", "schedule", "block_m", "block_n", "stages", "epilogue_n",
                     "split_k", "split_k_ordered", "ctas", "l2_promotion")
     # 64 tiles of 128 x 16: two ordered parts (128 units), 12 stages of 18 KiB.

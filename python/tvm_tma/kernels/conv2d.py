@@ -212,7 +212,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     * **block_n** (output channels per tile), **cluster**, **split_k**, **stream_k**, as
       the H100 sweeps measured (benchmarks/RESULTS.md section 8): of the widths dividing
       K exactly (multiples of 32 from 256 down to 128) whose tiles give at least half
-      the CTAs one, the cheapest by the GEMM's wave model (kernels/tiling.py), the widest
+      the CTAs one, the cheapest by the GEMM's wave model (kernels/tiling), the widest
       in ordered K parts a candidate too where its tiles are fewer, and stream-K where
       the model takes it: 14x14x256 128 (98 tiles); UNet 64x64x320 and 32x32x640 160;
       8x16x16x1280 160 (128 tiles in one wave, 1.4x the 80 of 128 x 256); 4x16x16x1280
@@ -423,7 +423,7 @@ def _by_width(base: GemmConfig, options: dict, cover: bool = True) -> GemmConfig
             chosen = replace(chosen, cluster_n=2)
     elif (not caller_chose and "stream_k" not in options and chosen.schedule == "cooperative"
           and chosen.cluster_size == 1 and stream_k_pays(chosen)):
-        # The GEMM's rule (the wave model, kernels/tiling.py): a partial last wave of
+        # The GEMM's rule (the wave model, kernels/tiling): a partial last wave of
         # tiles with many K steps is shared out. UNet-like 8x32x32x1280 (320 tiles of
         # 128 x 256, 180 K steps): 789.5 TFLOP/s against 716.7 in plain waves, 1.05x and
         # 0.95x cuDNN (H100, same run).
@@ -610,7 +610,7 @@ def _measured_tiling(base: GemmConfig, options: dict,
         # The cheapest by the GEMM's wave model (ties to the wider): 8x16x16x1280 takes
         # 128 tiles of 128 x 160 (one wave) over 80 of 128 x 256 (a wave 61% full); and
         # where the widest tiles are too few to fill the SMs, they in ordered K parts
-        # are a candidate too (the GEMM's, kernels/tiling.py).
+        # are a candidate too (the GEMM's, kernels/tiling).
         tilings = [replace(base, block_n=w) for w in wide]
         if (exact[0] not in wide and base.schedule == "cooperative"
                 and not _SPLIT_CHOICES & set(options)):
@@ -660,7 +660,7 @@ def covering_width(base: GemmConfig) -> int | None:
 
 
 def _wave_cost(cfg: GemmConfig) -> float:
-    """The wave model's estimate of ``cfg``'s tiles (kernels/tiling.py): in plain waves or
+    """The wave model's estimate of ``cfg``'s tiles (kernels/tiling): in plain waves or
     K parts, or with stream-K where :func:`~.tiling.stream_k_pays` would take it."""
     cost = estimate(cfg).cost
     if cfg.split_k == 1 and stream_k_pays(cfg):

@@ -91,8 +91,6 @@ from collections.abc import Callable
 from dataclasses import dataclass, replace
 from typing import Protocol
 
-from .residency import resident_ctas
-
 
 class Tiling(Protocol):
     """What the model reads of a configuration (:class:`~.gemm_config.GemmConfig`, which
@@ -151,7 +149,6 @@ class Tiling(Protocol):
 
 #: Builds a configuration from (m, n, k, **fields): the GemmConfig class.
 MakeTiling = Callable[..., Tiling]
-
 #: Time of one K step of a 128-row tile of each width, in K steps of a 128 x 256 tile
 #: (H100, same-run ratios of the tilings on problems of equal wave counts: 128 x 192
 #: 0.81-0.83 over 3000 x 5000 x 2000, 2048 x 4096 x 2048, 4096 x 2048 x 2048 and 768 x
@@ -277,49 +274,9 @@ TALL_MIN_FILL = 0.9
 #: The ping-pong tiling (a caller's ``schedule="pingpong"``, and ordered split-K): each
 #: warpgroup its own 128 x 128 tile and 64-column C stage, leaving room for 5 ring stages.
 PINGPONG = {"block_n": 128, "stages": 5, "epilogue_n": 64, "schedule": "pingpong"}
-#: The 64-row tiling :func:`on_half_rows` takes: cooperative (one consumer warpgroup a
-#: 64 x 128 tile), 9 ring stages of 24 KiB beside a 64-column C stage.
-HALF_ROWS = {"block_m": 64, "block_n": 128, "stages": 9, "epilogue_n": 64,
-             "schedule": "cooperative"}
-#: K steps at most of a problem whose too few 128-row tiles give way to plain 64-row ones
-#: (the GEMM's :func:`on_half_rows`, conv2d's ``_half_rows``).
-HALF_ROWS_SHORT_STEPS = 16
-#: The 64-row tiling :func:`on_wide_half_rows` takes: ping-pong (each consumer warpgroup a
-#: 64 x 256 tile; in one wave, one tile a CTA), 5 ring stages of 40 KiB beside two
-#: 64-column C stages.
-WIDE_HALF_ROWS = {"block_m": 64, "block_n": 256, "stages": 5, "epilogue_n": 64,
-                  "schedule": "pingpong"}
-#: Most rows of a problem :func:`on_wide_half_rows` takes 64-row tiles for (8 row blocks).
-WIDE_HALF_ROWS_MAX_M = 512
-#: Fewest of the CTAs one wave of :data:`WIDE_HALF_ROWS` tiles must fill.
-WIDE_HALF_ROWS_MIN_FILL = 0.8
 #: Bytes of an L2 sector: rows that are whole sectors straddle 128-byte lines without
 #: costing a load a sector more (:func:`on_wide_half_rows`).
 SECTOR_BYTES = 32
-#: Fewest K steps of the short problems' 64 x 128 tiles that run in 2x1 clusters
-#: (:func:`_half_rows_sharing_b`; at 10 to 12 the clusters were as fast, at 14 to 16
-#: faster).
-HALF_ROWS_SHARED_MIN_STEPS = 14
-#: :func:`in_one_exact_wave`: its tiles at least this share of the CTAs, and none over.
-EXACT_WAVE_MIN_FILL = 0.95
-#: :func:`in_one_exact_wave`: tile widths, multiples of this from the widest (256) down to
-#: :data:`EXACT_WAVE_MIN_WIDTH` (64 x 40 tiles, half that, ran 1024 x 640 x 1280 at 0.50x
-#: cuDNN against 0.77x for 64 x 80, H200).
-EXACT_WAVE_WIDTH_STEP = 16
-EXACT_WAVE_MIN_WIDTH = 80
-#: :func:`in_one_exact_wave`: the most K steps a one-wave tiling of 128 / 64 rows was
-#: measured to win at (128 x 80 tiles at 30 steps ran 0.88-0.89x the default; 64 x 80 at
-#: 30 steps 0.99-1.13x).
-EXACT_WAVE_MAX_STEPS = {128: 20, 64: 32}
-#: :func:`in_one_exact_wave`: the fewest rows and K steps it was measured on (512 x 1280 x
-#: 1280; N=1 64x64x320 -> 640, 5 K steps). A row block or two of a weight-streaming GEMM,
-#: or a K of a step or two, is another regime (not measured).
-EXACT_WAVE_MIN_M = 512
-EXACT_WAVE_MIN_STEPS = 5
-#: The 64 x 64 tiling :func:`narrow_half_rows` takes where even 64 x 128 tiles leave most
-#: SMs idle: 12 ring stages of 16 KiB beside one 64-column C stage (as many as conv2d's
-#: ``MAX_STAGES`` allows; a short problem's whole K is then in flight at once).
-QUARTER_TILES = {"block_n": 64, "stages": 12, "epilogue_n": 64}
 #: Fewest ring stages a trimmed tiling (:func:`trimmed`) must keep beside its whole C
 #: stage: 3 lost on a short K (1234 x 5680 x 2048, 248 wide: 0.90x the 256-wide tiles).
 TRIM_MIN_STAGES = 4
@@ -331,15 +288,6 @@ TRIM_MAX_STAGES = 12
 #: 96.3%), 64 x 16384 x 4096 98.6% -> 98.2%; where M spans row blocks it was mixed
 #: (512 x 4096 x 4096 95.2% -> 94.4%, 1024 x 2048 x 4096 93.4% -> 95.3%).
 WEIGHT_STREAM_PROMOTION = 256
-#: :func:`sharing_a_in_fours`: CTAs along N that share A's rows, the tile width it takes
-#: and the most row blocks of 128 (what was measured).
-A_SHARING_CLUSTER = 4
-A_SHARING_BLOCK_N = 128
-A_SHARING_MAX_ROW_BLOCKS = 2
-#: :func:`sharing_a_in_fours`: the fewest column blocks (5 lost: 8 CTAs a row block, 3 idle).
-A_SHARING_MIN_COLUMN_BLOCKS = 12
-#: :func:`sharing_a_in_fours`: the fewest K steps a work unit (what was measured).
-A_SHARING_MIN_STEPS = 16
 #: Alignment, in bytes, of the rows TMA reads best: one L2 line.
 LINE_BYTES = 128
 #: Fields that, given by the caller, say how the work is split: the model adds neither a
@@ -350,27 +298,6 @@ SPLIT_FIELDS = frozenset({"cluster", "cluster_n", "split_k", "split_k_ordered", 
 #: split): no rule after the model's choice overrides them (:func:`refinements`, conv2d's
 #: exact wave).
 TILING_CHOICES = SPLIT_FIELDS | {"block_m", "block_n", "schedule", "stages", "epilogue_n"}
-#: :func:`on_swapped_operands`: problems of fewer rows than this (A's rows are the swapped
-#: tile's wgmma N, at most 256).
-SWAP_MAX_M = 256
-#: :func:`on_swapped_operands`: the most rows of an FP8 problem it swaps (H200, same runs:
-#: to 96 rows it won every one of 17, 1.16-1.98x; past 128 it won 136 x 5120 x 2048
-#: 1.13-1.43x, 180 x 2000 x 6000 1.19-1.26x and 200 x 3072 x 2224 1.20-1.30x, and lost 160 x
-#: 8192 x 1024 0.82x and 250 x 4096 x 4096 0.86-0.87x).
-SWAP_MAX_M_FP8 = 128
-#: :func:`on_swapped_operands` past :data:`SWAP_MAX_M` rows (:func:`_swapped_in_column_blocks`):
-#: the rows it swaps below, the fewest of C's rows a C stage may hold (a tile of 232 rows
-#: staged 8 at a time ran 0.64x), and the least share of padded rows it must save.
-SWAP_MAX_M_BLOCKS = 512
-SWAP_MIN_STAGE_ROWS = 32
-SWAP_MIN_PADDING_SAVED = 0.08
-#: :func:`on_swapped_operands`: the fewest columns (N) it was measured on (24 x 1024 x 4096,
-#: 1.24-1.27x); a narrow N is few swapped tiles of mostly padding rows.
-SWAP_MIN_N = 1024
-#: :func:`on_swapped_operands`: the swapped tile's rows of C^T (N), cooperative: two
-#: consumer warpgroups of 64 (64-row tiles lost where they made more than a wave: 16 x 8192
-#: x 2048 0.90x, 100 x 7000 x 2000 0.91x, 1 x 16384 x 16384 0.97x the 128-row ones).
-SWAP_BLOCK_M = 128
 
 
 @dataclass(frozen=True)
@@ -582,7 +509,7 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
             # Plain and one wave, or not at all.
             if (free and plain.block_n == WIDE["block_n"] and fills_one_wave(plain)
                     and (plain.k_steps <= WIDE_STRADDLED_MAX_STEPS
-                         or not rows_straddle_lines(plain)) and _runs(plain)):
+                         or not rows_straddle_lines(plain)) and kernel_runs(plain)):
                 found.append(plain)
             continue
         cfg = plain
@@ -590,7 +517,7 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
             cfg = replace(cfg, cluster=2)
         if tiling in TALL_TILINGS:
             # One wave, or not at all (:data:`TALL_MIN_FILL`).
-            if (free and cfg.block_m == 192 and fills_one_wave(cfg) and _runs(cfg)
+            if (free and cfg.block_m == 192 and fills_one_wave(cfg) and kernel_runs(cfg)
                     and cfg not in found):
                 found.append(cfg)
             continue
@@ -605,7 +532,7 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
         if parts is not None:
             variants.append(parts)
         for variant in variants:
-            if _runs(variant) and variant not in found:
+            if kernel_runs(variant) and variant not in found:
                 found.append(variant)
     if any(cfg.block_m == 192 for cfg in found):
         # 192-row tiles filling a wave ran faster than the wide ones in every pair.
@@ -629,57 +556,6 @@ def ranked(make: MakeTiling, m: int, n: int, k: int, **options) -> list[Estimate
                    if cfg.block_n != WIDE["block_n"] or all(estimate(cfg).cost < cost
                                                             for cost in others)),
                   key=lambda e: e.cost)
-
-
-def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
-    """The default configuration of ``GemmConfig.for_problem``: ordered split-K on
-    ping-pong 128 x 128 tiles where those tiles fill at most half the SMs, else the
-    cheapest candidate of :func:`ranked` (the caller's options laid over the default
-    tiling when none of the candidates runs, so that ``check`` names what is wrong); 128 x
-    128 tiles as 64 x 128 ones where M is at most 64 or a short problem's tiles are few
-    (:func:`on_half_rows`, unless the caller chose the tile, schedule, ring or split), and
-    the other :func:`refinements`; with 256-byte L2 fills where M is one row block
-    (:func:`streams_weights`)."""
-    if options.get("swap_ab") and not TILING_CHOICES & set(options):
-        # The caller asked for C^T = B A^T and nothing else: the swapped tiling of the
-        # problem (where the kernel runs one).
-        plain = make(m, n, k, **{**options, "swap_ab": False})
-        forced = swapped(plain)
-        if forced is not None:
-            return forced
-    chosen = modelled(make, m, n, k, **options)
-    for _, refined in refinements(chosen, options):
-        chosen = refined
-    if "l2_promotion" not in options and streams_weights(chosen):
-        chosen = replace(chosen, l2_promotion=WEIGHT_STREAM_PROMOTION)
-    return chosen
-
-
-def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
-    """The rules that change ``chosen`` after the model picked it (none where the caller
-    chose the tile, schedule, ring or split), each with the configuration it leaves:
-    C^T = B A^T for few rows (:func:`on_swapped_operands`), 64-row tiles
-    (:func:`on_half_rows`), the trim (:func:`trimmed`), 64 x 256 tiles for a
-    few row blocks (:func:`on_wide_half_rows`), 2x2 clusters (:func:`in_two_by_two`), one
-    wave of tiles dividing N exactly (:func:`in_one_exact_wave`), A shared in clusters of
-    4 (:func:`sharing_a_in_fours`).
-    ``benchmarks/gemm.py --explain`` prints them. The caller's ``swap_ab`` decides the
-    swap (:func:`on_swapped_operands` is skipped; with True, none applies: they were
-    measured on A @ B^T's tiles)."""
-    if TILING_CHOICES & set(options) or options.get("swap_ab"):
-        return []
-    steps = []
-    for rule in REFINEMENTS:
-        if rule is on_swapped_operands and "swap_ab" in options:
-            continue
-        refined = rule(chosen)
-        if refined != chosen:
-            steps.append((rule.__name__, refined))
-            chosen = refined
-        if chosen.swap_ab:
-            # The rules after it were measured on A @ B^T's tiles.
-            break
-    return steps
 
 
 def modelled(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
@@ -725,176 +601,16 @@ def trimmed(cfg: Tiling) -> Tiling:
         return cfg
     stage = c_stage_widths(width)[-1]
     narrow = replace(cfg, block_n=width, epilogue_n=0 if stage == width else stage)
-    staged = _most_stages(narrow)
+    staged = with_most_stages(narrow)
     return staged if staged is not None else cfg
 
 
-def in_two_by_two(cfg: Tiling) -> Tiling:
-    """``cfg``'s 2x1 clusters as 2x2 ones (each CTA then loads half of A's rows and half of
-    B's a K step, where a 2x1 cluster loads all of A's: 128 x 128 tiles 128 rows against
-    192) on as many CTAs as a GPU of ``cfg.ctas`` SMs keeps resident in clusters of 4
-    (:func:`.residency.resident_ctas`: 120 of 132, and not where the count was not
-    measured; a grid of 33 such clusters runs 3 after the others, 10000 x 1000 x 1000 59 us
-    against 39 us for 2x1 clusters on 132 CTAs), where the operands' rows straddle L2 lines, the
-    problem is at least as wide as it is tall (column blocks at least the row blocks), and
-    both run their tiles in one round. Cooperative tiles of 128 or 192 rows of 16-bit
-    inputs with B as N x K (what was measured; the 64-row tiles of
-    :func:`_half_rows_sharing_b` keep their 2x1 clusters).
-
-    H200, same runs, 2x2 / 2x1 time: 600 x 2224 x 3000 0.76-0.86, 600 x 5680 x 3000 0.84,
-    384 x 5680 x 5680 0.85-0.89, 256 x 5000 x 3000 0.87-0.89, 500 x 3000 x 3000 0.88,
-    384 x 3072 x 1000 0.91-0.96, 700 x 5000 x 1112 0.96-0.99, and 0.98-1.05 (as fast, within
-    the runs' noise) on nine more: 1200 x 2224 x 4000, 1200 x 3000 x 1000 and 4000, 900 x
-    3336 x 4000, 500 x 7000 x 5680, 1000 x 2224 x 2000, 384 x 11520 x 1112, 300 x 11520 x
-    5680, 777 x 3336 x 1112. Taller problems lost (1536 x 1024 x 2000 1.035, 2500 x 600 x
-    3000 1.05: 12 and 20 row blocks on 8 and 5 column blocks), so they keep 2x1."""
-    if (cfg.cluster, cfg.cluster_n) != (2, 1) or cfg.schedule != "cooperative":
-        return cfg
-    if cfg.block_m < 128:
-        return cfg
-    if cfg.split_k != 1 or cfg.stream_k or cfg.tail_split != 1 or cfg.work_units > cfg.workers:
-        return cfg
-    if not sixteen_bit_nk(cfg) or not rows_straddle_lines(cfg):
-        return cfg
-    if cfg.n_blocks < cfg.m_blocks:
-        return cfg
-    square = _in_resident_clusters(cfg, cluster=2, cluster_n=2)
-    return square if square is not None else cfg
-
-
-def _in_resident_clusters(cfg: Tiling, cluster: int, cluster_n: int) -> Tiling | None:
-    """``cfg`` in ``cluster`` x ``cluster_n`` clusters on the CTAs the GPU keeps resident
-    in clusters of that size (:func:`.residency.resident_ctas`), where that count was
-    measured, the kernel runs it and its work units still take one round; else None (the
-    2x2 and 1x4 rules, :func:`in_two_by_two` and :func:`sharing_a_in_fours`)."""
-    resident = resident_ctas(cfg.ctas, cluster * cluster_n)
-    if resident is None:
-        return None
-    clustered = replace(cfg, cluster=cluster, cluster_n=cluster_n, ctas=resident)
-    if clustered.work_units > clustered.workers or not _runs(clustered):
-        return None
-    return clustered
-
-
-def on_wide_half_rows(cfg: Tiling) -> Tiling:
-    """``cfg`` as 64 x 256 ping-pong tiles without a cluster (:data:`WIDE_HALF_ROWS`) where
-    M is at most :data:`WIDE_HALF_ROWS_MAX_M` and no multiple of 128, those tiles make one
-    wave at least
-    :data:`WIDE_HALF_ROWS_MIN_FILL` full, and the operands' rows are whole 32-byte sectors
-    (16-bit inputs, B as N x K: what was measured). A few row blocks of 128 leave the SMs
-    fewer, larger tiles (300 x 5680: 3 x 30 of 128 x 192, a quarter of them rows past M, in
-    2x2 clusters of 120 CTAs) where 64-row ones put one 64 x 256 tile on almost every SM.
-
-    H200, same runs, time of the default / of 64 x 256 tiles: 300 x 6400 x 5680 1.40,
-    350 x 5000 x 2000 1.40, 300 x 5680 x 2224 1.15-1.30, 300 x 6400 x 1024 1.18, 333 x 4440
-    x 2224 1.17, 200 x 8192 x 2224 1.09, 400 x 4608 x 2224 1.08, 500 x 4096 x 4000 1.08,
-    300 x 5680 x 10000 1.05, 250 x 7000 x 4000 1.03, 350 x 5000 x 8192 1.02, 250 x 7000 x
-    2048 0.99. Lost: rows that straddle 32-byte sectors (K = 1000, 1112, 3000: 0.81-0.97,
-    each 128-byte row piece one sector more, and a 64-row tile loads the most bytes per
-    product), M of 600 and more (600 x 3200 x 2224 0.87, 700 x 2816 x 1024 0.91, 600 x 3200
-    x 8192 0.89: ten or more row blocks re-read B), and one wave half full (296 x 10000 x
-    5680's 200 tiles in two rounds, 256 x 5000 x 3000's 80 tiles).
-
-    Checked on 24 problems it changed that were not in the list above (same runs, best of
-    two repetitions): where M is no multiple of 128, 300 x 5680 x 16384 1.43, 400 x 4096
-    x 400 1.39, 200 x 7000 x 16384 1.08, 300 x 5680 x 3072 1.08, 500 x 4096 x 16384 1.04,
-    100 x 16384 x 1024 1.03, 400 x 4096 x 128 1.01, 200 x 8192 x 12000 0.92 (two ordered
-    parts of 128 x 256 before), 100 x 16384 x 128 0.93 (two K steps); where it is one (no
-    rows past M in 128-row tiles) 0.94-1.36, six of fifteen 3-6% slower (256 x 8192 x 3072
-    0.94, 256 x 8192 x 256 0.95, 512 x 4096 x 5680 0.95), so those keep 128-row tiles."""
-    if cfg.block_m != 128 or not sixteen_bit_nk(cfg):
-        return cfg
-    if not 64 < cfg.m <= WIDE_HALF_ROWS_MAX_M or cfg.m % 128 == 0:
-        return cfg
-    if cfg.k * cfg.element_bytes % SECTOR_BYTES:
-        return cfg
-    half = replace(cfg, **WIDE_HALF_ROWS, cluster=1, cluster_n=1, split_k=1,
-                   split_k_ordered=False, stream_k=False, tail_split=1)
-    if not WIDE_HALF_ROWS_MIN_FILL * half.ctas <= half.num_tiles <= half.ctas:
-        return cfg
-    return half if _runs(half) else cfg
-
-
-def in_one_exact_wave(cfg: Tiling) -> Tiling:
-    """``cfg`` as cooperative tiles that divide N exactly and make one wave, at least
-    :data:`EXACT_WAVE_MIN_FILL` of the CTAs with none over: 128 rows where some width
-    does, else 64, the widest multiple of :data:`EXACT_WAVE_WIDTH_STEP` dividing N (at
-    least :data:`EXACT_WAVE_MIN_WIDTH`), of :data:`EXACT_WAVE_MIN_STEPS` to
-    :data:`EXACT_WAVE_MAX_STEPS` K steps and at least :data:`EXACT_WAVE_MIN_M` rows.
-    Where ``cfg``'s own tiles already make such a wave (no split) it is kept, and so are
-    tiles in clusters (not measured).
-
-    A problem of a few hundred to two thousand rows and a few hundred columns has too few
-    128 x 128 tiles for the SMs; the alternatives each pay: K cut into ordered parts waits
-    on the part before and adds its partial sums, and a partial wave idles SMs. Tiles as
-    narrow as N / 8 put one on every SM with the whole K each (cuBLAS takes the same
-    tiles: 80 x 64 and 80 x 128 on SD's 1x1 layers). H200, conv2d 1x1 (the GEMM of X and
-    the filter: 16-bit, B as N x K), same runs, x cuDNN, this / the rule before, two runs:
-    N=1 32x32x1280 -> 640 (1024 x 640 x 1280, 20 K steps, 128 tiles of 64 x 80 against 32
-    of 128 x 160 in 4 parts) 0.77 / 0.59, 32x32x640 -> 640 1.18-1.19 / 1.03, 32x32x960
-    -> 640 0.93-0.94 / 0.82, 32x32x640 -> 1280 (128 x 80) 1.17-1.18 / 0.92; N=2
-    32x32x1280 -> 640 0.96-1.12 / 0.84, 32x32x640 -> 640 1.15-1.17 / 0.91, 16x16x1280
-    -> 1280 (64 x 80) 0.81-0.82 / 0.77, 16x16x1920 -> 1280 (30 steps) 0.73-0.74 / 0.65,
-    32x32x640 -> 1280 (128 x 160) 1.07-1.09 / 0.96, 16x16x640 -> 1280 1.20-1.21 / 0.99-1.01;
-    N=4 32x32x640 -> 640 1.07-1.09 / 0.94-0.96, 16x16x1280 -> 1280 1.10-1.12 / 0.84-0.86,
-    32x32x960 -> 640 1.04-1.05 / 0.92, 16x16x640 -> 1280 1.14-1.16 / 0.91-0.92; N=8
-    8x8x1280 -> 1280 0.82 / 0.78, 16x16x640 -> 1280 1.08-1.10 / 0.96. Lost: N=2
-    32x32x960 -> 640 (128 x 80, 15 steps) 0.81-0.84 / 0.85-0.87; at 30 K steps 128 x 80
-    tiles (N=2 32x32x1920 -> 640, N=4 16x16x1920 -> 1280: 0.67 / 0.74-0.76) are left out
-    by the step bound, and N=1 32x32x1920 -> 640 (64 x 80, 0.69-0.70 / 0.69-0.70) gains
-    nothing. The GEMMs of the same shapes (H200, same run, time before / after, two runs):
-    1024 x 640 x 1280 1.13-1.18 (ping-pong 128 x 128 in 3 parts before), 2048 x 640 x
-    1280 1.12-1.14, 1024 x 1280 x 1280 1.32-1.33, 2048 x 640 x 640 1.25, 512 x 1280 x 1280
-    1.11, 1024 x 1280 x 640 1.29-1.41, 1024 x 640 x 960 1.13-1.14, 1024 x 640 x 640
-    0.98-1.00; held out (the rule written, then measured): 2048 x 512 x 1280 (64 x 128
-    against 128 x 128 in 2 ordered parts) 1.19-1.33, 2048 x 512 x 2048 1.16-1.17, 1000 x
-    1024 x 1280 1.07-1.17, 4096 x 256 x 1536 1.23-1.25, 512 x 1536 x 1280 (64 x 96)
-    1.15-1.17, 960 x 1536 x 1280 (128 x 96) 1.12-1.17, 512 x 3072 x 1024 1.09-1.16, and
-    2000 x 640 x 960 (128 x 80, 15 K steps, as conv2d's N=2 32x32x960 -> 640) 0.90-1.01.
-    Cooperative 16-bit tiles with B as N x K (what was measured)."""
-    if not sixteen_bit_nk(cfg) or cfg.cluster_size > 1 or cfg.m < EXACT_WAVE_MIN_M:
-        return cfg
-    if cfg.k_steps < EXACT_WAVE_MIN_STEPS:
-        return cfg
-    if (cfg.split_k == 1 and not cfg.stream_k
-            and EXACT_WAVE_MIN_FILL * cfg.ctas <= cfg.num_tiles <= cfg.ctas):
-        return cfg
-    wave = exact_wave(cfg)
-    if wave is None or cfg.k_steps > EXACT_WAVE_MAX_STEPS[wave.block_m]:
-        return cfg
-    return wave
-
-
-def exact_wave(cfg: Tiling) -> Tiling | None:
-    """The one-wave tiling of :func:`in_one_exact_wave` for ``cfg``'s problem, whatever
-    its K steps, rows, operands or tiles (the sweeps' candidate): cooperative tiles of
-    128 rows where a width does, else 64, the widest multiple of
-    :data:`EXACT_WAVE_WIDTH_STEP` (at least :data:`EXACT_WAVE_MIN_WIDTH`) dividing N whose
-    tiles fill :data:`EXACT_WAVE_MIN_FILL` to all of ``cfg.ctas``, with the widest C stage
-    and as many ring stages as fit (at least :data:`TRIM_MIN_STAGES`); None where no
-    width does."""
-    for rows in EXACT_WAVE_MAX_STEPS:  # 128 rows, then 64
-        row_blocks = math.ceil(cfg.m / rows)
-        widest = min(cfg.n, 256) // EXACT_WAVE_WIDTH_STEP * EXACT_WAVE_WIDTH_STEP
-        for width in range(widest, EXACT_WAVE_MIN_WIDTH - 1, -EXACT_WAVE_WIDTH_STEP):
-            tiles = row_blocks * (cfg.n // width)
-            if cfg.n % width or not EXACT_WAVE_MIN_FILL * cfg.ctas <= tiles <= cfg.ctas:
-                continue
-            stage = c_stage_widths(width)[0]
-            wave = replace(cfg, block_m=rows, block_n=width, schedule="cooperative",
-                           epilogue_n=0 if stage == width else stage, cluster=1,
-                           cluster_n=1, split_k=1, split_k_ordered=False, stream_k=False,
-                           tail_split=1)
-            return _most_stages(wave)
-    return None
-
-
-def _most_stages(cfg: Tiling) -> Tiling | None:
+def with_most_stages(cfg: Tiling) -> Tiling | None:
     """``cfg`` with the most ring stages the kernel runs it with, from
     :data:`TRIM_MIN_STAGES` to :data:`TRIM_MAX_STAGES` (a tile reshaped by
     :func:`trimmed` or :func:`exact_wave`); None where not even the fewest fit."""
     fitting = [s for s in range(TRIM_MIN_STAGES, TRIM_MAX_STAGES + 1)
-               if _runs(replace(cfg, stages=s))]
+               if kernel_runs(replace(cfg, stages=s))]
     return replace(cfg, stages=fitting[-1]) if fitting else None
 
 
@@ -911,301 +627,13 @@ def c_stage_widths(block_n: int) -> list[int]:
     return [w for w in range(block_n, 0, -64) if block_n % w == 0]
 
 
-def _runs(cfg: Tiling) -> bool:
+def kernel_runs(cfg: Tiling) -> bool:
     """Whether the kernel runs ``cfg`` (:meth:`~.gemm_config.GemmConfig.check`)."""
     try:
         cfg.check()
     except ValueError:
         return False
     return True
-
-
-def on_half_rows(cfg: Tiling) -> Tiling:
-    """``cfg``'s 128 x 128 tiles as 64 x 128 ones (:data:`HALF_ROWS`: cooperative, one
-    consumer warpgroup a tile, 9 ring stages) where 128-row tiles waste or starve, and
-    128-row tiles of other widths as 64-row ones where M is at most 64
-    (:func:`_half_of_wide_rows`), 16-bit inputs with B as N x K (what was measured):
-
-    * **M at most 64**: a 128-row tile's second half is all padding; the 64-row tile
-      keeps the K split. H100, % of cuBLAS, same run, 64-row / the 128-row default:
-      64 x 14336 x 4096 98.1 / 94.5, 16 x 8192 x 8192 96.1 / 94.6 (2 parts), 1 x 8192 x
-      8192 94.6 / 91.3, 64 x 4096 x 1024 246 / 199 (4 parts); 32 x 4096 x 14336 99.7 /
-      102.1 and 1 x 4096 x 14336 99.8 / 100.6 (4 parts) within a run's noise.
-    * **At most 16 K steps, the 128-row tiles filling at most half the SMs** (where the
-      model takes them in ordered parts) and the 64-row ones fitting one wave: those,
-      plain. A short problem is latency as much as MMAs, and twice the tiles put twice
-      the SMs on it without a later part's wait and add: 512 x 512 x 512 294 / 207%,
-      256 x 2048 x 512 268 / 168, 512 x 1024 x 1024 295 / 217, 128 x 4096 x 1024 307 /
-      257, 256 x 1024 x 1024 223 / 187, 200 x 3000 x 800 197 / 157, 1024^3 167 / 142
-      (conv2d's short layers take the same rule, kernels/conv2d.py). Where the rows
-      straddle L2 sectors, those 64 x 128 tiles of 14 to 16 K steps run in 2x1 clusters
-      (:func:`_half_rows_sharing_b`).
-    """
-    if cfg.block_m != 128 or cfg.cluster_size > 1 or cfg.stream_k or cfg.tail_split > 1:
-        return cfg
-    if not sixteen_bit_nk(cfg):
-        return cfg
-    if cfg.block_n != 128:
-        return _half_of_wide_rows(cfg)
-    half = replace(cfg, **HALF_ROWS)
-    if cfg.m <= 64:
-        return half
-    if cfg.k_steps <= HALF_ROWS_SHORT_STEPS and half_rows_fill(replace(cfg, split_k=1), half):
-        return _half_rows_sharing_b(narrow_half_rows(replace(half, split_k=1,
-                                                             split_k_ordered=False)))
-    return cfg
-
-
-def _half_rows_sharing_b(half: Tiling) -> Tiling:
-    """``half``'s short-problem 64 x 128 tiles in 2x1 clusters where the rows straddle
-    32-byte L2 sectors and a tile takes at least :data:`HALF_ROWS_SHARED_MIN_STEPS` K
-    steps: the two CTAs of a cluster take adjacent row blocks of one column block, and
-    each loads half of B's 128 rows (the larger of the tile's two operands, each of its
-    128-byte row pieces a sector more than its bytes) and multicasts it into both, what
-    cuBLAS runs there (1000^3 on ``128x64_64x8_1x2``).
-
-    H200, same runs, graph replays, two repetitions, time without / with the cluster (both
-    with programmatic dependent launch). Taken: 1000^3 1.12 (84% of cuBLAS to 94-95%), 600 x
-    1200 x 1000 1.19-1.27, 1500 x 640 x 1000 1.13-1.14, 800 x 1000 x 1000 1.09-1.18 (the
-    first rule was written from these four and 1200 x 768 x 600), and held out 1200 x 512 x
-    1000 1.13-1.18, 2000 x 384 x 1000 1.08-1.10 (64 x 96 tiles before), 3000 x 256 x 1000
-    1.10-1.29, 384 x 1536 x 1000 1.04-1.05, 500 x 2048 x 1000 1.11, 200 x 3000 x 1000
-    1.12-1.29 (swapped 128 x 200 tiles before), 1000 x 1000 x 904 1.06, 2000 x 384 x 904
-    1.04-1.07. Rows of whole sectors lost (K = 800, 672, 928, 992: 1024 x 1000 x 800
-    0.84-0.86, 2048 x 512 x 800 0.85, 300 x 2000 x 800 0.81-0.88, 1000 x 1000 x 672
-    0.82-0.91, 1000 x 1000 x 928 0.85-0.88, 1000 x 1000 x 992 0.78-0.80, 1500 x 640 x 928
-    0.83-0.86, 500 x 2048 x 992 0.73); 10 to 12 K steps were even (1200 x 768 x 600
-    1.05-1.07, 4096 x 200 x 600 1.01-1.04, 1000 x 1000 x 648 1.00-1.03, 1500 x 640 x 712
-    0.99-1.13, 256 x 4096 x 600 0.99-1.01, 512 x 1536 x 600 0.94-0.98, 1500 x 384 x 600
-    0.91-0.95, 500 x 2048 x 648 0.90-0.94). Not on the 64 x 64 tiles of
-    :func:`narrow_half_rows`, whose halved B is as small as A (700 x 768 x 1000 0.73-0.75,
-    256 x 1000 x 600 0.89-0.92, 500 x 1000 x 600 0.93-0.94, 256 x 2000 x 1000 1.00, 384 x
-    1200 x 1000 1.03-1.07), nor on the 64 x 80 and 64 x 96 tiles other rules take (1000 x
-    640 x 2000 0.83-0.90, 1000 x 768 x 1200 0.86). 2x2 clusters of these tiles
-    (:func:`in_two_by_two` leaves 64-row tiles) were measured once: 384 x 1536 x 1000
-    1.05-1.06x the 2x1 ones, 500 x 2048 x 1000 (two rounds of clusters of 4) 0.61."""
-    if half.block_n != HALF_ROWS["block_n"] or half.k_steps < HALF_ROWS_SHARED_MIN_STEPS:
-        return half
-    if half.k * half.element_bytes % SECTOR_BYTES == 0:
-        return half
-    if half.m_blocks < 2 or half.ctas % 2:
-        return half
-    shared = replace(half, cluster=2)
-    return shared if _runs(shared) else half
-
-
-def _half_of_wide_rows(cfg: Tiling) -> Tiling:
-    """``cfg``'s cooperative 128-row tiles of another width as 64-row ones with the most
-    ring stages that fit, where M is at most 64 (the model takes 128 x 256 tiles where N
-    alone makes enough of them: a decode step's GEMM with N of 17000 and more, an LM
-    head): the second half of each 128-row tile is padding its loads fill with zeros and
-    its warpgroup multiplies. H200, same runs, time of the 128-row / the 64-row tiles
-    (two repetitions): 8 x 28672 x 4096 1.26-1.28 (70% of cuBLAS to 89-90%), the rule
-    written after it; held out 1 x 28672 x 4096 1.26-1.29, 16 x 28672 x 8192 1.25-1.27,
-    64 x 28672 x 4096 1.08-1.09, 1 x 32000 x 4096 1.22-1.27 (76-78% to 96%), 32 x 128256 x
-    4096 1.13-1.21 (to 101-102%), 8 x 24576 x 2048 (64 x 192) 1.22-1.23 (to 103-106%), 4 x
-    65536 x 1024 1.19-1.20 (to 100%)."""
-    if cfg.m > 64 or cfg.schedule != "cooperative":
-        return cfg
-    half = _most_stages(replace(cfg, block_m=64))
-    return half if half is not None else cfg
-
-
-def narrow_half_rows(half: Tiling) -> Tiling:
-    """``half``'s plain 64 x 128 tiles as 64 x 64 ones (:data:`QUARTER_TILES`) where they
-    too leave most SMs idle: at most half the CTAs get a 64 x 128 tile and the 64 x 64
-    tiles still fit one wave (:func:`half_rows_fill`). A problem this small is the latency
-    of each CTA's loads: a 64 x 64 K step carries two thirds of a 64 x 128 one's bytes,
-    and twice the SMs pull them. H100, x cuDNN, same runs, graph replays, 64 x 64 / 64 x
-    128: conv2d 1x1 N=1 14x14x1024 -> 512 (32 tiles) 1.00 / 0.75, N=1 28x28x512 -> 256
-    (52) 0.96 / 0.78, N=8 14x14x1024 -> 256 (100) 0.95 / 0.75. Shared by the GEMM's
-    :func:`on_half_rows` and conv2d's ``_half_rows``."""
-    narrow = replace(half, **QUARTER_TILES)
-    if half.block_n == 128 and half.split_k == 1 and half_rows_fill(half, narrow):
-        return narrow
-    return half
-
-
-def half_rows_fill(whole: Tiling, half: Tiling) -> bool:
-    """Whether ``whole``'s tiles are too few for the SMs (at most half the CTAs get one)
-    and ``half``'s smaller tiles of the problem still fit one wave: where a short problem
-    (or conv2d layer) takes 64-row tiles for 128-row ones, and 64 x 64 ones for those
-    (:func:`narrow_half_rows`)."""
-    return 2 * whole.num_tiles <= whole.ctas and half.num_tiles <= half.ctas
-
-
-def sharing_a_in_fours(cfg: Tiling) -> Tiling:
-    """``cfg``'s 128 x 128 tiles in clusters of 4 along N (each CTA loads a quarter of A's
-    rows and multicasts them, :data:`A_SHARING_CLUSTER`) on as many CTAs as the GPU keeps
-    resident in clusters of 4 (:func:`.residency.resident_ctas`: 120 of 132). A skinny
-    problem's few row blocks of A are read again by every column block: a 128 x 128 tile's
-    K step loads as many bytes of A as of B, and the cluster cuts A's to a quarter (what
-    cuBLAS's 4x1 clusters do on these shapes). Taken where M is at most
-    :data:`A_SHARING_MAX_ROW_BLOCKS` row blocks, N at least
-    :data:`A_SHARING_MIN_COLUMN_BLOCKS` column blocks, a unit at least
-    :data:`A_SHARING_MIN_STEPS` K steps, the rows straddle 128-byte L2 lines, and the units
-    run in one round both without a cluster and in clusters of 4; cooperative or ping-pong
-    tiles of 16-bit inputs with B as N x K (what was measured).
-
-    H200, same runs, time without / with the clusters: 100 x 10000 x 1000 1.17-1.30, 200 x
-    3000 x 3000 1.23-1.24, 112 x 5000 x 3000 1.22, 200 x 1536 x 5000 1.21-1.24, 100 x 5000 x
-    3000 1.14-1.20 (the rule written after these); held out, 12 problems all 0.99x or
-    faster, 1.15-1.18x geomean (80 x 10000 x 3000 1.35-1.46, 100 x 12000 x 5680 1.26-1.40).
-    Left out because they lost: units past one round of the clusters (96 x 8192 x 4096,
-    128 x 4096 x 4096, 128 x 8192 x 8192, 256 x 4096 x 4096: 128 units, 0.56-0.73), rows of
-    whole lines (80 x 1536 x 2048, 256 x 3000 x 2048, 128 x 12000 x 2048, 200 x 5120 x
-    1536, 128 x 5120 x 5120, 80 x 400 x 2048: 0.87-0.97; one won, 80 x 12288 x 4096 1.37),
-    5 column blocks (80 x 640 x 3000: 8 CTAs a row block, 3 idle, 0.82-0.87)."""
-    if cfg.block_m != 128 or cfg.block_n != A_SHARING_BLOCK_N or not sixteen_bit_nk(cfg):
-        return cfg
-    if (cfg.cluster, cfg.cluster_n) != (1, 1) or cfg.stream_k or cfg.tail_split != 1:
-        return cfg
-    if not rows_straddle_lines(cfg) or cfg.steps_per_unit < A_SHARING_MIN_STEPS:
-        return cfg
-    if cfg.m_blocks > A_SHARING_MAX_ROW_BLOCKS or cfg.n_blocks < A_SHARING_MIN_COLUMN_BLOCKS:
-        return cfg
-    if cfg.work_units > cfg.workers:
-        return cfg
-    shared = _in_resident_clusters(cfg, cluster=1, cluster_n=A_SHARING_CLUSTER)
-    return shared if shared is not None else cfg
-
-
-def on_swapped_operands(cfg: Tiling) -> Tiling:
-    """``C^T = B A^T`` (:attr:`~.gemm_config.GemmConfig.swap_ab`) where A has fewer than
-    :data:`SWAP_MAX_M` rows (FP8: at most :data:`SWAP_MAX_M_FP8`), the tiles the other
-    rules would take pad M (192 rows on 128-row tiles; not 64 on 64-row ones), N is at
-    least :data:`SWAP_MIN_N` and B is N x K: cooperative tiles of :data:`SWAP_BLOCK_M`
-    of N by M rounded up to 8 (:func:`swapped`), in ordered K parts where those tiles fill
-    at most half the SMs, the most ring stages that fit; taken where their work units run
-    in one round or leave the last round at least half full (40 x 17000 x 1000: 133 tiles
-    on 132 SMs, 0.94x, stays). The default's tiles are 64 rows (FP8: 128) of M, and each of
-    their wgmma's rows past M is a padding row: its loads fill zeros, its MMAs multiply
-    them. Swapped, A's rows are the MMA's N, padded to 8. Not where the other rules would
-    run clusters: against :func:`sharing_a_in_fours` swapped tiles lost six of nine (80 x
-    10000 x 3000 0.88-0.91x, 112 x 5000 x 3000 0.91x, 100 x 5000 x 3000 0.93x, 100 x 3072 x
-    7000 0.94x, 200 x 1536 x 5000 0.94-0.96x, 100 x 12000 x 5680 0.93-1.01x) and won three
-    (200 x 3072 x 2224 1.16-1.19x, 100 x 7000 x 2000 1.12-1.15x, 200 x 3000 x 3000 1.08x).
-
-    bf16, H100, same runs, graph replays, time of the default / swapped (two repetitions):
-    16 x 8192 x 2048 1.35-1.40 (67-69% of cuBLAS to 91-97%), 32 x 28672 x 4096 1.02-1.03, 8
-    x 4096 x 14336 1.02, 1 x 16384 x 16384 1.01-1.02: the rule written after these. Held
-    out, 23 problems, geometric mean 1.20x: 136 x 5120 x 2048 1.51-1.64 (55-62% of cuBLAS
-    to 91-93%), 1 x 4096 x 4096 1.49-1.58, 72 x 8192 x 2048 1.45-1.53 (70-75% to
-    107-109%), 180 x 2000 x 6000 1.50-1.51, 8 x 2048 x 8192 1.44-1.45, 12 x 3072 x 3072
-    1.36-1.44, 96 x 4096 x 4096 1.35, 88 x 4096 x 2048 1.25-1.30, 5 x 5120 x 1536 1.23-1.29
-    (77% to 95-99%), 24 x 1024 x 4096 1.24-1.27, 16 x 4096 x 1024 1.16-1.27, 36 x 6144 x
-    2048 1.16-1.21, 40 x 2048 x 2048 1.14-1.15, 30 x 9000 x 3000 1.10-1.11, 160 x 8192 x
-    1024 1.09-1.12, 120 x 3000 x 3000 1.04-1.05; even: 200 x 8192 x 4096 1.01-1.02, 48 x
-    5120 x 5120 1.00-1.03, 4 x 14336 x 4096 1.01, 24 x 8192 x 4096 1.01, 2 x 65536 x 1024
-    1.00-1.01, 56 x 12288 x 4096 0.97-0.99 and 250 x 4096 x 4096 0.96-1.01 (the same tile
-    count, each K step's bytes within 4%).
-
-    e4m3, H200, same runs (the FP8 default's 128-row tiles against the swapped ones): 1
-    to 96 rows, 17 problems, 1.16-1.98x (1 x 4096 x 4096 1.76-1.98, 8 x 2048 x 8192 1.88,
-    48 x 5120 x 5120 1.84-1.87, 16 x 8192 x 2048 1.67 (57% of ``torch._scaled_mm`` to
-    96-98%), 1 x 16384 x 16384 1.56-1.66, 88 x 4096 x 2048 1.16); past 128 rows see
-    :data:`SWAP_MAX_M_FP8`; 64 rows, which the FP8 default pads to 128: 64 x 8192 x 2048
-    1.38-1.42, 64 x 4096 x 4096 1.31-1.33, 64 x 14336 x 4096 1.24.
-
-    192 rows on the default's 128-row tiles (bf16, H200): 192 x 3072 x 4096 1.26-1.67x,
-    192 x 4096 x 4096 1.16-1.54x, 192 x 8192 x 2048 1.06-1.15x, 192 x 12288 x 4096
-    0.98-1.02x, 192 x 6144 x 1024 0.86-0.87x (16 K steps in 2 parts against 96 whole
-    tiles)."""
-    if cfg.swap_ab or cfg.b_layout != "nk" or cfg.n < SWAP_MIN_N:
-        return cfg
-    few_rows = cfg.m < SWAP_MAX_M and (cfg.element_bytes == 2 or cfg.m <= SWAP_MAX_M_FP8)
-    if not few_rows and (cfg.m >= SWAP_MAX_M_BLOCKS or cfg.element_bytes != 2):
-        return cfg
-    unswapped = _unswapped(cfg)
-    if unswapped.cluster_size > 1:
-        # The other rules share an operand in clusters (sharing_a_in_fours: each CTA loads
-        # a quarter of A's rows a K step, fewer bytes than a swapped tile's whole A).
-        return cfg
-    if not few_rows:
-        return _swapped_in_column_blocks(cfg, unswapped)
-    if unswapped.m % unswapped.block_m == 0:
-        # The other rules' tiles cover M exactly (64 rows of 64, 128 of 128): no padding
-        # rows to save (bf16, H200: 64 x 8192 x 2048 1.00-1.04x swapped, 64 x 4096 x 14336
-        # 1.00-1.01x, 128 x 8192 x 2048 1.00-1.05x, 128 x 5120 x 5120 0.98-1.00x).
-        return cfg
-    candidate = swapped(cfg)
-    if candidate is None:
-        return cfg
-    units, workers = candidate.work_units, candidate.workers
-    if units > workers and 0 < units % workers < workers / 2:
-        return cfg
-    return candidate
-
-
-def _swapped_in_column_blocks(cfg: Tiling, unswapped: Tiling) -> Tiling:
-    """``cfg`` swapped past :data:`SWAP_MAX_M` rows (to :data:`SWAP_MAX_M_BLOCKS`, 16-bit
-    inputs; ``unswapped``: the tiling the other rules give it): A's rows in 2 or 3 column
-    blocks of the product (:func:`swapped`), the count whose tiles run the most units in
-    one round, each C stage at least
-    :data:`SWAP_MIN_STAGE_ROWS` of C's rows; taken where it pads at least
-    :data:`SWAP_MIN_PADDING_SAVED` fewer of its rows than the tiles the other rules would
-    take, which were already near cuBLAS where they padded few. H200, same runs, the
-    default / the swapped tiles (the rule written after these 16): 260 x 8192 x 2048
-    1.42-1.44 (2 blocks of 136, against 129 tiles of 128 x 192: 68% of cuBLAS to 96-98%),
-    270 x 3072 x 3072 1.42-1.45, 333 x 4440 x 2224 1.26-1.30 (3 of 112), 400 x 8192 x 2048
-    1.18, 300 x 4096 x 4096 1.16-1.18, 420 x 7168 x 2048 1.14-1.15, 400 x 4096 x 4096
-    1.03-1.06, 440 x 5120 x 3072 1.03-1.05; left as they are: 360 x 6144 x 2048 (0.90x
-    swapped, 4% fewer padded rows), 460 x 4096 x 2048 (0.89x, 6%), 500 x 4096 x 4096
-    (0.89x, none), 300 x 12288 x 4096 and 290 x 14336 x 4096 (no count in one round:
-    0.84-0.88x, 1.02-1.03x), and, forgone, 480 x 8192 x 1024 (1.03x, 6%), 350 x 5000 x
-    2000 (1.07-1.11x, 6%), 300 x 5680 x 2224 (1.07-1.15x, 5%). Held out, the 9 of 18
-    problems it swaps, geometric mean 1.14x: 264 x 2048 x 4096 1.44-1.72 (51-67% of
-    cuBLAS to 88-96%), 260 x 5120 x 5120 1.25-1.26, 390 x 8192 x 4096 1.18-1.20, 296 x 4096
-    x 8192 1.14-1.25, 310 x 8192 x 2048 1.12-1.18, 300 x 3000 x 5000 1.07-1.08, 280 x 6144
-    x 4096 1.00-1.03, 330 x 3072 x 4096 1.00-1.02, and one loss, 430 x 6144 x 1024 0.93
-    (16 K steps)."""
-    candidates = [c for c in (swapped(cfg, blocks) for blocks in (2, 3))
-                  if c is not None and c.work_units <= c.workers
-                  and c.epilogue_cols >= SWAP_MIN_STAGE_ROWS]
-    if not candidates:
-        return cfg
-    best = max(candidates, key=lambda c: c.work_units)
-    saved = _padded_share(cfg.m, unswapped.block_m) - _padded_share(cfg.m, best.block_n)
-    return best if saved >= SWAP_MIN_PADDING_SAVED else cfg
-
-
-def _unswapped(cfg: Tiling) -> Tiling:
-    """``cfg`` through every refinement but :func:`on_swapped_operands`: the tiling the
-    problem takes unswapped."""
-    for rule in REFINEMENTS:
-        if rule is not on_swapped_operands:
-            cfg = rule(cfg)
-    return cfg
-
-
-def _padded_share(rows: int, block: int) -> float:
-    """The share of ``rows`` rounded up to whole blocks of ``block`` that is padding."""
-    whole = math.ceil(rows / block) * block
-    return (whole - rows) / whole
-
-
-def swapped(cfg: Tiling, column_blocks: int = 1) -> Tiling | None:
-    """``cfg``'s problem as ``C^T = B A^T`` on cooperative :data:`SWAP_BLOCK_M` x
-    ceil8(M / column_blocks) tiles (the caller's CTAs, no cluster), in the model's ordered
-    K parts
-    (:attr:`~.gemm_config.GemmConfig.ordered_parts`) where the tiles fill at most half
-    the SMs, with the widest C stage (C's rows, a multiple of 8 dividing the width) that
-    leaves :data:`TRIM_MIN_STAGES` ring stages, and the most stages that fit; None where
-    none does."""
-    width = math.ceil(cfg.m / column_blocks / 8) * 8
-    tile = replace(cfg, swap_ab=True, block_m=SWAP_BLOCK_M, block_n=width,
-                   schedule="cooperative", epilogue_buffers=1, cluster=1, cluster_n=1,
-                   split_k=1, split_k_ordered=False, stream_k=False, stream_k_waves=1,
-                   tail_split=1)
-    parts = tile.ordered_parts
-    if parts > 1:
-        tile = replace(tile, split_k=parts, split_k_ordered=True)
-    for rows in range(width, 0, -8):
-        if width % rows == 0:
-            staged = _most_stages(replace(tile, epilogue_n=rows))
-            if staged is not None:
-                return staged
-    return None
 
 
 def streams_weights(cfg: Tiling) -> bool:
@@ -1215,10 +643,3 @@ def streams_weights(cfg: Tiling) -> bool:
     rather than 128 serves the streaming rows better (as for the grouped GEMM's decode
     problems)."""
     return (cfg.n_blocks if cfg.swap_ab else cfg.m_blocks) == 1
-
-
-#: The rules applied after the model's choice, in order (:func:`refinements`): each
-#: measured on the problems its docstring names, each keeping what it does not apply to.
-REFINEMENTS: tuple[Callable[[Tiling], Tiling], ...] = (
-    on_swapped_operands, on_half_rows, trimmed, on_wide_half_rows, in_two_by_two,
-    in_one_exact_wave, sharing_a_in_fours)

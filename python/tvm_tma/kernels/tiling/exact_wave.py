@@ -1,0 +1,101 @@
+"""One wave of tiles dividing N exactly, the refinement of short problems whose tiles the
+model leaves in a partial wave (shared with conv2d's pointwise layers, which take
+:func:`exact_wave` as a candidate of their own)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+
+from .model import Tiling, c_stage_widths, sixteen_bit_nk, with_most_stages
+
+#: :func:`in_one_exact_wave`: its tiles at least this share of the CTAs, and none over.
+EXACT_WAVE_MIN_FILL = 0.95
+#: :func:`in_one_exact_wave`: tile widths, multiples of this from the widest (256) down to
+#: :data:`EXACT_WAVE_MIN_WIDTH` (64 x 40 tiles, half that, ran 1024 x 640 x 1280 at 0.50x
+#: cuDNN against 0.77x for 64 x 80, H200).
+EXACT_WAVE_WIDTH_STEP = 16
+EXACT_WAVE_MIN_WIDTH = 80
+#: :func:`in_one_exact_wave`: the most K steps a one-wave tiling of 128 / 64 rows was
+#: measured to win at (128 x 80 tiles at 30 steps ran 0.88-0.89x the default; 64 x 80 at
+#: 30 steps 0.99-1.13x).
+EXACT_WAVE_MAX_STEPS = {128: 20, 64: 32}
+#: :func:`in_one_exact_wave`: the fewest rows and K steps it was measured on (512 x 1280 x
+#: 1280; N=1 64x64x320 -> 640, 5 K steps). A row block or two of a weight-streaming GEMM,
+#: or a K of a step or two, is another regime (not measured).
+EXACT_WAVE_MIN_M = 512
+EXACT_WAVE_MIN_STEPS = 5
+
+
+def in_one_exact_wave(cfg: Tiling) -> Tiling:
+    """``cfg`` as cooperative tiles that divide N exactly and make one wave, at least
+    :data:`EXACT_WAVE_MIN_FILL` of the CTAs with none over: 128 rows where some width
+    does, else 64, the widest multiple of :data:`EXACT_WAVE_WIDTH_STEP` dividing N (at
+    least :data:`EXACT_WAVE_MIN_WIDTH`), of :data:`EXACT_WAVE_MIN_STEPS` to
+    :data:`EXACT_WAVE_MAX_STEPS` K steps and at least :data:`EXACT_WAVE_MIN_M` rows.
+    Where ``cfg``'s own tiles already make such a wave (no split) it is kept, and so are
+    tiles in clusters (not measured).
+
+    A problem of a few hundred to two thousand rows and a few hundred columns has too few
+    128 x 128 tiles for the SMs; the alternatives each pay: K cut into ordered parts waits
+    on the part before and adds its partial sums, and a partial wave idles SMs. Tiles as
+    narrow as N / 8 put one on every SM with the whole K each (cuBLAS takes the same
+    tiles: 80 x 64 and 80 x 128 on SD's 1x1 layers). H200, conv2d 1x1 (the GEMM of X and
+    the filter: 16-bit, B as N x K), same runs, x cuDNN, this / the rule before, two runs:
+    N=1 32x32x1280 -> 640 (1024 x 640 x 1280, 20 K steps, 128 tiles of 64 x 80 against 32
+    of 128 x 160 in 4 parts) 0.77 / 0.59, 32x32x640 -> 640 1.18-1.19 / 1.03, 32x32x960
+    -> 640 0.93-0.94 / 0.82, 32x32x640 -> 1280 (128 x 80) 1.17-1.18 / 0.92; N=2
+    32x32x1280 -> 640 0.96-1.12 / 0.84, 32x32x640 -> 640 1.15-1.17 / 0.91, 16x16x1280
+    -> 1280 (64 x 80) 0.81-0.82 / 0.77, 16x16x1920 -> 1280 (30 steps) 0.73-0.74 / 0.65,
+    32x32x640 -> 1280 (128 x 160) 1.07-1.09 / 0.96, 16x16x640 -> 1280 1.20-1.21 / 0.99-1.01;
+    N=4 32x32x640 -> 640 1.07-1.09 / 0.94-0.96, 16x16x1280 -> 1280 1.10-1.12 / 0.84-0.86,
+    32x32x960 -> 640 1.04-1.05 / 0.92, 16x16x640 -> 1280 1.14-1.16 / 0.91-0.92; N=8
+    8x8x1280 -> 1280 0.82 / 0.78, 16x16x640 -> 1280 1.08-1.10 / 0.96. Lost: N=2
+    32x32x960 -> 640 (128 x 80, 15 steps) 0.81-0.84 / 0.85-0.87; at 30 K steps 128 x 80
+    tiles (N=2 32x32x1920 -> 640, N=4 16x16x1920 -> 1280: 0.67 / 0.74-0.76) are left out
+    by the step bound, and N=1 32x32x1920 -> 640 (64 x 80, 0.69-0.70 / 0.69-0.70) gains
+    nothing. The GEMMs of the same shapes (H200, same run, time before / after, two runs):
+    1024 x 640 x 1280 1.13-1.18 (ping-pong 128 x 128 in 3 parts before), 2048 x 640 x
+    1280 1.12-1.14, 1024 x 1280 x 1280 1.32-1.33, 2048 x 640 x 640 1.25, 512 x 1280 x 1280
+    1.11, 1024 x 1280 x 640 1.29-1.41, 1024 x 640 x 960 1.13-1.14, 1024 x 640 x 640
+    0.98-1.00; held out (the rule written, then measured): 2048 x 512 x 1280 (64 x 128
+    against 128 x 128 in 2 ordered parts) 1.19-1.33, 2048 x 512 x 2048 1.16-1.17, 1000 x
+    1024 x 1280 1.07-1.17, 4096 x 256 x 1536 1.23-1.25, 512 x 1536 x 1280 (64 x 96)
+    1.15-1.17, 960 x 1536 x 1280 (128 x 96) 1.12-1.17, 512 x 3072 x 1024 1.09-1.16, and
+    2000 x 640 x 960 (128 x 80, 15 K steps, as conv2d's N=2 32x32x960 -> 640) 0.90-1.01.
+    Cooperative 16-bit tiles with B as N x K (what was measured)."""
+    if not sixteen_bit_nk(cfg) or cfg.cluster_size > 1 or cfg.m < EXACT_WAVE_MIN_M:
+        return cfg
+    if cfg.k_steps < EXACT_WAVE_MIN_STEPS:
+        return cfg
+    if (cfg.split_k == 1 and not cfg.stream_k
+            and EXACT_WAVE_MIN_FILL * cfg.ctas <= cfg.num_tiles <= cfg.ctas):
+        return cfg
+    wave = exact_wave(cfg)
+    if wave is None or cfg.k_steps > EXACT_WAVE_MAX_STEPS[wave.block_m]:
+        return cfg
+    return wave
+
+
+def exact_wave(cfg: Tiling) -> Tiling | None:
+    """The one-wave tiling of :func:`in_one_exact_wave` for ``cfg``'s problem, whatever
+    its K steps, rows, operands or tiles (the sweeps' candidate): cooperative tiles of
+    128 rows where a width does, else 64, the widest multiple of
+    :data:`EXACT_WAVE_WIDTH_STEP` (at least :data:`EXACT_WAVE_MIN_WIDTH`) dividing N whose
+    tiles fill :data:`EXACT_WAVE_MIN_FILL` to all of ``cfg.ctas``, with the widest C stage
+    and as many ring stages as fit (at least :data:`TRIM_MIN_STAGES`); None where no
+    width does."""
+    for rows in EXACT_WAVE_MAX_STEPS:  # 128 rows, then 64
+        row_blocks = math.ceil(cfg.m / rows)
+        widest = min(cfg.n, 256) // EXACT_WAVE_WIDTH_STEP * EXACT_WAVE_WIDTH_STEP
+        for width in range(widest, EXACT_WAVE_MIN_WIDTH - 1, -EXACT_WAVE_WIDTH_STEP):
+            tiles = row_blocks * (cfg.n // width)
+            if cfg.n % width or not EXACT_WAVE_MIN_FILL * cfg.ctas <= tiles <= cfg.ctas:
+                continue
+            stage = c_stage_widths(width)[0]
+            wave = replace(cfg, block_m=rows, block_n=width, schedule="cooperative",
+                           epilogue_n=0 if stage == width else stage, cluster=1,
+                           cluster_n=1, split_k=1, split_k_ordered=False, stream_k=False,
+                           tail_split=1)
+            return with_most_stages(wave)
+    return None

@@ -1,0 +1,74 @@
+"""The default tiling: the model's choice (:func:`.model.modelled`) through the measured
+refinements in order (:data:`REFINEMENTS`), and the L2 fill of weight-streaming problems."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+from .model import (
+    TILING_CHOICES,
+    WEIGHT_STREAM_PROMOTION,
+    MakeTiling,
+    Tiling,
+    modelled,
+    streams_weights,
+)
+from .swap import on_swapped_operands, swapped
+from .unswapped import UNSWAPPED_RULES
+
+
+def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
+    """The default configuration of ``GemmConfig.for_problem``: ordered split-K on
+    ping-pong 128 x 128 tiles where those tiles fill at most half the SMs, else the
+    cheapest candidate of :func:`ranked` (the caller's options laid over the default
+    tiling when none of the candidates runs, so that ``check`` names what is wrong); 128 x
+    128 tiles as 64 x 128 ones where M is at most 64 or a short problem's tiles are few
+    (:func:`on_half_rows`, unless the caller chose the tile, schedule, ring or split), and
+    the other :func:`refinements`; with 256-byte L2 fills where M is one row block
+    (:func:`streams_weights`)."""
+    if options.get("swap_ab") and not TILING_CHOICES & set(options):
+        # The caller asked for C^T = B A^T and nothing else: the swapped tiling of the
+        # problem (where the kernel runs one).
+        plain = make(m, n, k, **{**options, "swap_ab": False})
+        forced = swapped(plain)
+        if forced is not None:
+            return forced
+    chosen = modelled(make, m, n, k, **options)
+    for _, refined in refinements(chosen, options):
+        chosen = refined
+    if "l2_promotion" not in options and streams_weights(chosen):
+        chosen = replace(chosen, l2_promotion=WEIGHT_STREAM_PROMOTION)
+    return chosen
+
+
+def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
+    """The rules that change ``chosen`` after the model picked it (none where the caller
+    chose the tile, schedule, ring or split), each with the configuration it leaves:
+    C^T = B A^T for few rows (:func:`on_swapped_operands`), 64-row tiles
+    (:func:`on_half_rows`), the trim (:func:`trimmed`), 64 x 256 tiles for a
+    few row blocks (:func:`on_wide_half_rows`), 2x2 clusters (:func:`in_two_by_two`), one
+    wave of tiles dividing N exactly (:func:`in_one_exact_wave`), A shared in clusters of
+    4 (:func:`sharing_a_in_fours`).
+    ``benchmarks/gemm.py --explain`` prints them. The caller's ``swap_ab`` decides the
+    swap (:func:`on_swapped_operands` is skipped; with True, none applies: they were
+    measured on A @ B^T's tiles)."""
+    if TILING_CHOICES & set(options) or options.get("swap_ab"):
+        return []
+    steps = []
+    for rule in REFINEMENTS:
+        if rule is on_swapped_operands and "swap_ab" in options:
+            continue
+        refined = rule(chosen)
+        if refined != chosen:
+            steps.append((rule.__name__, refined))
+            chosen = refined
+        if chosen.swap_ab:
+            # The rules after it were measured on A @ B^T's tiles.
+            break
+    return steps
+
+
+#: The rules applied after the model's choice, in order (:func:`refinements`): the swap,
+#: then the rules measured on A @ B^T's tiles (:data:`.unswapped.UNSWAPPED_RULES`).
+REFINEMENTS: tuple[Callable[[Tiling], Tiling], ...] = (on_swapped_operands, *UNSWAPPED_RULES)
