@@ -155,7 +155,8 @@ CASES = [
     # 7 stages, C in 32-column stages.
     GemmConfig.for_problem(40, 17000, 1000),
     # One exact wave (in_one_exact_wave): 1000 rows in 16 row blocks of 64 (the last 40
-    # rows) by 8 column blocks of 80 (C staged whole), 20 K steps each, on 128 CTAs.
+    # rows) by 8 column blocks of 80 (C staged whole), 20 K steps each on a ring of 8
+    # stages (with_narrow_ring), on 128 CTAs.
     GemmConfig.for_problem(1000, 640, 1280),
     # 192-row tiles, three consumer warpgroups of 64 rows: ragged M, N and K (1000 rows:
     # 6 row blocks, the last 40 rows) on 5 CTAs (two rounds), the K x N B in fp16 at 192

@@ -1,7 +1,7 @@
 """The default tiling of a GEMM problem (and of conv2d's, which shares it): a wave model over
 measured tilings (:mod:`.model`, whose docstring describes the whole), then the measured
 refinements of its choice, each in a module of its own (:mod:`.swap`, :mod:`.half_rows`,
-:mod:`.clusters`, :mod:`.exact_wave`), applied in order by :mod:`.rules`
+:mod:`.clusters`, :mod:`.one_wave`), applied in order by :mod:`.rules`
 (:mod:`.unswapped` lists those measured on unswapped tiles)."""
 
 from .clusters import (
@@ -12,16 +12,6 @@ from .clusters import (
     A_SHARING_MIN_STEPS,
     in_two_by_two,
     sharing_a_in_fours,
-)
-from .exact_wave import (
-    EXACT_WAVE_MAX_STEPS,
-    EXACT_WAVE_MIN_FILL,
-    EXACT_WAVE_MIN_M,
-    EXACT_WAVE_MIN_STEPS,
-    EXACT_WAVE_MIN_WIDTH,
-    EXACT_WAVE_WIDTH_STEP,
-    exact_wave,
-    in_one_exact_wave,
 )
 from .half_rows import (
     HALF_ROWS,
@@ -84,6 +74,16 @@ from .model import (
     streams_weights,
     trimmed,
     with_most_stages,
+)
+from .one_wave import (
+    EXACT_WAVE_MAX_STEPS,
+    EXACT_WAVE_MIN_FILL,
+    EXACT_WAVE_MIN_M,
+    EXACT_WAVE_MIN_STEPS,
+    EXACT_WAVE_MIN_WIDTH,
+    EXACT_WAVE_WIDTH_STEP,
+    exact_wave,
+    in_one_exact_wave,
 )
 from .rules import (
     REFINEMENTS,

@@ -7,9 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from .clusters import in_two_by_two, sharing_a_in_fours
-from .exact_wave import in_one_exact_wave
 from .half_rows import on_half_rows, on_wide_half_rows
 from .model import Tiling, trimmed
+from .one_wave import in_one_exact_wave
 
 #: The rules after the swap, in order: 64-row tiles, the trim, 64 x 256 tiles for a few row
 #: blocks, 2x2 clusters, one exact wave, A shared in clusters of 4; each measured on the

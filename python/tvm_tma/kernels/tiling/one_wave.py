@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .model import Tiling, c_stage_widths, sixteen_bit_nk, with_most_stages
+from .model import Tiling, c_stage_widths, kernel_runs, sixteen_bit_nk, with_most_stages
 
 #: :func:`in_one_exact_wave`: its tiles at least this share of the CTAs, and none over.
 EXACT_WAVE_MIN_FILL = 0.95
@@ -25,6 +25,12 @@ EXACT_WAVE_MAX_STEPS = {128: 20, 64: 32}
 #: or a K of a step or two, is another regime (not measured).
 EXACT_WAVE_MIN_M = 512
 EXACT_WAVE_MIN_STEPS = 5
+#: :func:`with_narrow_ring`: the 64-row one-wave tile widths that run fastest on a ring
+#: of :data:`NARROW_RING_STAGES` stages where a tile has at least
+#: :data:`NARROW_RING_MIN_STEPS` K steps (measured on the H200).
+NARROW_RING_WIDTHS = (80, 96)
+NARROW_RING_STAGES = 8
+NARROW_RING_MIN_STEPS = 20
 
 
 def in_one_exact_wave(cfg: Tiling) -> Tiling:
@@ -97,5 +103,32 @@ def exact_wave(cfg: Tiling) -> Tiling | None:
                            epilogue_n=0 if stage == width else stage, cluster=1,
                            cluster_n=1, split_k=1, split_k_ordered=False, stream_k=False,
                            tail_split=1)
-            return with_most_stages(wave)
+            return with_narrow_ring(with_most_stages(wave))
     return None
+
+
+def with_narrow_ring(wave: Tiling | None) -> Tiling | None:
+    """``wave``'s 64-row tiles of :data:`NARROW_RING_WIDTHS` columns and at least
+    :data:`NARROW_RING_MIN_STEPS` K steps on a ring of :data:`NARROW_RING_STAGES` stages
+    where more fit. H200, same runs, two repetitions, time with the most stages that fit
+    (11-12) / with 8: 1024 x 640 x 1280 (64 x 80, 20 K steps) 1.15-1.16 (78-80% of cuBLAS
+    to 90-94%), 1024 x 640 x 1920 (30 steps) 1.21, 512 x 1280 x 1280 1.16, 1000 x 640 x
+    1280 1.14-1.16, 1000 x 768 x 1280 (64 x 96) 1.14-1.16; held out 512 x 1536 x 2000 (64 x
+    96, 31 steps) 1.18-1.21, 1000 x 640 x 2000 1.12-1.19. Shorter K lost or tied: 512 x
+    1536 x 1024 (16 steps) 0.83-0.85, 1024 x 640 x 640 (10) 0.99. Not understood: 7 stages
+    ran slower than 6 and 12 (64 x 80: 7.35 against 6.4 us; 64 x 96: 7.7 against 6.8), and
+    other widths peak elsewhere (64 x 64: 8 stages 0.77x the 9 or 12 that fit; 64 x 128: 8
+    stages 0.86x its 9, 6 as fast as 9; 64 x 112: 7 stages 0.90x its 9, 6 as fast; 64 x
+    144: its 8, the most that fit, 1.15x 5 or 6). ``ncu`` (one launch, free clocks) shows
+    the same order in the SMs' active cycles (7.9K with 8 stages, 9.4K with 6, 9 or 12,
+    11.1K with 7 on 1024 x 640 x 1280) for the same L2 sectors, and the form of the
+    mbarrier wait (TVM's try_wait with a 10 ms suspend hint, without it, or test_wait
+    spinning) changes nothing. conv2d's layers keep their own ring depth (not measured)."""
+    if wave is None or wave.block_m != 64 or wave.block_n not in NARROW_RING_WIDTHS:
+        return wave
+    if wave.k_steps < NARROW_RING_MIN_STEPS:
+        return wave
+    if wave.stages <= NARROW_RING_STAGES:
+        return wave
+    narrow = replace(wave, stages=NARROW_RING_STAGES)
+    return narrow if kernel_runs(narrow) else wave
