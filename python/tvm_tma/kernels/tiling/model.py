@@ -5,7 +5,7 @@ its number of waves times the time of one tile. A tiling that fills 97% of one w
 128 x 256 tiles (2048^3: 128 tiles on 132 SMs) beats one that fills two waves with 128 x 128
 tiles, whose K steps each do half the products for two thirds of the bytes; a tiling that
 leaves a quarter of a wave empty (768 x 4096: 96 tiles of 128 x 256) loses to 128 x 192
-tiles that fill it (132 tiles). :func:`choose` estimates each candidate's time in units of
+tiles that fill it (132 tiles). :func:`.rules.choose` estimates each candidate's time in units of
 one K step of a 128 x 256 tile and takes the cheapest:
 
 * **Data-parallel**: ``rounds x steps_per_unit x step_cost`` (``STEP_COST[block_n]``, or
@@ -66,12 +66,14 @@ tile's (:func:`straddled_step_cost`): the narrow tiles, loading the most bytes p
 the edge :data:`STEP_COST` (measured on whole lines) gives them, and 10000 x 1024 x 3000
 runs 128 x 256 tiles, 1.17x faster than the 128 x 128 ones the model took before.
 
-After the model's choice, two rules measured on problems of a few row blocks: ping-pong
-64 x 256 tiles where M is 65 to 512 and no multiple of 128, the rows are whole 32-byte
-sectors and those tiles fill 80-100% of one wave (:func:`on_wide_half_rows`: 1.02-1.43x),
-and 2x2 clusters on the CTAs a GPU keeps resident in clusters of 4 where straddled rows of a
-problem at least as wide as tall run one round (:func:`in_two_by_two`: 1.03x geometric mean
-on an H200, 1.075x on an H100, 22 problems).
+After the model's choice come the refinements (all of them, in order, in
+:data:`.rules.REFINEMENTS`); among them two measured on problems of a few row blocks:
+ping-pong 64 x 256 tiles where M is 65 to 512 and no multiple of 128, the rows are whole
+32-byte sectors and those tiles fill 80-100% of one wave
+(:func:`.half_rows.on_wide_half_rows`: 1.02-1.43x), and 2x2 clusters on the CTAs a GPU keeps
+resident in clusters of 4 where straddled rows of a problem at least as wide as tall run one
+round (:func:`.clusters.in_two_by_two`: 1.03x geometric mean on an H200, 1.075x on an H100,
+22 problems).
 
 Problems whose 128 x 128 tiles fill at most half the SMs keep the rule of
 :meth:`~.gemm_config.GemmConfig.ordered_parts` (ping-pong 128 x 128 tiles, K cut into
