@@ -21,11 +21,9 @@ Cluster kernels launch so too. TVM derives a kernel's thread and cluster launch
 parameters itself and keeps the tags of ``tirx.kernel_launch_params`` (a cluster kernel's
 come out as ``clusterCtaIdx.x, blockIdx.x, threadIdx.x`` and the tags); TVM 0.27's CUDA
 launcher then sets the cluster shape and, where the tag is present, the programmatic
-serialisation attribute on the same ``cuLaunchKernelEx``. (Until the twenty-second
-session the package left cluster kernels without the tag, on the reading of an older
-launcher that set only the cluster shape.) The CTAs of a cluster kernel wait after the
-cluster barrier that publishes their mbarrier initialisation, so nothing they share is
-touched before the earlier grid is done either.
+serialisation attribute on the same ``cuLaunchKernelEx``. The CTAs of a cluster kernel
+wait after the cluster barrier that publishes their mbarrier initialisation, so nothing
+they share is touched before the earlier grid is done either.
 """
 
 from __future__ import annotations

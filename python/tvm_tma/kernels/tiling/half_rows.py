@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from .model import SECTOR_BYTES, Tiling, kernel_runs, sixteen_bit_nk, with_most_stages
+from .model import (
+    Tiling,
+    kernel_runs,
+    rows_straddle_sectors,
+    sixteen_bit_nk,
+    with_most_stages,
+)
 
 #: The 64-row tiling :func:`on_half_rows` takes: cooperative (one consumer warpgroup a
 #: 64 x 128 tile), 9 ring stages of 24 KiB beside a 64-column C stage.
@@ -66,7 +72,7 @@ def on_wide_half_rows(cfg: Tiling) -> Tiling:
         return cfg
     if not 64 < cfg.m <= WIDE_HALF_ROWS_MAX_M or cfg.m % 128 == 0:
         return cfg
-    if cfg.k * cfg.element_bytes % SECTOR_BYTES:
+    if rows_straddle_sectors(cfg):
         return cfg
     half = replace(cfg, **WIDE_HALF_ROWS, cluster=1, cluster_n=1, split_k=1,
                    split_k_ordered=False, stream_k=False, tail_split=1)
@@ -141,7 +147,7 @@ def _half_rows_sharing_b(half: Tiling) -> Tiling:
     1.05-1.06x the 2x1 ones, 500 x 2048 x 1000 (two rounds of clusters of 4) 0.61."""
     if half.block_n != HALF_ROWS["block_n"] or half.k_steps < HALF_ROWS_SHARED_MIN_STEPS:
         return half
-    if half.k * half.element_bytes % SECTOR_BYTES == 0:
+    if not rows_straddle_sectors(half):
         return half
     if half.m_blocks < 2 or half.ctas % 2:
         return half

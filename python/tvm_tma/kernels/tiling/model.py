@@ -325,6 +325,14 @@ def rows_straddle_lines(cfg: Tiling) -> bool:
     return cfg.b_layout != "nk" and cfg.n * cfg.element_bytes % LINE_BYTES != 0
 
 
+def rows_straddle_sectors(cfg: Tiling) -> bool:
+    """Whether a K-major row (K x element bytes) is no whole number of 32-byte L2 sectors:
+    then each 128-byte piece of it a load reads costs a sector more than its bytes (the
+    2x1 clusters of :func:`pairs_share_b` and the short problems' 64-row tiles halve those
+    loads; the 64 x 256 tiles of ``on_wide_half_rows`` lose on them)."""
+    return cfg.k * cfg.element_bytes % SECTOR_BYTES != 0
+
+
 def pairs_share_b(cfg: Tiling) -> bool:
     """Whether the model's tiles run in 2x1 clusters multicasting B: where the rows straddle
     128-byte L2 lines (:func:`rows_straddle_lines`) and, where the loads read whole 128-byte
@@ -349,7 +357,7 @@ def pairs_share_b(cfg: Tiling) -> bool:
     whole_line_pieces = cfg.block_k * cfg.element_bytes >= LINE_BYTES
     if not whole_line_pieces or cfg.b_layout != "nk":
         return True
-    return cfg.k * cfg.element_bytes % SECTOR_BYTES != 0
+    return rows_straddle_sectors(cfg)
 
 
 def step_cost(cfg: Tiling) -> float:
