@@ -204,18 +204,26 @@ def test_fp8_mma_is_k32_on_both_types_with_no_transpose(built):
     calls = re.findall(r"tvm_builtin_ptx_wgmma_fp8_ss_\w+\(acc_ptr\[(\d+)\], [^;]*?"
                        r"(desc_a_ptr\[0\]|\(desc_a_ptr\[0\] \+ \(uint64_t\)\d+ULL\)), "
                        r"(desc_b_ptr\[0\]|\(desc_b_ptr\[0\] \+ \(uint64_t\)\d+ULL\)), "
-                       r"(\(0 < ks_\d+\)|\(bool\)1)\);", src)
+                       r"(\(0 < ks_\d+\)|\(bool\)[01])\);", src)
 
     def offset(text: str) -> int:
         found = re.search(r"\(uint64_t\)(\d+)ULL", text)
         return int(found.group(1)) if found else 0
 
-    got = sorted((int(acc), offset(a), offset(b), pred == "(bool)1")
-                 for acc, a, b, pred in calls)
-    want = sorted((mi * cfg.block_n // 2, mi * 512 + 2 * kk, 2 * kk, kk > 0)
-                  for mi in range(cfg.consumer_rows // 64) for kk in range(4)
-                  for _ in range(_loops(cfg)))
-    assert got == want
+    # A mainloop is one step's MMAs in a loop, or (unrolled: wgmma.k_loop) each step's in
+    # turn; either way every step is this pattern, in this order.
+    step = [(mi * cfg.block_n // 2, mi * 512 + 2 * kk, 2 * kk)
+            for kk in range(4) for mi in range(cfg.consumer_rows // 64)]
+    assert calls and len(calls) % len(step) == 0
+    steps = [calls[i:i + len(step)] for i in range(0, len(calls), len(step))]
+    for mmas in steps:
+        assert [(int(acc), offset(a), offset(b)) for acc, a, b, _ in mmas] == step
+        # Only a step's first k32 MMAs may overwrite (scale-d 0) the accumulators.
+        assert all(pred == "(bool)1" for *_, pred in mmas[cfg.consumer_rows // 64:])
+    # Each mainloop overwrites them at its first step only: the rolled loop's "0 < ks"
+    # step, or the unrolled loop's first, written out (bool)0.
+    firsts = [mmas[0][3] for mmas in steps if mmas[0][3] != "(bool)1"]
+    assert len(firsts) == _loops(cfg)
 
 
 def test_fp8_descriptors_and_tma_maps(built):

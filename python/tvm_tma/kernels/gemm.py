@@ -144,7 +144,7 @@ from .scheduler import (
     unit_steps,
 )
 from .stream_k import make_fixup, workspace_shapes
-from .wgmma import a_slot_layout, make_mma_steps, make_mma_unit, swizzled_layout
+from .wgmma import a_slot_layout, k_loop, make_mma_steps, make_mma_unit, swizzled_layout
 
 
 def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
@@ -201,7 +201,7 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
     @T.inline
     def load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank, place,
                    a_map=None, b_map=None):
-        for ks in T.serial(count):
+        for ks in k_loop(count, cfg):
             it = T.meta_var(it0 + ks)
             s = T.meta_var(ring.slot(it))
             k0 = T.meta_var((k_step0 + ks) * bk)

@@ -89,6 +89,37 @@ def swizzled_layout(dtype: str, shape: tuple[int, ...]):
 #: Swizzle mode "none" (``encode_matrix_descriptor`` and the tensor map number it 0): the
 #: unswizzled K-major A slot of 8-column pieces (``GemmConfig.a_copy_k``).
 SWIZZLE_NONE = 0
+#: Most accumulator-steps (K steps x fp32 accumulators per consumer thread) a mainloop of
+#: a known length is unrolled for (:func:`k_loop`). nvcc's time grows faster than the
+#: code: 64 x 48 tiles of 32 steps (768) 1.9 s, 64 x 128 of 32 (2048) 8.8 s, a 3x3 conv
+#: of 36 steps on 128 x 128 tiles (2304) 9.4 s, 3600 24 s, 128 x 256 tiles of 64 steps
+#: (8192) 85 s, against 0.6-1.8 s rolled.
+UNROLLED_ACCUMULATOR_STEPS = 2304
+
+
+def k_loop(count, cfg: GemmConfig):
+    """The loop over ``count`` K steps of a mainloop (the consumers' here, the producer's
+    in :func:`.gemm.make_load_steps`): unrolled where ``count`` is a constant and ``count``
+    times :attr:`~.gemm_config.GemmConfig.accumulators` is at most
+    :data:`UNROLLED_ACCUMULATOR_STEPS`, else serial (longer loops, and counts that are
+    expressions: stream-K's runs, a short part 0).
+
+    A rolled mainloop computes each step's slot (``it % stages``), barrier parity and
+    both wgmma descriptors at run time and moves the descriptors into uniform registers
+    before it issues the step's MMAs: some 40 instructions after the slot's wait (SASS of
+    a 64 x 48 tile). Left to itself nvcc unrolls a loop of a constant count or not by its
+    own measure, which moves with the count and the ring depth: that was the ring-depth
+    anomaly of benchmarks/RESULTS.md 6v-6w (8 stages fastest at 15, 17 or 20+ K steps,
+    slowest at 16 or 18; neither the L2 nor the addresses). H200, one wave of 64 x 48
+    tiles, rings of 6-12 stages, as nvcc chose / unrolled: 15 K steps 3.90-5.28 us /
+    3.56-3.67, 18 steps 3.68-5.76 / 3.69-3.99, 20 steps 5.25-6.97 / 3.86-4.18. The
+    defaults, rolled -> unrolled, same runs: GEMM 1024 x 640 x 1280 1.29x (91-94% of
+    cuBLAS -> 116-121%), conv2d 1x1 N=1 32x32x1280 -> 640 1.50x, N=32 7x7x960 -> 160
+    1.39x, N=1 14x14x672 -> 112 1.26x, 3x3 N=32 14x14x256 1.13x, N=8 1x1 32x32x1280 ->
+    640 1.11x; 25 others 0.95-1.08x."""
+    if isinstance(count, int) and count * cfg.accumulators <= UNROLLED_ACCUMULATOR_STEPS:
+        return T.unroll(count)
+    return T.serial(count)
 
 
 def a_slot_layout(cfg: GemmConfig):
@@ -251,7 +282,7 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
                   lane):
         # Wait for each slot, run its MMAs, and release the previous slot once the group
         # that read it has retired.
-        for ks in T.serial(count):
+        for ks in k_loop(count, cfg):
             it = T.meta_var(it0 + ks)
             s = T.meta_var(ring.slot(it))
             ring.consumer_wait(it)

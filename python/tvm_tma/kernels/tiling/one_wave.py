@@ -123,7 +123,14 @@ def with_narrow_ring(wave: Tiling | None) -> Tiling | None:
     the same order in the SMs' active cycles (7.9K with 8 stages, 9.4K with 6, 9 or 12,
     11.1K with 7 on 1024 x 640 x 1280) for the same L2 sectors, and the form of the
     mbarrier wait (TVM's try_wait with a 10 ms suspend hint, without it, or test_wait
-    spinning) changes nothing. conv2d's layers keep their own ring depth (not measured)."""
+    spinning) changes nothing. conv2d's layers keep their own ring depth (not measured).
+
+    Understood since (RESULTS.md 6w): the mainloop was a loop of a constant count that
+    nvcc unrolled or not by its own measure, and a rolled step pays its slot arithmetic
+    (a shift only for 8 or 16 stages) before its MMAs. The kernel now unrolls it
+    (:func:`~tvm_tma.kernels.wgmma.k_loop`), where the ring depth is neutral (64 x 48
+    tiles of 20 steps: 4.14 us with 8 stages, 4.18 with 12); a mainloop past the unroll
+    budget is still a loop, where 8 stages remain the cheap ring."""
     if wave is None or wave.block_m != 64 or wave.block_n not in NARROW_RING_WIDTHS:
         return wave
     if wave.k_steps < NARROW_RING_MIN_STEPS:
