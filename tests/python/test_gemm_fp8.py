@@ -13,7 +13,7 @@ from pathlib import Path
 import ml_dtypes
 import numpy as np
 import pytest
-from gemm_kernels import built_fixture
+from gemm_kernels import built_fixture, mainloop_step_copies
 from plan_fields import plan_fields
 
 import tvm_tma
@@ -181,13 +181,6 @@ def test_fp8_gemm_assembles_for_sm90a(built):
     assert len(assemble(kernel.cuda_source)) > 0
 
 
-def _loops(cfg: GemmConfig) -> int:
-    """Mainloops in the kernel: two for stream-K with whole tiles before its runs, and for
-    a tail split with whole tiles before its parts."""
-    return 2 if ((cfg.stream_k and cfg.stream_k_dp_rounds > 0)
-                 or (cfg.tail_split > 1 and cfg.tail_rounds > 0)) else 1
-
-
 def test_fp8_mma_is_k32_on_both_types_with_no_transpose(built):
     """One wgmma form, m64n{block_n}k32 with A's and B's PTX types and only the two scale
     immediates (the 8-bit forms have no transpose); per K step of each mainloop, four
@@ -223,7 +216,7 @@ def test_fp8_mma_is_k32_on_both_types_with_no_transpose(built):
     # Each mainloop overwrites them at its first step only: the rolled loop's "0 < ks"
     # step, or the unrolled loop's first, written out (bool)0.
     firsts = [mmas[0][3] for mmas in steps if mmas[0][3] != "(bool)1"]
-    assert len(firsts) == _loops(cfg)
+    assert len(firsts) == len(mainloop_step_copies(cfg))
 
 
 def test_fp8_descriptors_and_tma_maps(built):
@@ -240,7 +233,7 @@ def test_fp8_descriptors_and_tma_maps(built):
         ("a", 1, 64, 3), ("b", 1, 64, 3)}
     loads = re.findall(r"tvm_tma_load_\w+\(\(&\(\(\(__nv_fp8_(e4m3|e5m2)\*\)dyn_ptr\)", src)
     a_type, b_type = (PTX[t] for t in cfg.mma_dtypes)
-    assert loads[:2] == [a_type, b_type] and len(loads) == 2 * _loops(cfg)
+    assert loads[:2] == [a_type, b_type] and len(loads) == 2 * sum(mainloop_step_copies(cfg))
     assert f"(uint){cfg.a_tile_bytes + cfg.b_tile_bytes})" in src
     copies = tvm_tma.explain(gemm_kernel(cfg)).copies
     a_map, b_map = copies[0].plan.tensor_map, copies[1].plan.tensor_map

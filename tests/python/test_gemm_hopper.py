@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gemm_kernels import built_fixture
+from gemm_kernels import built_fixture, mainloop_step_copies
 
 import tvm_tma
 from tvm_tma.kernels.gemm import gemm_kernel
@@ -322,14 +322,15 @@ def test_gemm_issues_the_expected_instructions(built):
         for kk in range(cfg.block_k // 16):
             assert f"desc_b_ptr[0] + (uint64_t){half * row_bytes // 16 + 2 * kk}ULL)" in src
     # block_k / 16 k16 MMAs per K step (4, 2 or 1) for each 64-row sub-tile a warpgroup
-    # computes, the transpose bit set only for the K x N B.
+    # computes, the transpose bit set only for the K x N B; a mainloop unrolled spells out
+    # every step (mainloop_step_copies).
     # A stream-K kernel with whole tiles before its runs has two mainloops (and two sets
     # of load and store call sites): the whole tiles' and the runs'.
     # So has a tail split with full waves before its parts.
     trans_b = 1 if cfg.b_layout == "kn" else 0
-    loops = 2 if ((cfg.stream_k and cfg.stream_k_dp_rounds > 0)
-                  or (cfg.tail_split > 1 and cfg.tail_rounds > 0)) else 1
-    per_step = cfg.block_k // 16 * loops
+    copies = mainloop_step_copies(cfg)
+    loops = len(copies)
+    per_step = cfg.block_k // 16 * sum(copies)
     for sub in range(cfg.consumer_rows // 64):
         for first, _ in columns:
             assert src.count(f"_1_1_0_{trans_b}(acc_ptr[{(sub * cfg.block_n + first) // 2}]"
@@ -343,25 +344,40 @@ def test_gemm_issues_the_expected_instructions(built):
     row_bytes = cfg.block_k * cfg.element_bytes
     swizzle = {128: 3, 64: 2, 32: 1}[row_bytes]
     descriptors = re.findall(r"ptx_wgmma_encode_matrix_descriptor\(\(&\(desc_(\w)_ptr\[0\]\)\)"
-                             r", .*, (\w+), (\d+), (\d+)\);", src)
+                             r", .*, ([^,]+), (\d+), (\d+)\);", src)
     k_major = ("1", str(8 * row_bytes // 16), str(swizzle))
     b_fields = ((str(cfg.block_k * 128 // 16), "64", "3") if cfg.b_layout == "kn"
                 else k_major)
-    a_fields = k_major
-    if cfg.a_copy_k:
+    assert {tuple(fields) for name, *fields in descriptors if name == "b"} == {b_fields}
+    a_descriptors = {tuple(fields) for name, *fields in descriptors if name == "a"}
+    if not cfg.a_copy_k:
+        assert a_descriptors == {k_major}
+    else:
         # Unswizzled (0) core matrices of 8 rows x 16 bytes, 128 bytes apart along M
-        # (stride 8), the next 8-column piece block_m x 16 bytes on (leading offset);
-        # where K ends on a half block, that step's leading offset reaches the zeroed
-        # piece after the ring instead: its distance from the slot.
-        a_fields = (re.search(r"condval_\d+", src).group() if cfg.a_zero_bytes
-                    else str(cfg.block_m), "8", "0")
-    assert set(descriptors) == {("a", *a_fields), ("b", *b_fields)}
+        # (stride 8), the next 8-column piece block_m x 16 bytes on (leading offset).
+        assert {fields[1:] for fields in a_descriptors} == {("8", "0")}
+        leads = {fields[0] for fields in a_descriptors}
+        if not cfg.a_zero_bytes:
+            assert leads == {str(cfg.block_m)}
     if cfg.a_zero_bytes:
+        # Where K ends on a half block, the last step's leading offset reaches the zeroed
+        # piece after the ring instead: its distance from the step's slot. A rolled
+        # mainloop picks it at run time; an unrolled one writes the last step's (a
+        # constant where the slot is, an expression of the round where it is not).
         zero_lead = (cfg.a_zero_start - cfg.a_ring_start) // 16
-        # (the ring slot: the use number modulo the stages, masked for a power of 2)
-        slot = rf"[\w()*+ ]+ (% {cfg.stages}|& {cfg.stages - 1})"
-        assert re.search(rf"condval_\d+ = \({zero_lead} - \(\({slot}\) \* "
-                         rf"{cfg.a_tile_bytes // 16}\)\);", src)
+        slot_units = cfg.a_tile_bytes // 16
+        if 1 in mainloop_step_copies(cfg):
+            assert leads == {re.search(r"condval_\d+", src).group()}
+            # (the ring slot: the use number modulo the stages, masked for a power of 2)
+            slot = rf"[\w()*+ ]+ (% {cfg.stages}|& {cfg.stages - 1})"
+            assert re.search(rf"condval_\d+ = \({zero_lead} - \(\({slot}\) \* "
+                             rf"{slot_units}\)\);", src)
+        else:
+            last = leads - {str(cfg.block_m)}
+            assert str(cfg.block_m) in leads and len(last) == 1
+            (lead,) = last
+            assert (lead in {str(zero_lead - s * slot_units) for s in range(cfg.stages)}
+                    or re.fullmatch(rf"\({zero_lead} - \(.* \* {slot_units}\)\)", lead))
     a_copy, b_copy = tvm_tma.explain(gemm_kernel(cfg)).copies[:2]
     assert a_copy.plan.tensor_map.swizzle == (0 if cfg.a_copy_k else swizzle)
     assert b_copy.plan.tensor_map.swizzle == (3 if cfg.b_layout == "kn" else swizzle)
@@ -377,8 +393,12 @@ def test_gemm_issues_the_expected_instructions(built):
     # A copied in 8-column pieces: one call site per piece (the piece loop is unrolled).
     loads = len(re.findall(r"tvm_tma_load_\w+\(\(", src))
     a_sites = cfg.a_pieces
-    assert loads in (((a_sites + 1) * loops, (a_sites + cfg.block_n // 64) * loops)
-                     if cfg.b_layout == "kn" else ((a_sites + 1) * loops,))
+    steps = sum(copies)
+    # An unrolled mainloop's last K step of one 8-column piece (K 8 mod 16) has no copy of
+    # the second piece (a rolled one skips it at run time).
+    missing = sum(count > 1 for count in copies) if cfg.a_zero_bytes else 0
+    assert loads + missing in (((a_sites + 1) * steps, (a_sites + cfg.block_n // 64) * steps)
+                               if cfg.b_layout == "kn" else ((a_sites + 1) * steps,))
     store = "reduce" if cfg.split_k > 1 else "store"
     stores = len(re.findall(rf"tvm_tma_{store}_\w+\(\(", src))
     stages = cfg.block_n // cfg.epilogue_cols  # the epilogue loop over C stages is unrolled
@@ -460,7 +480,7 @@ def test_gemm_issues_the_expected_instructions(built):
         loads = [line.strip() for line in src.splitlines()
                  if line.strip().startswith("tvm_tma_load_")]
         assert loads == [load for load in loads if "(ushort)" in load]
-        a_slot, b_slot = f"+ (({rank} >> 1) * {a_elems}))", f"+ (({rank} & 1) * {b_elems}))"
+        a_slot, b_slot = f"(({rank} >> 1) * {a_elems})", f"(({rank} & 1) * {b_elems})"
         a_loads = [a_slot in load and load.endswith(f"((ushort)({row_ctas} << ({rank} & 1))));")
                    for load in loads].count(True)
         b_loads = [b_slot in load and load.endswith(f"((ushort)(3 << (({rank} >> 1) * 2))));")
@@ -481,7 +501,10 @@ def test_gemm_issues_the_expected_instructions(built):
     tile_bytes = cfg.a_tile_bytes + cfg.b_tile_bytes
     if cfg.a_zero_bytes:
         half = tile_bytes - cfg.a_tile_bytes // cfg.a_pieces
-        assert f"condval = {tile_bytes};" in src and f"condval = {half};" in src
+        if 1 in mainloop_step_copies(cfg):  # a rolled mainloop picks it at run time
+            assert f"condval = {tile_bytes};" in src and f"condval = {half};" in src
+        else:  # an unrolled one announces each step's bytes as a constant
+            assert f"(uint){tile_bytes})" in src and f"(uint){half})" in src
         assert re.search(rf"\(\(uint\*\)dyn_ptr\)\[\(.*\) \+ {cfg.a_zero_start // 4}\)\] = "
                          r"\(uint\)0;", src)
         assert "fence.proxy.async.shared::cta;" in src

@@ -98,7 +98,9 @@ def test_a_and_c_are_rebound_on_the_device_and_b_is_host_born_when_it_fits(built
     assert ("(uint)64, ((uint)rows_ptr_1[0]), (uint)8, (uint64_t)1024ULL, "
             "(uint64_t)128ULL);") in body
     # B[g] is inside B (N a multiple of the tile): no rebind, its 3-D map at (g, n, k).
-    assert body.count("tvm_tma_rebind_") == 3
+    # The producer's loop of K = 256 (4 steps) is unrolled (wgmma.k_loop): one A load, so
+    # one rebind site, a step.
+    assert body.count("tvm_tma_rebind_") == 4 + 2
     for rule, _ in _planned(CASES["cooperative"][0]):
         assert rule is None
 
@@ -107,8 +109,9 @@ def test_a_ragged_n_rebinds_b_too(built_kernels):
     source = built_kernels["pingpong-ragged-n"].cuda_source
     body = source[source.rindex("__global__ void"):]
     # A, B[g] (N = 320 is not a multiple of the 128-wide tile: its edge tile crosses B[g]'s
-    # end, which only B[g]'s own map bounds) and C of each consumer warpgroup.
-    assert body.count("tvm_tma_rebind_") == 4
+    # end, which only B[g]'s own map bounds) and C of each consumer warpgroup; A's and
+    # B[g]'s at each of the 3 K steps the unrolled producer loop spells out.
+    assert body.count("tvm_tma_rebind_") == 3 * 2 + 2
     assert "(uint)192, (uint)320, (uint64_t)384ULL);" in body  # B[g]: 320 rows of 192
 
 
@@ -168,8 +171,10 @@ def test_the_stream_k_kernel_splits_on_the_device_and_fixes_up_in_order(built_ke
     assert body.count("ld_acquire_gpu_global_b32_s32(") == 1
     assert body.count("partials_ptr[") == 2 * 128
     # The same copies in both walks: A rebound for its group, B[g] in B's host-born map
-    # (the segment's K steps are stated inside the tile), C rebound: three maps.
-    assert body.count("tvm_tma_load_") == 4 and built.tensormap_params == 3
+    # (the segment's K steps are stated inside the tile), C rebound: three maps. The
+    # whole tiles' producer loop (4 K steps) is unrolled, the segments' (a count known on
+    # the device only) is a loop: an A and a B load site for each.
+    assert body.count("tvm_tma_load_") == 2 * (4 + 1) and built.tensormap_params == 3
     for rule, _ in _planned(CASES["stream-k-8-ctas"][0]):
         assert rule is None
 
