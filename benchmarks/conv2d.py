@@ -111,7 +111,8 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
     padding), plus the default with one ring stage fewer, with its C stages doubled on 4
     ring stages (or single, where the default doubled them), stream-K, ordered split-K and
     the wave model's tail split (:func:`~tvm_tma.kernels.tiling.in_tail_parts`) of 64- and
-    128-row tiles, and one wave of tiles dividing K exactly
+    128-row tiles, one wave of narrow 64-row tiles of whole K (the two widest dividing K
+    that give half the CTAs or more one each), and one wave of tiles dividing K exactly
     (:func:`~tvm_tma.kernels.tiling.exact_wave`)."""
     base = conv2d_config(geometry, dtype, ctas=ctas, **options)
     if not sweep:
@@ -173,6 +174,15 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
         tiles = conv2d_config(geometry, dtype, ctas=ctas, block_n=block_n).num_tiles
         if parts * tiles <= ctas:
             add(block_n, schedule="cooperative", split_k=parts, split_k_ordered=True)
+    rows = -(-geometry.gemm_m // 64)
+    narrow = [w for w in range(min(widest, 256), 7, -8)
+              if geometry.k % w == 0 and ctas // 2 <= rows * (geometry.k // w) <= ctas]
+    for block_n in narrow[:2]:
+        # One wave of narrow 64-row tiles of whole K, the widest two dividing K that give
+        # half the CTAs or more one each: since the mainloop is unrolled (wgmma.k_loop)
+        # they beat the wide tiles in K parts the rules pick on some layers of few tiles
+        # (N=32 1x1 7x7x1152 -> 192 on 64 x 48: 1.29x; benchmarks/RESULTS.md 6w).
+        add(block_n, block_m=64, schedule="cooperative", split_k=1)
     wave = exact_wave(base)
     if wave is not None:
         # One wave of tiles dividing K exactly (tiling.in_one_exact_wave, a pointwise

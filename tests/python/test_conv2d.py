@@ -1076,6 +1076,15 @@ def test_benchmark_sweep_and_problem_options(tmp_path, capsys):
                                    True, 132)
     assert long_k[0].block_n == 128
     assert any((cfg.block_m, cfg.block_n, cfg.num_tiles) == (128, 80, 128) for cfg in long_k)
+    # One wave of narrow 64-row tiles of whole K beside the default's wide tiles in K parts
+    # (N=32 1x1 7x7x1152 -> 192: 25 row blocks; 64 x 48 100 tiles, 64 x 64 75).
+    few = BENCHMARK.configs_for(_layer(32, 7, 7, 1152, 192, 1, 1, pad=0), "bfloat16", True,
+                                132)
+    assert few[0].split_k > 1
+    narrow = {(cfg.block_n, cfg.num_tiles) for cfg in few
+              if cfg.block_m == 64 and cfg.split_k == 1 and not cfg.stream_k
+              and cfg.tail_split == 1}
+    assert {(64, 75), (48, 100)} <= narrow
     assert BENCHMARK.main(["--compile-only", "--sweep", "--problem", "2,8,8,128,128,3,3,2,1",
                            "--dump-cuda", str(tmp_path)]) == 0
     assert f"{len(configs)} kernels assembled" in capsys.readouterr().out
