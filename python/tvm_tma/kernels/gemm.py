@@ -150,7 +150,8 @@ from .wgmma import a_slot_layout, k_loop, make_mma_steps, make_mma_unit, swizzle
 def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
     """``load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank,
     place)``: the producer's loads for ``count`` consecutive ring uses ``it0 ..`` holding
-    K steps ``k_step0 ..`` of tile (``mb``, ``nb``).
+    K steps ``k_step0 ..`` of tile (``mb``, ``nb``), in the loop :func:`.wgmma.k_loop`
+    unrolls or not as the consumers' (the same count, so the same decision).
 
     One ring slot per K step: acquire the slot, announce both tiles' bytes on its "full"
     barrier, then TMA-load the A tile (``block_m x block_k`` of ``A``, whatever layout

@@ -236,8 +236,8 @@ def make_release(cfg: GemmConfig) -> Callable[..., None]:
 def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
     """``mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, k_step0, count, row0,
     lane)``: one consumer warpgroup's mainloop over ``count`` consecutive ring uses ``it0 ..
-    it0 + count - 1`` (``count`` at least 1, a constant or an expression), holding K steps
-    ``k_step0 ..`` of one tile.
+    it0 + count - 1`` (``count`` at least 1, a constant or an expression; written out step
+    by step where :func:`k_loop` unrolls it), holding K steps ``k_step0 ..`` of one tile.
 
     It computes rows ``row0 .. row0 + consumer_rows - 1`` of each slot's A tile times its B
     tile into ``acc`` (``cfg.accumulators`` fp32 registers per thread, in the wgmma fragment
