@@ -16,6 +16,7 @@ import pytest
 
 import tvm_tma
 from tvm_tma.conv import Conv2dGeometry
+from tvm_tma.kernels import conv2d as conv2d_module
 from tvm_tma.kernels.conv2d import (
     COVERING_SHARE,
     HALF_ROWS_MAX_STEPS,
@@ -35,7 +36,18 @@ from tvm_tma.kernels.conv2d import (
 )
 from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
 from tvm_tma.kernels.reference import error_bound
-from tvm_tma.kernels.tiling import STEP_COST
+from tvm_tma.kernels.tiling import (
+    NARROW_WAVE_MAX_LOAD_RATIO,
+    NARROW_WAVE_MIN_FILL,
+    NARROW_WAVE_MIN_STEPS,
+    NARROW_WAVE_MIN_WIDTH,
+    NARROW_WAVE_PINGPONG_FILL,
+    NARROW_WAVE_WIDTH_STEP,
+    STEP_COST,
+    fullest_narrow_wave,
+    unit_load_bytes,
+)
+from tvm_tma.kernels.wgmma import unrolled
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.scripts import load_script
 
@@ -48,6 +60,15 @@ BENCHMARK = load_script(REPO / "benchmarks" / "conv2d.py", "conv2d_benchmark")
 def _layer(n, h, w, c, k, r=3, s=3, stride=1, pad=1, dilation=1):
     return Conv2dGeometry(n, h, w, c, k, r, s, stride=(stride, stride), padding=(pad, pad),
                           dilation=(dilation, dilation))
+
+
+@pytest.fixture
+def before_narrow_wave(monkeypatch):
+    """conv2d_config without its last tiling rule (the fullest narrow wave of a pointwise
+    layer, ``test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles``),
+    for the tests of the rules before it: that rule replaces their choice on some 1x1
+    layers, but they still choose for im2col layers and every layer it leaves."""
+    monkeypatch.setattr(conv2d_module, "_narrow_wave", lambda geometry, chosen, options: chosen)
 
 
 #: Small layers, each with what it exercises: (id, geometry, conv2d_config options).
@@ -66,11 +87,14 @@ SMALL = [
     ("stride2-2x15x13x128-k64", _layer(2, 15, 13, 128, 64, stride=2), {}),
     ("1x1-4x10x10x64-k128", _layer(4, 10, 10, 64, 128, 1, 1, pad=0), {}),
     # A ResNet bottleneck's 1x1 layer at small size: 4 K steps on ping-pong 128 x 128
-    # tiles (M = 300 ragged, two column blocks), and by default on 64-row tiles (few
-    # tiles: 5 row blocks, the last 44 rows).
+    # tiles (M = 300 ragged, two column blocks), on 64-row tiles (5 row blocks, the last
+    # 44 rows: the half-rows rule's tiles), and by default on 80 tiles of 64 x 16 (the
+    # fullest narrow wave: 16 column blocks of each row block).
     ("1x1-short-k-3x10x10x256-k256", _layer(3, 10, 10, 256, 256, 1, 1, pad=0),
      {"block_n": 128, "schedule": "pingpong"}),
-    ("1x1-short-k-half-rows-3x10x10x256-k256", _layer(3, 10, 10, 256, 256, 1, 1, pad=0), {}),
+    ("1x1-short-k-half-rows-3x10x10x256-k256", _layer(3, 10, 10, 256, 256, 1, 1, pad=0),
+     {"block_m": 64, "block_n": 64, "schedule": "cooperative"}),
+    ("1x1-narrow-wave-3x10x10x256-k256", _layer(3, 10, 10, 256, 256, 1, 1, pad=0), {}),
     # 32 K steps on 64-row tiles in 8 ordered parts (M = 98: the second row block 34 rows).
     ("half-rows-ordered-2x7x7x2048-k256", _layer(2, 7, 7, 2048, 256, 1, 1, pad=0), {}),
     ("1x1-stride2-2x16x16x128-k64", _layer(2, 16, 16, 128, 64, 1, 1, stride=2, pad=0), {}),
@@ -269,7 +293,7 @@ def test_few_wide_tiles_take_as_many_ordered_k_parts_as_the_ctas_hold():
     assert conv2d_config(_layer(32, 7, 7, 512, 512), cluster_n=2).split_k == 1
 
 
-def test_batch_one_layers_halve_the_tile_where_the_widest_give_few_ctas_a_unit():
+def test_batch_one_layers_halve_the_tile_where_the_widest_give_few_ctas_a_unit(before_narrow_wave):
     """Where the widest tiles in ordered parts give at most a quarter of the CTAs a unit
     (tiles x parts), or where the K steps (4 a part) rather than the CTAs cap their
     parts, tiles half as wide do (measured on the H100, kernels/conv2d.py)."""
@@ -350,7 +374,7 @@ def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms
     assert conv2d_config(_layer(1, 64, 64, 320, 320), cluster=1).block_n == 64
 
 
-def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles():
+def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles(before_narrow_wave):
     """At most SHORT_K_STEPS K steps (ResNet's 1x1 layers) and 128 dividing K: ping-pong
     128 x 128 tiles, no split, no cluster, where they fill more than half the CTAs (64-row
     tiles where they do not, the tail in K parts or 192-row tiles where those pay: the
@@ -439,7 +463,7 @@ def test_192_row_tiles_are_cooperative_and_keep_their_registers():
                                            "epilogue_n": 64, **fields}).check()
 
 
-def test_few_tiles_of_few_k_steps_take_64_row_tiles():
+def test_few_tiles_of_few_k_steps_take_64_row_tiles(before_narrow_wave):
     """A layer of at most HALF_ROWS_MAX_STEPS K steps whose 128-row tiles fill at most half
     the CTAs takes 64-row tiles (cooperative: one consumer warpgroup each): plain where it
     has at most 16 and they fit one wave (64 x 64 where 64 x 128 ones still fill at most
@@ -493,7 +517,7 @@ def test_few_tiles_of_few_k_steps_take_64_row_tiles():
     assert conv2d_config(short, split_k=2, split_k_ordered=True).block_m == 128
 
 
-def test_a_pointwise_layer_takes_one_wave_of_tiles_dividing_k_exactly():
+def test_a_pointwise_layer_takes_one_wave_of_tiles_dividing_k_exactly(before_narrow_wave):
     """A 1x1 layer whose tiles leave SMs idle or cut K into parts, where tiles of 128 (else
     64) rows and a width dividing K exactly (a multiple of 16, at least 80) make one wave
     95-100% full, takes them: cooperative, no split, no cluster (tiling.in_one_exact_wave,
@@ -535,7 +559,71 @@ def test_a_pointwise_layer_takes_one_wave_of_tiles_dividing_k_exactly():
     assert picked(pointwise(2, 17, 16, 320, 640), ctas=40)[1:4] == (128, 80, 40)
 
 
-def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms():
+def test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles():
+    """A 1x1 layer takes cooperative 64-row tiles with the whole K each, of the width (a
+    multiple of 8, at least 16, dividing K) whose tiles make the fullest wave of half to
+    all the CTAs, where they are more than the earlier rules' tiles (tiling.
+    in_fullest_narrow_wave, measured on the H200: RESULTS.md 6x). Not for one K step, a
+    near-full wave of ping-pong tiles, tiles loading over 3x a unit of the earlier tiling,
+    a mainloop past the unroll budget, an im2col layer, or over the caller's choices."""
+    assert (NARROW_WAVE_MIN_WIDTH, NARROW_WAVE_WIDTH_STEP, NARROW_WAVE_MIN_FILL) == (16, 8, 0.5)
+    assert (NARROW_WAVE_MIN_STEPS, NARROW_WAVE_PINGPONG_FILL,
+            NARROW_WAVE_MAX_LOAD_RATIO) == (2, 0.75, 3.0)
+    pointwise = functools.partial(_layer, r=1, s=1, pad=0)
+
+    def before(layer):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(conv2d_module, "_narrow_wave", lambda geometry, chosen, options: chosen)
+            return conv2d_config(layer)
+
+    cases = {  # (n, h, c, k): (block_n, tiles, K steps, stages), (block_m, block_n, units) before
+        (32, 7, 1152, 320): ((64, 125, 18, 12), (64, 160, 100)),  # 2 ordered parts before
+        (32, 7, 1152, 192): ((48, 100, 18, 12), (64, 192, 100)),  # 4 parts; 64 x 64: 75
+        (32, 7, 160, 960): ((192, 125, 3, 6), (128, 160, 78)),
+        (8, 7, 960, 320): ((32, 70, 15, 12), (64, 160, 14)),
+        (1, 14, 112, 672): ((24, 112, 2, 12), (64, 224, 12)),
+        (1, 7, 232, 1392): ((16, 87, 4, 12), (128, 192, 8)),  # 1392 = 87 x 16
+        (32, 7, 2048, 512): ((128, 100, 32, 9), (128, 256, 130)),  # 64 x 128 steps unrolled
+        (8, 8, 2560, 768): ((48, 128, 40, 12), (128, 128, 120)),
+    }
+    for (n, h, c, k), (want, was) in cases.items():
+        layer = pointwise(n, h, h, c, k)
+        cfg, old = conv2d_config(layer), before(layer)
+        assert (cfg.block_m, cfg.schedule, cfg.cluster_size, cfg.stream_k) == (
+            64, "cooperative", 1, False)
+        assert (cfg.split_k, cfg.tail_split, cfg.reduction_parts) == (1, 1, 1)
+        assert (cfg.block_n, cfg.num_tiles, cfg.k_steps, cfg.stages) == want, (n, h, c, k)
+        assert cfg.n % cfg.block_n == 0 and cfg.num_tiles <= cfg.ctas
+        assert (old.block_m, old.block_n, old.num_tiles * old.reduction_parts) == was
+        assert cfg.num_tiles > old.num_tiles
+        assert unit_load_bytes(cfg) <= NARROW_WAVE_MAX_LOAD_RATIO * unit_load_bytes(old)
+    # The guards: one K step (N=8 14x14x64 -> 384 keeps 75 tiles of 64 x 128); 105
+    # ping-pong tiles of 128 x 64 (N=16 7x7x160 -> 960, 80% of a wave); 128 tiles of 64 x
+    # 16 would load 3.3x a unit of 64 x 128 in 8 parts (N=4 7x7x2048 -> 512); 64 x 8
+    # tiles are too narrow (N=1 14x14x672 -> 192 keeps 32 of 64 x 24); 64 x 160 tiles of
+    # 30 K steps would be a rolled loop (N=2 32x32x1920 -> 640 keeps 80 of 128 x 128);
+    # tiles already the fullest (N=32 14x14x480 -> 80: 98 of 64 x 80).
+    for (n, h, c, k) in ((8, 14, 64, 384), (16, 7, 160, 960), (4, 7, 2048, 512),
+                         (1, 14, 672, 192), (2, 32, 1920, 640), (32, 14, 480, 80)):
+        layer = pointwise(n, h, h, c, k)
+        assert conv2d_config(layer) == before(layer), (n, h, c, k)
+    assert unrolled(30, replace(conv2d_config(pointwise(2, 32, 32, 1920, 640)),
+                                block_m=64, block_n=160)) is False
+    # An im2col layer (3x3, or stride 2) and the caller's choices keep their tiles.
+    assert conv2d_config(_layer(32, 7, 7, 512, 512)).block_n == 256
+    assert conv2d_config(_layer(32, 14, 14, 1152, 320, 1, 1, stride=2, pad=0)).block_n != 64
+    layer = pointwise(32, 7, 7, 1152, 320)
+    for options in ({"block_n": 160}, {"stages": 6}, {"schedule": "cooperative"},
+                    {"split_k": 2, "split_k_ordered": True}):
+        assert conv2d_config(layer, **options).num_tiles < 125
+    # The candidate itself, on any GEMM problem: the most tiles of any width.
+    wave = fullest_narrow_wave(GemmConfig(1568, 320, 1152, b_layout="nk"))
+    assert (wave.block_m, wave.block_n, wave.num_tiles, wave.split_k) == (64, 64, 125, 1)
+    assert unit_load_bytes(wave) == 18 * (64 + 64) * 64 * 2
+    assert fullest_narrow_wave(GemmConfig(64, 24, 1152, b_layout="nk")) is None  # 1 tile
+
+
+def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms(before_narrow_wave):
     """Where no measured width divides K (at most 256), a tile exactly K wide spans it
     (any multiple of 8 is a width), so each A tile is read once, not once per 64-wide
     column block; not where its tiles (after the 64-row rule) are fewer than 90% of the
@@ -1076,11 +1164,12 @@ def test_benchmark_sweep_and_problem_options(tmp_path, capsys):
                                    True, 132)
     assert long_k[0].block_n == 128
     assert any((cfg.block_m, cfg.block_n, cfg.num_tiles) == (128, 80, 128) for cfg in long_k)
-    # One wave of narrow 64-row tiles of whole K beside the default's wide tiles in K parts
-    # (N=32 1x1 7x7x1152 -> 192: 25 row blocks; 64 x 48 100 tiles, 64 x 64 75).
+    # One wave of narrow 64-row tiles of whole K (N=32 1x1 7x7x1152 -> 192: 25 row
+    # blocks; 64 x 48 100 tiles, 64 x 64 75): the default is the fullest of them
+    # (in_fullest_narrow_wave), and the sweep times the other beside it.
     few = BENCHMARK.configs_for(_layer(32, 7, 7, 1152, 192, 1, 1, pad=0), "bfloat16", True,
                                 132)
-    assert few[0].split_k > 1
+    assert (few[0].block_m, few[0].block_n, few[0].split_k) == (64, 48, 1)
     narrow = {(cfg.block_n, cfg.num_tiles) for cfg in few
               if cfg.block_m == 64 and cfg.split_k == 1 and not cfg.stream_k
               and cfg.tail_split == 1}

@@ -45,6 +45,7 @@ from tvm.tirx.layout import S, TileLayout
 
 from .gemm_config import GemmConfig
 from .scheduler import unit_steps
+from .tiling import UNROLLED_ACCUMULATOR_STEPS, unrolled
 
 #: K extent of one wgmma instruction for 16-bit inputs.
 MMA_K = 16
@@ -89,12 +90,6 @@ def swizzled_layout(dtype: str, shape: tuple[int, ...]):
 #: Swizzle mode "none" (``encode_matrix_descriptor`` and the tensor map number it 0): the
 #: unswizzled K-major A slot of 8-column pieces (``GemmConfig.a_copy_k``).
 SWIZZLE_NONE = 0
-#: Most accumulator-steps (K steps x fp32 accumulators per consumer thread) a mainloop of
-#: a known length is unrolled for (:func:`k_loop`). nvcc's time grows faster than the
-#: code: 64 x 48 tiles of 32 steps (768) 1.9 s, 64 x 128 of 32 (2048) 8.8 s, a 3x3 conv
-#: of 36 steps on 128 x 128 tiles (2304) 9.4 s, 3600 24 s, 128 x 256 tiles of 64 steps
-#: (8192) 85 s, against 0.6-1.8 s rolled.
-UNROLLED_ACCUMULATOR_STEPS = 2304
 
 
 def k_loop(count, cfg: GemmConfig):
@@ -117,7 +112,7 @@ def k_loop(count, cfg: GemmConfig):
     cuBLAS -> 116-121%), conv2d 1x1 N=1 32x32x1280 -> 640 1.50x, N=32 7x7x960 -> 160
     1.39x, N=1 14x14x672 -> 112 1.26x, 3x3 N=32 14x14x256 1.13x, N=8 1x1 32x32x1280 ->
     640 1.11x; 25 others 0.95-1.08x."""
-    if isinstance(count, int) and count * cfg.accumulators <= UNROLLED_ACCUMULATOR_STEPS:
+    if isinstance(count, int) and unrolled(count, cfg, UNROLLED_ACCUMULATOR_STEPS):
         return T.unroll(count)
     return T.serial(count)
 

@@ -146,6 +146,12 @@ class Tiling(Protocol):
     def tail_tiles(self) -> int: ...
     @property
     def tail_parts_held(self) -> int: ...
+    @property
+    def accumulators(self) -> int: ...
+    @property
+    def a_tile_bytes(self) -> int: ...
+    @property
+    def b_tile_bytes(self) -> int: ...
     def check(self) -> None: ...
 
 
@@ -296,6 +302,13 @@ LINE_BYTES = 128
 #: cluster nor stream-K over them (and, with ``schedule``, no ordered split-K either).
 SPLIT_FIELDS = frozenset({"cluster", "cluster_n", "split_k", "split_k_ordered", "stream_k",
                           "stream_k_waves", "tail_split"})
+#: Most accumulator-steps (K steps x fp32 accumulators per consumer thread) a mainloop of
+#: a known length is unrolled for (:func:`~tvm_tma.kernels.wgmma.k_loop`; the rules that
+#: price unrolled steps ask :func:`unrolled`). nvcc's time grows faster than the code: 64
+#: x 48 tiles of 32 steps (768) 1.9 s, 64 x 128 of 32 (2048) 8.8 s, a 3x3 conv of 36 steps
+#: on 128 x 128 tiles (2304) 9.4 s, 3600 24 s, 128 x 256 tiles of 64 steps (8192) 85 s,
+#: against 0.6-1.8 s rolled.
+UNROLLED_ACCUMULATOR_STEPS = 2304
 #: The options by which a caller chooses the tiling itself (tile, schedule, ring, cluster,
 #: split): no rule after the model's choice overrides them (:func:`refinements`, conv2d's
 #: exact wave).
@@ -613,6 +626,13 @@ def trimmed(cfg: Tiling) -> Tiling:
     narrow = replace(cfg, block_n=width, epilogue_n=0 if stage == width else stage)
     staged = with_most_stages(narrow)
     return staged if staged is not None else cfg
+
+
+def unrolled(count: int, cfg: Tiling, budget: int = UNROLLED_ACCUMULATOR_STEPS) -> bool:
+    """Whether the kernel unrolls a mainloop of ``count`` (a constant) K steps of ``cfg``'s
+    tiles: ``count`` times the accumulators at most ``budget``
+    (:data:`UNROLLED_ACCUMULATOR_STEPS`)."""
+    return count * cfg.accumulators <= budget
 
 
 def with_most_stages(cfg: Tiling) -> Tiling | None:

@@ -7,7 +7,14 @@ from __future__ import annotations
 import math
 from dataclasses import replace
 
-from .model import Tiling, c_stage_widths, kernel_runs, sixteen_bit_nk, with_most_stages
+from .model import (
+    Tiling,
+    c_stage_widths,
+    kernel_runs,
+    sixteen_bit_nk,
+    unrolled,
+    with_most_stages,
+)
 
 #: :func:`in_one_exact_wave`: its tiles at least this share of the CTAs, and none over.
 EXACT_WAVE_MIN_FILL = 0.95
@@ -31,6 +38,27 @@ EXACT_WAVE_MIN_STEPS = 5
 NARROW_RING_WIDTHS = (80, 96)
 NARROW_RING_STAGES = 8
 NARROW_RING_MIN_STEPS = 20
+#: :func:`in_fullest_narrow_wave`: tile widths, multiples of this dividing N, from the
+#: widest (256) down to :data:`NARROW_WAVE_MIN_WIDTH` (64 x 8 tiles lost to the default on
+#: both layers measured: N=1 7x7x160 -> 960 0.97x, 14x14x672 -> 192 0.97x, H200).
+NARROW_WAVE_WIDTH_STEP = 8
+NARROW_WAVE_MIN_WIDTH = 16
+#: :func:`in_fullest_narrow_wave`: its tiles at least this share of the CTAs, and none over.
+NARROW_WAVE_MIN_FILL = 0.5
+#: :func:`in_fullest_narrow_wave`: the fewest K steps (one K step, N=8 14x14x64 -> 384:
+#: 0.95x the default's 75 tiles of 64 x 128).
+NARROW_WAVE_MIN_STEPS = 2
+#: :func:`in_fullest_narrow_wave`: the most K steps (40 won: N=8 8x8x2560 -> 768 1x1 on 64 x
+#: 48 tiles 1.15x; at 64 all three GEMMs measured lost: 768 x 384 x 4096 0.65x, 768 x 512 x
+#: 4096 0.84x, 512 x 512 x 4096 0.87x the default's ordered K parts).
+NARROW_WAVE_MAX_STEPS = 40
+#: :func:`in_fullest_narrow_wave`: ping-pong tiles filling this share of the CTAs are kept
+#: (N=16 7x7x160 -> 960: 105 of 128 x 64 ran 1.22x the 130 of 64 x 96).
+NARROW_WAVE_PINGPONG_FILL = 0.75
+#: :func:`in_fullest_narrow_wave`: the most bytes a CTA loads, as a multiple of what a work
+#: unit of ``cfg`` loads (N=4 7x7x2048 -> 512: 128 tiles of 64 x 16 and 32 K steps load
+#: 3.3x a unit of 64 x 128 in 8 ordered parts, and ran 0.90x it).
+NARROW_WAVE_MAX_LOAD_RATIO = 3.0
 
 
 def in_one_exact_wave(cfg: Tiling) -> Tiling:
@@ -105,6 +133,94 @@ def exact_wave(cfg: Tiling) -> Tiling | None:
                            tail_split=1)
             return with_narrow_ring(with_most_stages(wave))
     return None
+
+
+def fullest_narrow_wave(cfg: Tiling) -> Tiling | None:
+    """Cooperative 64-row tiles, each the whole K, in the fullest wave a width gives: the
+    width (a multiple of :data:`NARROW_WAVE_WIDTH_STEP` dividing N, from 256 down to
+    :data:`NARROW_WAVE_MIN_WIDTH`) whose tiles are the most of those numbering
+    :data:`NARROW_WAVE_MIN_FILL` to all of ``cfg.ctas``, unswapped, with the widest C stage
+    and as many ring stages as fit; None where no width gives such a wave (or no ring
+    fits)."""
+    row_blocks = math.ceil(cfg.m / 64)
+    fullest = None
+    for width in range(NARROW_WAVE_MIN_WIDTH, min(cfg.n, 256) + 1, NARROW_WAVE_WIDTH_STEP):
+        tiles = row_blocks * (cfg.n // width)
+        if cfg.n % width or not NARROW_WAVE_MIN_FILL * cfg.ctas <= tiles <= cfg.ctas:
+            continue
+        if fullest is None or tiles > fullest[1]:
+            fullest = (width, tiles)
+    if fullest is None:
+        return None
+    width = fullest[0]
+    stage = c_stage_widths(width)[0]
+    return with_most_stages(replace(
+        cfg, block_m=64, block_n=width, schedule="cooperative", swap_ab=False,
+        epilogue_n=0 if stage == width else stage, cluster=1, cluster_n=1, split_k=1,
+        split_k_ordered=False, stream_k=False, tail_split=1))
+
+
+def in_fullest_narrow_wave(cfg: Tiling) -> Tiling:
+    """``cfg`` as the tiles of :func:`fullest_narrow_wave` where they are more than
+    ``cfg``'s tiles, have :data:`NARROW_WAVE_MIN_STEPS` to :data:`NARROW_WAVE_MAX_STEPS` K
+    steps in a mainloop the kernel unrolls (:func:`~.model.unrolled`: the rule rests on
+    unrolled steps), and load at most :data:`NARROW_WAVE_MAX_LOAD_RATIO` times the bytes of
+    one of ``cfg``'s work units a CTA; ping-pong tiles filling
+    :data:`NARROW_WAVE_PINGPONG_FILL` of the CTAs are kept. 16-bit inputs with B as N x K
+    (what was measured: conv2d's pointwise layers and the GEMM).
+
+    A short problem whose wide tiles are too few for the SMs was priced, by rules fit while
+    the mainloop was a rolled loop, into K parts (each a wait and an add of partial sums)
+    or a partial wave; with the mainloop unrolled (:func:`~tvm_tma.kernels.wgmma.k_loop`)
+    a 64-row step of a narrow tile is cheap, and tiles as narrow as N / 20 with the whole
+    K each, one per SM, run faster. H200, same runs, two repetitions (graph replays),
+    conv2d 1x1 layers of MobileNetV2/V3, EfficientNet-B0/B3, ResNet-50 and SD UNet at N=1
+    to 64: on the 24 layers the rule was fit on, e.g. N=32 7x7x1152 -> 320 125 tiles of 64
+    x 64 1.25x cuDNN against 0.68x (50 of 64 x 160 in 2 parts), 7x7x1152 -> 192 100 of 64
+    x 48 1.12 / 0.84, 7x7x160 -> 960 125 of 64 x 192 1.16 / 0.77 (78 of 128 x 160); N=8
+    7x7x960 -> 320 70 of 64 x 32 1.16 / 0.73; N=1 14x14x112 -> 672 112 of 64 x 24 1.80 /
+    1.06. Held out (the rule written, then measured): 89 layers it changes, 1.17x geomean,
+    82 faster (N=1 7x7x232 -> 1392 2.09x, 14x14x136 -> 816 2.06x, N=64 7x7x1152 -> 320
+    1.55x, N=32 7x7x2048 -> 512 1.14x), 5 within 0.98-0.99x, and the two the guards since
+    keep (0.82x, 0.90x); a random 90 of the 3361 synthetic 1x1 layers it changes 1.17x,
+    none under 0.97x. The GEMM (:func:`in_gemm_fullest_narrow_wave`): 100 problems it takes
+    1.15x geomean, 95 faster, none under 0.95x (1568 x 640 x 1280 83% of cuBLAS to 128%);
+    the step bound from three of 64 K steps that lost (0.65-0.87x). RESULTS.md 6x."""
+    if not sixteen_bit_nk(cfg):
+        return cfg
+    if (cfg.schedule == "pingpong"
+            and cfg.num_tiles >= NARROW_WAVE_PINGPONG_FILL * cfg.ctas):
+        return cfg
+    wave = fullest_narrow_wave(cfg)
+    if wave is None or wave.num_tiles <= cfg.num_tiles:
+        return cfg
+    if not NARROW_WAVE_MIN_STEPS <= wave.k_steps <= NARROW_WAVE_MAX_STEPS:
+        return cfg
+    if not unrolled(wave.k_steps, wave):
+        return cfg
+    if unit_load_bytes(wave) > NARROW_WAVE_MAX_LOAD_RATIO * unit_load_bytes(cfg):
+        return cfg
+    return wave
+
+
+def in_gemm_fullest_narrow_wave(cfg: Tiling) -> Tiling:
+    """The GEMM's :func:`in_fullest_narrow_wave`, on the tiling its other rules leave but
+    for clusters and C^T = B A^T, which stay. Where rows straddle L2 sectors or lines the
+    GEMM's rules share A or B between tiles in clusters, and narrow tiles of their own
+    were mixed there (17 problems 0.85-1.56x, 1.05x geomean, 7 slower); a swap puts 128 of B's rows
+    in a slot, and narrow tiles of few rows lost on weight streams (16 x 8192 x 2560
+    0.59x, 1 x 6144 x 2560 0.62x, 8 x 4096 x 1024 0.73x, 136 x 5120 x 2048 0.83x, 48 x
+    3072 x 1000 0.81x) while winning on small ones (49 x 1280 x 960 1.42x, 98 x 1152 x 192
+    1.53x). conv2d's layers, whose clusters come from its own rules (and won: 1.07-2.09x
+    on 10 layers), take :func:`in_fullest_narrow_wave`. RESULTS.md 6x."""
+    if cfg.cluster_size > 1 or cfg.swap_ab:
+        return cfg
+    return in_fullest_narrow_wave(cfg)
+
+
+def unit_load_bytes(cfg: Tiling) -> int:
+    """Bytes of A and B one work unit of ``cfg`` loads (its K steps times a slot)."""
+    return cfg.steps_per_unit * (cfg.a_tile_bytes + cfg.b_tile_bytes)
 
 
 def with_narrow_ring(wave: Tiling | None) -> Tiling | None:

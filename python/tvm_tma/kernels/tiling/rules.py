@@ -14,6 +14,7 @@ from .model import (
     modelled,
     streams_weights,
 )
+from .one_wave import in_gemm_fullest_narrow_wave
 from .swap import on_swapped_operands, swapped
 from .unswapped import UNSWAPPED_RULES
 
@@ -49,7 +50,9 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
     (:func:`on_half_rows`), the trim (:func:`trimmed`), 64 x 256 tiles for a
     few row blocks (:func:`on_wide_half_rows`), 2x2 clusters (:func:`in_two_by_two`), one
     wave of tiles dividing N exactly (:func:`in_one_exact_wave`), A shared in clusters of
-    4 (:func:`sharing_a_in_fours`).
+    4 (:func:`sharing_a_in_fours`); then, on whatever they leave but clusters and
+    swaps, the fullest wave of narrow 64-row tiles of whole K
+    (:func:`in_gemm_fullest_narrow_wave`).
     ``benchmarks/gemm.py --explain`` prints them. The caller's ``swap_ab`` decides the
     swap (:func:`on_swapped_operands` is skipped; with True, none applies: they were
     measured on A @ B^T's tiles)."""
@@ -66,6 +69,9 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
         if chosen.swap_ab:
             # The rules after it were measured on A @ B^T's tiles.
             break
+    narrow = in_gemm_fullest_narrow_wave(chosen)
+    if narrow != chosen:
+        steps.append((in_gemm_fullest_narrow_wave.__name__, narrow))
     return steps
 
 
