@@ -356,7 +356,9 @@ def _narrow_wave(geometry: Conv2dGeometry, chosen: GemmConfig, options: dict) ->
     (:func:`~.tiling.in_fullest_narrow_wave`, measured on 113 1x1 layers of MobileNets,
     EfficientNets, ResNet-50 and SD UNet at N=1 to 64: 1.17x geomean on the 89 held out),
     unless the caller chose the tile, schedule, ring, cluster or split. An im2col layer
-    keeps its tiles (not measured)."""
+    keeps its tiles: on 40 of them the rule was mixed past 18 K steps (12 of 18 slower),
+    and the bound that fits the rest (17 layers 0.99-1.53x) has no held-out run yet
+    (RESULTS.md 6x)."""
     if not geometry.is_pointwise or TILING_CHOICES & set(options):
         return chosen
     return in_fullest_narrow_wave(chosen)
