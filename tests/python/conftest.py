@@ -26,3 +26,14 @@ def pytest_collection_modifyitems(config, items):
     for item in items:
         if "gpu" in item.keywords:
             item.add_marker(skip)
+
+
+@pytest.fixture
+def before_narrow_wave(monkeypatch):
+    """The GEMM's default tiling without its last rule (the fullest wave of narrow tiles,
+    tiling.in_gemm_fullest_narrow_wave; its tests are in test_tiling.py), for the tests of
+    the rules before it: that rule replaces their choice on some short problems, but they
+    still choose for every problem it leaves."""
+    from tvm_tma.kernels.tiling import rules
+
+    monkeypatch.setattr(rules, "in_gemm_fullest_narrow_wave", lambda cfg: cfg)

@@ -63,7 +63,7 @@ def _layer(n, h, w, c, k, r=3, s=3, stride=1, pad=1, dilation=1):
 
 
 @pytest.fixture
-def before_narrow_wave(monkeypatch):
+def before_1x1_wave(monkeypatch):
     """conv2d_config without its last tiling rule (the fullest narrow wave of a pointwise
     layer, ``test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles``),
     for the tests of the rules before it: that rule replaces their choice on some 1x1
@@ -293,7 +293,7 @@ def test_few_wide_tiles_take_as_many_ordered_k_parts_as_the_ctas_hold():
     assert conv2d_config(_layer(32, 7, 7, 512, 512), cluster_n=2).split_k == 1
 
 
-def test_batch_one_layers_halve_the_tile_where_the_widest_give_few_ctas_a_unit(before_narrow_wave):
+def test_batch_one_layers_halve_the_tile_where_the_widest_give_few_ctas_a_unit(before_1x1_wave):
     """Where the widest tiles in ordered parts give at most a quarter of the CTAs a unit
     (tiles x parts), or where the K steps (4 a part) rather than the CTAs cap their
     parts, tiles half as wide do (measured on the H100, kernels/conv2d.py)."""
@@ -374,7 +374,7 @@ def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms
     assert conv2d_config(_layer(1, 64, 64, 320, 320), cluster=1).block_n == 64
 
 
-def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles(before_narrow_wave):
+def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles(before_1x1_wave):
     """At most SHORT_K_STEPS K steps (ResNet's 1x1 layers) and 128 dividing K: ping-pong
     128 x 128 tiles, no split, no cluster, where they fill more than half the CTAs (64-row
     tiles where they do not, the tail in K parts or 192-row tiles where those pay: the
@@ -463,7 +463,7 @@ def test_192_row_tiles_are_cooperative_and_keep_their_registers():
                                            "epilogue_n": 64, **fields}).check()
 
 
-def test_few_tiles_of_few_k_steps_take_64_row_tiles(before_narrow_wave):
+def test_few_tiles_of_few_k_steps_take_64_row_tiles(before_1x1_wave):
     """A layer of at most HALF_ROWS_MAX_STEPS K steps whose 128-row tiles fill at most half
     the CTAs takes 64-row tiles (cooperative: one consumer warpgroup each): plain where it
     has at most 16 and they fit one wave (64 x 64 where 64 x 128 ones still fill at most
@@ -517,7 +517,7 @@ def test_few_tiles_of_few_k_steps_take_64_row_tiles(before_narrow_wave):
     assert conv2d_config(short, split_k=2, split_k_ordered=True).block_m == 128
 
 
-def test_a_pointwise_layer_takes_one_wave_of_tiles_dividing_k_exactly(before_narrow_wave):
+def test_a_pointwise_layer_takes_one_wave_of_tiles_dividing_k_exactly(before_1x1_wave):
     """A 1x1 layer whose tiles leave SMs idle or cut K into parts, where tiles of 128 (else
     64) rows and a width dividing K exactly (a multiple of 16, at least 80) make one wave
     95-100% full, takes them: cooperative, no split, no cluster (tiling.in_one_exact_wave,
@@ -623,7 +623,7 @@ def test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles():
     assert fullest_narrow_wave(GemmConfig(64, 24, 1152, b_layout="nk")) is None  # 1 tile
 
 
-def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms(before_narrow_wave):
+def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms(before_1x1_wave):
     """Where no measured width divides K (at most 256), a tile exactly K wide spans it
     (any multiple of 8 is a width), so each A tile is read once, not once per 64-wide
     column block; not where its tiles (after the 64-row rule) are fewer than 90% of the

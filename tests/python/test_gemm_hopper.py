@@ -955,7 +955,7 @@ def test_64_row_tiles_where_m_is_at_most_64_or_short_tiles_are_few():
         assert GemmConfig.for_problem(m, n, k, **options).block_m == 128, (m, n, k, options)
 
 
-def test_64_row_tiles_of_every_width_where_m_is_at_most_64():
+def test_64_row_tiles_of_every_width_where_m_is_at_most_64(before_narrow_wave):
     """tiling.on_half_rows for widths other than 128 (_half_of_wide_rows): where M is at
     most 64 the model's cooperative 128 x 256 (or 192, 160) tiles become 64-row ones of
     the same width with the most ring stages that fit; not past M = 64, not for a tail
@@ -985,7 +985,7 @@ def test_64_row_tiles_of_every_width_where_m_is_at_most_64():
     assert picked(8, 28672, 4096, b_layout="kn")[1] == 128
 
 
-def test_64_by_64_tiles_where_even_64_row_tiles_are_few():
+def test_64_by_64_tiles_where_even_64_row_tiles_are_few(before_narrow_wave):
     """tiling.narrow_half_rows: a short problem's plain 64 x 128 tiles become 64 x 64 ones
     (12 stages, one 64-column C stage) where at most half the CTAs get a 64 x 128 tile and
     the 64 x 64 ones fit a wave; not where M is at most 64 (the K split is kept), nor

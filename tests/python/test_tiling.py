@@ -64,17 +64,9 @@ def picker(*names: str):
     return picked
 
 
-@pytest.fixture
-def before_narrow_wave(monkeypatch):
-    """The default tiling without its last rule (the fullest wave of narrow tiles,
-    ``test_short_problems_take_the_fullest_wave_of_narrow_whole_k_tiles``), for the tests
-    of the rules before it: that rule replaces their choice on some short problems, but
-    they still choose for every problem it leaves."""
-    monkeypatch.setattr(rules_module, "in_gemm_fullest_narrow_wave", lambda cfg: cfg)
-
-
 def before_the_narrow_wave(m: int, n: int, k: int, **options) -> GemmConfig:
-    """``GemmConfig.for_problem`` without the fullest narrow wave (as the fixture above)."""
+    """``GemmConfig.for_problem`` without the fullest narrow wave (as conftest's
+    ``before_narrow_wave`` fixture)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_gemm_fullest_narrow_wave", lambda cfg: cfg)
         return GemmConfig.for_problem(m, n, k, **options)
