@@ -112,6 +112,8 @@ def k_loop(count, cfg: GemmConfig):
     cuBLAS -> 116-121%), conv2d 1x1 N=1 32x32x1280 -> 640 1.50x, N=32 7x7x960 -> 160
     1.39x, N=1 14x14x672 -> 112 1.26x, 3x3 N=32 14x14x256 1.13x, N=8 1x1 32x32x1280 ->
     640 1.11x; 25 others 0.95-1.08x."""
+    # The budget is this module's name for tiling's constant, passed explicitly so that
+    # a test that sets wgmma.UNROLLED_ACCUMULATOR_STEPS changes what the kernel unrolls.
     if isinstance(count, int) and unrolled(count, cfg, UNROLLED_ACCUMULATOR_STEPS):
         return T.unroll(count)
     return T.serial(count)

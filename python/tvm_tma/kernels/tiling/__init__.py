@@ -225,9 +225,9 @@ __all__ = [
     "streams_weights",
     "swapped",
     "trimmed",
-    "unswapped_tiling",
-    "with_most_stages",
     "unit_load_bytes",
     "unrolled",
+    "unswapped_tiling",
+    "with_most_stages",
     "with_narrow_ring",
 ]

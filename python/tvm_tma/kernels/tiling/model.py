@@ -311,7 +311,7 @@ SPLIT_FIELDS = frozenset({"cluster", "cluster_n", "split_k", "split_k_ordered", 
 UNROLLED_ACCUMULATOR_STEPS = 2304
 #: The options by which a caller chooses the tiling itself (tile, schedule, ring, cluster,
 #: split): no rule after the model's choice overrides them (:func:`refinements`, conv2d's
-#: exact wave).
+#: exact and narrow waves).
 TILING_CHOICES = SPLIT_FIELDS | {"block_m", "block_n", "schedule", "stages", "epilogue_n"}
 
 

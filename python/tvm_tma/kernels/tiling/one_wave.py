@@ -137,8 +137,8 @@ def exact_wave(cfg: Tiling) -> Tiling | None:
 
 def fullest_narrow_wave(cfg: Tiling) -> Tiling | None:
     """Cooperative 64-row tiles, each the whole K, in the fullest wave a width gives: the
-    width (a multiple of :data:`NARROW_WAVE_WIDTH_STEP` dividing N, from 256 down to
-    :data:`NARROW_WAVE_MIN_WIDTH`) whose tiles are the most of those numbering
+    width (a multiple of :data:`NARROW_WAVE_WIDTH_STEP` dividing N, from
+    :data:`NARROW_WAVE_MIN_WIDTH` to 256) whose tiles are the most of those numbering
     :data:`NARROW_WAVE_MIN_FILL` to all of ``cfg.ctas``, unswapped, with the widest C stage
     and as many ring stages as fit; None where no width gives such a wave (or no ring
     fits)."""
