@@ -20,6 +20,7 @@ from tvm_tma.kernels import conv2d as conv2d_module
 from tvm_tma.kernels.conv2d import (
     COVERING_SHARE,
     HALF_ROWS_MAX_STEPS,
+    IM2COL_NARROW_WAVE_MAX_STEPS,
     K_STEP_COLUMNS,
     MAX_STAGES,
     NARROW_TALL_WIDTH,
@@ -45,6 +46,7 @@ from tvm_tma.kernels.tiling import (
     NARROW_WAVE_WIDTH_STEP,
     STEP_COST,
     fullest_narrow_wave,
+    in_fullest_narrow_wave,
     unit_load_bytes,
 )
 from tvm_tma.kernels.wgmma import unrolled
@@ -63,11 +65,12 @@ def _layer(n, h, w, c, k, r=3, s=3, stride=1, pad=1, dilation=1):
 
 
 @pytest.fixture
-def before_1x1_wave(monkeypatch):
-    """conv2d_config without its last tiling rule (the fullest narrow wave of a pointwise
-    layer, ``test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles``),
-    for the tests of the rules before it: that rule replaces their choice on some 1x1
-    layers, but they still choose for im2col layers and every layer it leaves."""
+def before_narrow_wave(monkeypatch):
+    """conv2d_config without its last tiling rule (the fullest narrow wave,
+    ``test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles`` and
+    ``test_an_im2col_layer_of_few_k_steps_takes_the_fullest_narrow_wave``), for the tests
+    of the rules before it: that rule replaces their choice on some layers, but they still
+    choose for every layer it leaves."""
     monkeypatch.setattr(conv2d_module, "_narrow_wave", lambda geometry, chosen, options: chosen)
 
 
@@ -95,6 +98,13 @@ SMALL = [
     ("1x1-short-k-half-rows-3x10x10x256-k256", _layer(3, 10, 10, 256, 256, 1, 1, pad=0),
      {"block_m": 64, "block_n": 64, "schedule": "cooperative"}),
     ("1x1-narrow-wave-3x10x10x256-k256", _layer(3, 10, 10, 256, 256, 1, 1, pad=0), {}),
+    # The same rule on im2col layers of at most 18 K steps: 20 tiles of 64 x 16 on 20 CTAs
+    # (M = 300: the last row block 44 rows; 5 of 64 x 64 without the rule), and a stride-2
+    # layer of two channel blocks per tap (18 K steps) on 6 tiles of 64 x 16 (M = 60, one
+    # ragged row block; 2 ping-pong 128 x 64 tiles without).
+    ("im2col-narrow-wave-3x10x10x64-k64-ctas20", _layer(3, 10, 10, 64, 64), {"ctas": 20}),
+    ("im2col-narrow-wave-stride2-2x11x9x128-k96-ctas12", _layer(2, 11, 9, 128, 96, stride=2),
+     {"ctas": 12}),
     # 32 K steps on 64-row tiles in 8 ordered parts (M = 98: the second row block 34 rows).
     ("half-rows-ordered-2x7x7x2048-k256", _layer(2, 7, 7, 2048, 256, 1, 1, pad=0), {}),
     ("1x1-stride2-2x16x16x128-k64", _layer(2, 16, 16, 128, 64, 1, 1, stride=2, pad=0), {}),
@@ -293,7 +303,7 @@ def test_few_wide_tiles_take_as_many_ordered_k_parts_as_the_ctas_hold():
     assert conv2d_config(_layer(32, 7, 7, 512, 512), cluster_n=2).split_k == 1
 
 
-def test_batch_one_layers_halve_the_tile_where_the_widest_give_few_ctas_a_unit(before_1x1_wave):
+def test_batch_one_layers_halve_the_tile_where_the_widest_give_few_ctas_a_unit(before_narrow_wave):
     """Where the widest tiles in ordered parts give at most a quarter of the CTAs a unit
     (tiles x parts), or where the K steps (4 a part) rather than the CTAs cap their
     parts, tiles half as wide do (measured on the H100, kernels/conv2d.py)."""
@@ -333,7 +343,8 @@ def test_a_partial_last_wave_of_long_tiles_is_shared_out_with_stream_k():
     assert not conv2d_config(_layer(8, 32, 32, 1280, 1280), stream_k=False).stream_k
 
 
-def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms():
+def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms(
+        before_narrow_wave):
     """Among exact widths >= 128 whose tiles give at least half the SMs one (and the widest
     in ordered K parts where it does not), the wave model (kernels/tiling: rounds x K
     steps x STEP_COST, stream-K where it pays, the parts' price) picks: K =
@@ -374,7 +385,7 @@ def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms
     assert conv2d_config(_layer(1, 64, 64, 320, 320), cluster=1).block_n == 64
 
 
-def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles(before_1x1_wave):
+def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles(before_narrow_wave):
     """At most SHORT_K_STEPS K steps (ResNet's 1x1 layers) and 128 dividing K: ping-pong
     128 x 128 tiles, no split, no cluster, where they fill more than half the CTAs (64-row
     tiles where they do not, the tail in K parts or 192-row tiles where those pay: the
@@ -463,7 +474,7 @@ def test_192_row_tiles_are_cooperative_and_keep_their_registers():
                                            "epilogue_n": 64, **fields}).check()
 
 
-def test_few_tiles_of_few_k_steps_take_64_row_tiles(before_1x1_wave):
+def test_few_tiles_of_few_k_steps_take_64_row_tiles(before_narrow_wave):
     """A layer of at most HALF_ROWS_MAX_STEPS K steps whose 128-row tiles fill at most half
     the CTAs takes 64-row tiles (cooperative: one consumer warpgroup each): plain where it
     has at most 16 and they fit one wave (64 x 64 where 64 x 128 ones still fill at most
@@ -517,7 +528,7 @@ def test_few_tiles_of_few_k_steps_take_64_row_tiles(before_1x1_wave):
     assert conv2d_config(short, split_k=2, split_k_ordered=True).block_m == 128
 
 
-def test_a_pointwise_layer_takes_one_wave_of_tiles_dividing_k_exactly(before_1x1_wave):
+def test_a_pointwise_layer_takes_one_wave_of_tiles_dividing_k_exactly(before_narrow_wave):
     """A 1x1 layer whose tiles leave SMs idle or cut K into parts, where tiles of 128 (else
     64) rows and a width dividing K exactly (a multiple of 16, at least 80) make one wave
     95-100% full, takes them: cooperative, no split, no cluster (tiling.in_one_exact_wave,
@@ -609,9 +620,8 @@ def test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles():
         assert conv2d_config(layer) == before(layer), (n, h, c, k)
     assert unrolled(30, replace(conv2d_config(pointwise(2, 32, 32, 1920, 640)),
                                 block_m=64, block_n=160)) is False
-    # An im2col layer (3x3, or stride 2) and the caller's choices keep their tiles.
-    assert conv2d_config(_layer(32, 7, 7, 512, 512)).block_n == 256
-    assert conv2d_config(_layer(32, 14, 14, 1152, 320, 1, 1, stride=2, pad=0)).block_n != 64
+    # The caller's choices keep their tiles (im2col layers:
+    # test_an_im2col_layer_of_few_k_steps_takes_the_fullest_narrow_wave).
     layer = pointwise(32, 7, 7, 1152, 320)
     for options in ({"block_n": 160}, {"stages": 6}, {"schedule": "cooperative"},
                     {"split_k": 2, "split_k_ordered": True}):
@@ -623,7 +633,46 @@ def test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles():
     assert fullest_narrow_wave(GemmConfig(64, 24, 1152, b_layout="nk")) is None  # 1 tile
 
 
-def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms(before_1x1_wave):
+def test_an_im2col_layer_of_few_k_steps_takes_the_fullest_narrow_wave():
+    """An im2col layer (3x3, or a strided 1x1) takes the fullest wave of narrow whole-K
+    tiles as a pointwise one does, up to IM2COL_NARROW_WAVE_MAX_STEPS K steps: 40 3x3
+    layers measured 0.99-1.53x within it and 12 of 18 slower past it; 14 held out within
+    it 1.04-1.59x (H200)."""
+    def before(layer):
+        with pytest.MonkeyPatch.context() as patch:
+            patch.setattr(conv2d_module, "_narrow_wave", lambda geometry, chosen, options: chosen)
+            return conv2d_config(layer)
+
+    assert IM2COL_NARROW_WAVE_MAX_STEPS == 18  # 3x3 over 128 channels, 64 a K step
+    cases = {  # layer: (block_n, tiles, K steps), (block_m, block_n, units) before
+        # 4 x 1024 rows on 64 x 128 tiles in 2 parts; 64 x 64 ones are as many, whole K.
+        (4, 32, 128, 128, 3, 1): ((64, 128, 18), (64, 128, 128)),
+        (24, 24, 128, 256, 3, 2): ((128, 108, 18), (128, 256, 108)),  # 4 parts before
+        (16, 10, 128, 64, 3, 1): ((16, 100, 18), (128, 64, 13)),  # 13 whole-K tiles
+        (1, 64, 64, 64, 3, 1): ((32, 128, 9), (64, 64, 64)),
+        (32, 14, 1152, 320, 1, 2): ((64, 125, 18), (64, 160, 100)),  # ResNet's strided 1x1
+    }
+    for (n, h, c, k, r, stride), (want, was) in cases.items():
+        layer = _layer(n, h, h, c, k, r, r, stride=stride, pad=r // 2)
+        assert not layer.is_pointwise
+        cfg, old = conv2d_config(layer), before(layer)
+        assert (cfg.block_m, cfg.schedule, cfg.split_k, cfg.reduction_parts) == (
+            64, "cooperative", 1, 1)
+        assert (cfg.block_n, cfg.num_tiles, cfg.k_steps) == want, (n, h, c, k, r, stride)
+        assert (old.block_m, old.block_n, old.num_tiles * old.reduction_parts) == was
+        assert cfg.num_tiles > old.num_tiles
+    # Past 18 K steps an im2col layer keeps its tiles: N=8 14x14x256 (36 steps) stays in
+    # 5 ordered parts of 128 x 128, though 64 x 64 whole-K tiles would make 100.
+    deep = _layer(8, 14, 14, 256, 256)
+    assert in_fullest_narrow_wave(before(deep)).num_tiles == 100
+    assert conv2d_config(deep) == before(deep)
+    assert (conv2d_config(deep).block_n, conv2d_config(deep).split_k) == (128, 5)
+    assert conv2d_config(_layer(32, 7, 7, 512, 512)).block_n == 256  # 72 steps
+    # The caller's tile keeps it.
+    assert conv2d_config(_layer(4, 32, 32, 128, 128), block_n=128).block_n == 128
+
+
+def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms(before_narrow_wave):
     """Where no measured width divides K (at most 256), a tile exactly K wide spans it
     (any multiple of 8 is a width), so each A tile is read once, not once per 64-wide
     column block; not where its tiles (after the 64-row rule) are fewer than 90% of the

@@ -93,6 +93,9 @@ COVERING_SHARE = 0.9
 #: one K step) and their ring depth.
 STORE_BOUND_BLOCK_K = 16
 STORE_BOUND_STAGES = 4
+#: Most K steps of an im2col layer's tiles in :func:`_narrow_wave` (3x3 over 128 channels:
+#: 18 steps of 64; 25 to 36 steps were mixed, 12 of 18 layers slower).
+IM2COL_NARROW_WAVE_MAX_STEPS = 18
 #: Widest tile :func:`_narrow_and_tall` gives 192 rows (the widest measured: 160).
 NARROW_TALL_WIDTH = 160
 #: Options that say how the work is split (the GEMM's :data:`~.tiling.SPLIT_FIELDS`, but
@@ -268,11 +271,13 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       and that make one wave 95-100% full, whole K each (:func:`_exact_wave`, the GEMM's
       :func:`~.tiling.in_one_exact_wave`): SD UNet's N=1 32x32x1280 -> 640 on 128 tiles
       of 64 x 80 (0.77x cuDNN against 0.59x), N=2 on 128 x 80 (0.96-1.12x against 0.84x).
-    * **the fullest narrow wave** (a pointwise layer, last): cooperative 64-row tiles of
-      whole K, of the width dividing K whose tiles make the fullest wave of half to all
-      the CTAs, where they are more than the tiles above (:func:`_narrow_wave`, the
-      GEMM's :func:`~.tiling.in_fullest_narrow_wave`: N=32 7x7x1152 -> 320 on 125 tiles of
-      64 x 64, 1.25x cuDNN against 0.68x; 89 held-out layers 1.17x geomean).
+    * **the fullest narrow wave** (last; an im2col layer only up to
+      :data:`IM2COL_NARROW_WAVE_MAX_STEPS` K steps): cooperative 64-row tiles of whole
+      K, of the width dividing K whose tiles make the fullest wave of half to all the
+      CTAs, where they are more than the tiles above (:func:`_narrow_wave`, the GEMM's
+      :func:`~.tiling.in_fullest_narrow_wave`: N=32 7x7x1152 -> 320 on 125 tiles of
+      64 x 64, 1.25x cuDNN against 0.68x; 89 held-out 1x1 layers 1.17x geomean, 14
+      held-out 3x3 layers 1.20x).
     * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
       count).
 
@@ -356,12 +361,15 @@ def _narrow_wave(geometry: Conv2dGeometry, chosen: GemmConfig, options: dict) ->
     (:func:`~.tiling.in_fullest_narrow_wave`, measured on 113 1x1 layers of MobileNets,
     EfficientNets, ResNet-50 and SD UNet at N=1 to 64: 1.17x geomean on the 89 held out),
     unless the caller chose the tile, schedule, ring, cluster or split. An im2col layer
-    keeps its tiles: on 40 of them the rule was mixed past 18 K steps (12 of 18 slower),
-    and the bound that fits the rest (17 layers 0.99-1.53x) has no held-out run yet
-    (RESULTS.md 6x)."""
-    if not geometry.is_pointwise or TILING_CHOICES & set(options):
+    takes them only up to :data:`IM2COL_NARROW_WAVE_MAX_STEPS` K steps: on 40 3x3 layers
+    the 17 within it gained 0.99-1.53x (1.18x geomean) and 12 of the 18 past it lost; 14
+    held out within it gained 1.04-1.59x (1.20x geomean; RESULTS.md 6x, 6y)."""
+    if TILING_CHOICES & set(options):
         return chosen
-    return in_fullest_narrow_wave(chosen)
+    wave = in_fullest_narrow_wave(chosen)
+    if not geometry.is_pointwise and wave.k_steps > IM2COL_NARROW_WAVE_MAX_STEPS:
+        return chosen
+    return wave
 
 
 def _short_k(base: GemmConfig, options: dict) -> bool:
