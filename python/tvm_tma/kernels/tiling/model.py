@@ -309,6 +309,19 @@ SPLIT_FIELDS = frozenset({"cluster", "cluster_n", "split_k", "split_k_ordered", 
 #: on 128 x 128 tiles (2304) 9.4 s, 3600 24 s, 128 x 256 tiles of 64 steps (8192) 85 s,
 #: against 0.6-1.8 s rolled.
 UNROLLED_ACCUMULATOR_STEPS = 2304
+#: Most K steps a ping-pong mainloop of 128 x 128 tiles (128 accumulators a consumer
+#: thread) is unrolled for where its CTAs take two rounds of tiles (:func:`unrolled`).
+#: nvcc then unrolls the loop over the two tiles as well, and past 12 steps the code
+#: spills at the 168 registers a 384-thread kernel gets (ptxas: 16 steps 548 bytes, 18
+#: steps 280; 12 steps none): 1x1 layers of 16 steps ran 1.21-1.26x slower unrolled
+#: (H200, same runs: N=32 14x14x1024 -> 2048 stride 2 18.3-18.7 us against 15.0-15.1
+#: rolled, N=16 14x14x1024 -> 1024 17.2 / 13.7, N=16 28x28x1024 -> 1024 stride 2 17.9 /
+#: 14.7; held out, 1.22-1.32x on four more: N=1 56x56x1024 -> 1024, N=8 14x14x1024 ->
+#: 2048, N=32 7x7x1024 -> 2048, N=64 14x14x1024 -> 1024 stride 2). One round is all
+#: constants (no spill; N=32 14x14x1024 -> 256 7.8 us unrolled against 8.1), and from
+#: three rounds the tile loop stays a loop (60 bytes spilled outside the steps) and
+#: unrolled ran 1.01-1.08x faster on seven layers of 392 to 1568 tiles.
+PINGPONG_UNROLLED_STEPS = 12
 #: The options by which a caller chooses the tiling itself (tile, schedule, ring, cluster,
 #: split): no rule after the model's choice overrides them (:func:`refinements`, conv2d's
 #: exact and narrow waves).
@@ -631,8 +644,13 @@ def trimmed(cfg: Tiling) -> Tiling:
 def unrolled(count: int, cfg: Tiling, budget: int = UNROLLED_ACCUMULATOR_STEPS) -> bool:
     """Whether the kernel unrolls a mainloop of ``count`` (a constant) K steps of ``cfg``'s
     tiles: ``count`` times the accumulators at most ``budget``
-    (:data:`UNROLLED_ACCUMULATOR_STEPS`)."""
-    return count * cfg.accumulators <= budget
+    (:data:`UNROLLED_ACCUMULATOR_STEPS`), and at most :data:`PINGPONG_UNROLLED_STEPS`
+    steps of 128 x 128 ping-pong tiles taken in two rounds."""
+    if count * cfg.accumulators > budget:
+        return False
+    two_rounds = math.ceil(cfg.work_units / cfg.workers) == 2
+    return not (cfg.schedule == "pingpong" and cfg.accumulators >= 128 and two_rounds
+                and count > PINGPONG_UNROLLED_STEPS)
 
 
 def with_most_stages(cfg: Tiling) -> Tiling | None:
