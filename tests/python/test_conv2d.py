@@ -64,14 +64,26 @@ def _layer(n, h, w, c, k, r=3, s=3, stride=1, pad=1, dilation=1):
                           dilation=(dilation, dilation))
 
 
+def _chosen_before_narrow_wave(geometry, chosen, options):
+    """conv2d._narrow_wave that keeps the tiling the rules before it chose."""
+    return chosen
+
+
 @pytest.fixture
-def before_narrow_wave(monkeypatch):
+def before_conv_narrow_wave(monkeypatch):
     """conv2d_config without its last tiling rule (the fullest narrow wave,
     ``test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles`` and
     ``test_an_im2col_layer_of_few_k_steps_takes_the_fullest_narrow_wave``), for the tests
     of the rules before it: that rule replaces their choice on some layers, but they still
-    choose for every layer it leaves."""
-    monkeypatch.setattr(conv2d_module, "_narrow_wave", lambda geometry, chosen, options: chosen)
+    choose for every layer it leaves. (conftest's ``before_narrow_wave`` is the GEMM's.)"""
+    monkeypatch.setattr(conv2d_module, "_narrow_wave", _chosen_before_narrow_wave)
+
+
+def config_before_narrow_wave(layer: Conv2dGeometry) -> GemmConfig:
+    """``conv2d_config(layer)`` as the rules before the narrow wave leave it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(conv2d_module, "_narrow_wave", _chosen_before_narrow_wave)
+        return conv2d_config(layer)
 
 
 #: Small layers, each with what it exercises: (id, geometry, conv2d_config options).
@@ -303,7 +315,8 @@ def test_few_wide_tiles_take_as_many_ordered_k_parts_as_the_ctas_hold():
     assert conv2d_config(_layer(32, 7, 7, 512, 512), cluster_n=2).split_k == 1
 
 
-def test_batch_one_layers_halve_the_tile_where_the_widest_give_few_ctas_a_unit(before_narrow_wave):
+def test_batch_one_layers_halve_the_tile_where_the_widest_give_few_ctas_a_unit(
+        before_conv_narrow_wave):
     """Where the widest tiles in ordered parts give at most a quarter of the CTAs a unit
     (tiles x parts), or where the K steps (4 a part) rather than the CTAs cap their
     parts, tiles half as wide do (measured on the H100, kernels/conv2d.py)."""
@@ -344,7 +357,7 @@ def test_a_partial_last_wave_of_long_tiles_is_shared_out_with_stream_k():
 
 
 def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms(
-        before_narrow_wave):
+        before_conv_narrow_wave):
     """Among exact widths >= 128 whose tiles give at least half the SMs one (and the widest
     in ordered K parts where it does not), the wave model (kernels/tiling: rounds x K
     steps x STEP_COST, stream-K where it pays, the parts' price) picks: K =
@@ -385,7 +398,7 @@ def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms
     assert conv2d_config(_layer(1, 64, 64, 320, 320), cluster=1).block_n == 64
 
 
-def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles(before_narrow_wave):
+def test_a_layer_of_few_k_steps_takes_ping_pong_128_wide_tiles(before_conv_narrow_wave):
     """At most SHORT_K_STEPS K steps (ResNet's 1x1 layers) and 128 dividing K: ping-pong
     128 x 128 tiles, no split, no cluster, where they fill more than half the CTAs (64-row
     tiles where they do not, the tail in K parts or 192-row tiles where those pay: the
@@ -474,7 +487,7 @@ def test_192_row_tiles_are_cooperative_and_keep_their_registers():
                                            "epilogue_n": 64, **fields}).check()
 
 
-def test_few_tiles_of_few_k_steps_take_64_row_tiles(before_narrow_wave):
+def test_few_tiles_of_few_k_steps_take_64_row_tiles(before_conv_narrow_wave):
     """A layer of at most HALF_ROWS_MAX_STEPS K steps whose 128-row tiles fill at most half
     the CTAs takes 64-row tiles (cooperative: one consumer warpgroup each): plain where it
     has at most 16 and they fit one wave (64 x 64 where 64 x 128 ones still fill at most
@@ -528,7 +541,7 @@ def test_few_tiles_of_few_k_steps_take_64_row_tiles(before_narrow_wave):
     assert conv2d_config(short, split_k=2, split_k_ordered=True).block_m == 128
 
 
-def test_a_pointwise_layer_takes_one_wave_of_tiles_dividing_k_exactly(before_narrow_wave):
+def test_a_pointwise_layer_takes_one_wave_of_tiles_dividing_k_exactly(before_conv_narrow_wave):
     """A 1x1 layer whose tiles leave SMs idle or cut K into parts, where tiles of 128 (else
     64) rows and a width dividing K exactly (a multiple of 16, at least 80) make one wave
     95-100% full, takes them: cooperative, no split, no cluster (tiling.in_one_exact_wave,
@@ -582,11 +595,6 @@ def test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles():
             NARROW_WAVE_MAX_LOAD_RATIO) == (2, 0.75, 3.0)
     pointwise = functools.partial(_layer, r=1, s=1, pad=0)
 
-    def before(layer):
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(conv2d_module, "_narrow_wave", lambda geometry, chosen, options: chosen)
-            return conv2d_config(layer)
-
     cases = {  # (n, h, c, k): (block_n, tiles, K steps, stages), (block_m, block_n, units) before
         (32, 7, 1152, 320): ((64, 125, 18, 12), (64, 160, 100)),  # 2 ordered parts before
         (32, 7, 1152, 192): ((48, 100, 18, 12), (64, 192, 100)),  # 4 parts; 64 x 64: 75
@@ -599,7 +607,7 @@ def test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles():
     }
     for (n, h, c, k), (want, was) in cases.items():
         layer = pointwise(n, h, h, c, k)
-        cfg, old = conv2d_config(layer), before(layer)
+        cfg, old = conv2d_config(layer), config_before_narrow_wave(layer)
         assert (cfg.block_m, cfg.schedule, cfg.cluster_size, cfg.stream_k) == (
             64, "cooperative", 1, False)
         assert (cfg.split_k, cfg.tail_split, cfg.reduction_parts) == (1, 1, 1)
@@ -617,7 +625,7 @@ def test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles():
     for (n, h, c, k) in ((8, 14, 64, 384), (16, 7, 160, 960), (4, 7, 2048, 512),
                          (1, 14, 672, 192), (2, 32, 1920, 640), (32, 14, 480, 80)):
         layer = pointwise(n, h, h, c, k)
-        assert conv2d_config(layer) == before(layer), (n, h, c, k)
+        assert conv2d_config(layer) == config_before_narrow_wave(layer), (n, h, c, k)
     assert unrolled(30, replace(conv2d_config(pointwise(2, 32, 32, 1920, 640)),
                                 block_m=64, block_n=160)) is False
     # The caller's choices keep their tiles (im2col layers:
@@ -638,11 +646,6 @@ def test_an_im2col_layer_of_few_k_steps_takes_the_fullest_narrow_wave():
     tiles as a pointwise one does, up to IM2COL_NARROW_WAVE_MAX_STEPS K steps: 40 3x3
     layers measured 0.99-1.53x within it and 12 of 18 slower past it; 14 held out within
     it 1.04-1.59x (H200)."""
-    def before(layer):
-        with pytest.MonkeyPatch.context() as patch:
-            patch.setattr(conv2d_module, "_narrow_wave", lambda geometry, chosen, options: chosen)
-            return conv2d_config(layer)
-
     assert IM2COL_NARROW_WAVE_MAX_STEPS == 18  # 3x3 over 128 channels, 64 a K step
     cases = {  # layer: (block_n, tiles, K steps), (block_m, block_n, units) before
         # 4 x 1024 rows on 64 x 128 tiles in 2 parts; 64 x 64 ones are as many, whole K.
@@ -655,7 +658,7 @@ def test_an_im2col_layer_of_few_k_steps_takes_the_fullest_narrow_wave():
     for (n, h, c, k, r, stride), (want, was) in cases.items():
         layer = _layer(n, h, h, c, k, r, r, stride=stride, pad=r // 2)
         assert not layer.is_pointwise
-        cfg, old = conv2d_config(layer), before(layer)
+        cfg, old = conv2d_config(layer), config_before_narrow_wave(layer)
         assert (cfg.block_m, cfg.schedule, cfg.split_k, cfg.reduction_parts) == (
             64, "cooperative", 1, 1)
         assert (cfg.block_n, cfg.num_tiles, cfg.k_steps) == want, (n, h, c, k, r, stride)
@@ -664,15 +667,16 @@ def test_an_im2col_layer_of_few_k_steps_takes_the_fullest_narrow_wave():
     # Past 18 K steps an im2col layer keeps its tiles: N=8 14x14x256 (36 steps) stays in
     # 5 ordered parts of 128 x 128, though 64 x 64 whole-K tiles would make 100.
     deep = _layer(8, 14, 14, 256, 256)
-    assert in_fullest_narrow_wave(before(deep)).num_tiles == 100
-    assert conv2d_config(deep) == before(deep)
+    assert in_fullest_narrow_wave(config_before_narrow_wave(deep)).num_tiles == 100
+    assert conv2d_config(deep) == config_before_narrow_wave(deep)
     assert (conv2d_config(deep).block_n, conv2d_config(deep).split_k) == (128, 5)
     assert conv2d_config(_layer(32, 7, 7, 512, 512)).block_n == 256  # 72 steps
     # The caller's tile keeps it.
     assert conv2d_config(_layer(4, 32, 32, 128, 128), block_n=128).block_n == 128
 
 
-def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms(before_narrow_wave):
+def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms(
+        before_conv_narrow_wave):
     """Where no measured width divides K (at most 256), a tile exactly K wide spans it
     (any multiple of 8 is a width), so each A tile is read once, not once per 64-wide
     column block; not where its tiles (after the 64-row rule) are fewer than 90% of the
