@@ -394,6 +394,10 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
     ``(scale_a, scale_b)`` pair of one-element fp32 buffers with FP8 inputs, else None;
     ``partials`` and ``flags`` are None but with stream-K.
 
+    The kernel's entry (the CTA and thread indices, the dynamic shared memory) is this
+    function's; what a CTA does with them is :func:`make_cta_body`'s, so a kernel holding
+    two tilings (:mod:`.grouped_gemm`) opens one entry and branches between two of those.
+
     ``work``: another kernel's walk over its work (a grouped GEMM's tiles across groups,
     :mod:`.grouped_gemm`), with ``produce(ring, a_ring, b_ring, A, B, groups, worker)``
     and ``consume(ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, groups, worker,
@@ -401,36 +405,14 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
     place of the GEMM's loops (``groups`` is that kernel's extra arguments); everything
     else -- shared memory, ring, barriers, register split -- is this kernel's."""
     m, k = cfg.m, cfg.k
-    (a_dtype, b_dtype), c_dtype = cfg.mma_dtypes, cfg.out_dtype
-    bm, bn, bk, stages = cfg.block_m, cfg.block_n, cfg.block_k, cfg.stages
-    ctas, cluster, workers, units = cfg.ctas, cfg.cluster_size, cfg.workers, cfg.work_units
-    n_rounds = rounds(cfg)
-    pingpong, stream_k, fp8 = cfg.schedule == "pingpong", cfg.stream_k, cfg.fp8
-    ordered = cfg.split_k_ordered
-    tail = cfg.tail_split > 1
-    elem, out_elem = cfg.element_bytes, cfg.out_bytes
-    b_slot = (bk, bn) if cfg.b_layout == "kn" else (bn, bk)
-    a_offset, b_offset = cfg.a_ring_start // elem, cfg.b_ring_start // elem
-    c_offset = cfg.c_stage_start // out_elem
-    a_layout = a_slot_layout(cfg)
-    b_layout = swizzled_layout(b_dtype, (stages, *b_slot))
-    c_layout = c_stage_layout(cfg)
-    c_shape = c_stage_shape(cfg)
+    a_dtype = cfg.mma_dtypes[0]
+    ctas, cluster = cfg.ctas, cfg.cluster_size
     # The A view, read only when a_operand is given (the ifs on a_operand and stream_k in
     # the body are decided while it is parsed).
     view_layout = view_offset = None
     if a_operand is not None:
         view_layout, view_offset = a_operand.view_layout, a_operand.view_elem_offset
-    load_unit, load_steps = make_load_unit(cfg), make_load_steps(cfg)
-    mma_unit, mma_steps = make_mma_unit(cfg), make_mma_steps(cfg)
-    store_unit = make_store_unit(cfg)
-    store_tail = make_store_unit(cfg, cfg.tail_split) if tail else None
-    publish, gather = make_fixup(cfg) if stream_k else (None, None)
-    k_steps = cfg.k_steps
-    zero_words = cfg.a_zero_bytes // 4
-    dp_rounds = cfg.stream_k_dp_rounds if stream_k else cfg.tail_rounds if tail else 0
-    dp_steps = dp_rounds * k_steps
-    tail_units = cfg.tail_tiles * cfg.tail_split if tail else 0
+    cta_body = make_cta_body(cfg, work)
 
     # fmt: off
     @T.inline
@@ -460,6 +442,55 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
             place = T.meta_var(0)
         tid = T.thread_id([cfg.threads])
         dyn = T.alloc_buffer((cfg.shared_bytes,), "uint8", scope="shared.dyn")
+        cta_body(A, B, C, scales, partials, flags, groups, (worker, rank, place, tid, dyn))
+    # fmt: on
+    return body
+
+
+def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None
+                  ) -> Callable[..., None]:
+    """``cta(A, B, C, scales, partials, flags, groups, entry)``: what one CTA of the kernel
+    does -- lay out its shared memory, initialise the ring's barriers, split the registers
+    between producer and consumers and run their loops (or ``work``'s, see
+    :func:`make_kernel_body`) -- given the kernel's ``entry`` = (worker, rank, place, tid,
+    dyn): the CTA's worker index, its rank in its cluster (scope id and from the CTA
+    index), the thread index and the dynamic shared memory (at least
+    ``cfg.shared_bytes``).
+
+    ``threads``: the kernel's threads where it launches more than ``cfg.threads`` (a kernel
+    holding two tilings, one with fewer consumer warpgroups): the warpgroups past this
+    tiling's pass the barrier after the ring's initialisation and do nothing else."""
+    idle_warpgroups = threads is not None and threads > cfg.threads
+    (a_dtype, b_dtype), c_dtype = cfg.mma_dtypes, cfg.out_dtype
+    bm, bn, bk, stages = cfg.block_m, cfg.block_n, cfg.block_k, cfg.stages
+    cluster, workers, units = cfg.cluster_size, cfg.workers, cfg.work_units
+    n_rounds = rounds(cfg)
+    pingpong, stream_k, fp8 = cfg.schedule == "pingpong", cfg.stream_k, cfg.fp8
+    ordered = cfg.split_k_ordered
+    tail = cfg.tail_split > 1
+    elem, out_elem = cfg.element_bytes, cfg.out_bytes
+    b_slot = (bk, bn) if cfg.b_layout == "kn" else (bn, bk)
+    a_offset, b_offset = cfg.a_ring_start // elem, cfg.b_ring_start // elem
+    c_offset = cfg.c_stage_start // out_elem
+    a_layout = a_slot_layout(cfg)
+    b_layout = swizzled_layout(b_dtype, (stages, *b_slot))
+    c_layout = c_stage_layout(cfg)
+    c_shape = c_stage_shape(cfg)
+    load_unit, load_steps = make_load_unit(cfg), make_load_steps(cfg)
+    mma_unit, mma_steps = make_mma_unit(cfg), make_mma_steps(cfg)
+    store_unit = make_store_unit(cfg)
+    store_tail = make_store_unit(cfg, cfg.tail_split) if tail else None
+    publish, gather = make_fixup(cfg) if stream_k else (None, None)
+    k_steps = cfg.k_steps
+    zero_words = cfg.a_zero_bytes // 4
+    dp_rounds = cfg.stream_k_dp_rounds if stream_k else cfg.tail_rounds if tail else 0
+    dp_steps = dp_rounds * k_steps
+    tail_units = cfg.tail_tiles * cfg.tail_split if tail else 0
+
+    # fmt: off
+    @T.inline
+    def cta(A, B, C, scales, partials, flags, groups, entry):
+        worker, rank, place, tid, dyn = T.meta_var(entry)
         full = T.decl_buffer((stages,), "uint64", dyn.data, elem_offset=0)
         empty = T.decl_buffer((stages,), "uint64", dyn.data, elem_offset=stages)
         a_ring = T.decl_buffer((stages, bm, bk), a_dtype, dyn.data, elem_offset=a_offset,
@@ -542,7 +573,8 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
                         if unit < units:
                             mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, place))
                             load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place)
-        else:
+        elif not idle_warpgroups or warpgroup <= cfg.consumers:
+            # (Decided while parsed but in a kernel of more warpgroups than this tiling's.)
             T.ptx.setmaxnreg.inc.sync.aligned.u32(cfg.consumer_registers)
             consumer = T.meta_var(warpgroup - 1)
             if fp8:
@@ -619,4 +651,4 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
             # No CTA exits while a peer may still multicast into it or arrive on its barriers.
             T.cuda.cluster_sync()
     # fmt: on
-    return body
+    return cta
