@@ -38,6 +38,7 @@ from tvm_tma.kernels.grouped_gemm import (
     GroupedGemmConfig,
     check_workspace_left_clean,
     grouped_gemm_kernel,
+    takes_short,
     with_tiling,
     workspace,
 )
@@ -49,8 +50,10 @@ from tvm_tma.testing.timing import back_to_back, per_launch_median
 #: E, M, N, K: Mixtral-like up- and down-projections, DeepSeek-like, and a decode step.
 DEFAULT_PROBLEMS = [(8, 8128, 14336, 4096), (8, 8144, 4096, 14336), (64, 15888, 2048, 7168),
                     (64, 1040, 2048, 7168)]
-#: Tilings ``--sweep`` tries beside the default (GemmConfig options).
-SWEEP = [dict(), dict(l2_promotion=128), dict(l2_promotion=256), dict(block_m=64, stages=5),
+#: Tilings ``--sweep`` tries beside the default (GemmConfig options; ``short=False``: the
+#: default's tall tiles alone, where it also holds short ones).
+SWEEP = [dict(), dict(short=False), dict(l2_promotion=128), dict(l2_promotion=256),
+         dict(block_m=64, stages=5),
          dict(block_m=64, schedule="pingpong", stages=5, epilogue_n=64),
          dict(block_m=64, block_n=128, stages=8), dict(block_k=32, stages=8),
          dict(schedule="pingpong", block_n=128, epilogue_n=64), dict(block_n=128, stages=6),
@@ -81,7 +84,8 @@ def configs_for(problem, sweep: bool, ctas: int) -> list[GroupedGemmConfig]:
             gcfg.check()
         except ValueError:
             continue
-        out.append(gcfg)
+        if gcfg not in out:
+            out.append(gcfg)
     return out
 
 
@@ -89,7 +93,8 @@ def label(gcfg: GroupedGemmConfig) -> str:
     cfg = gcfg.gemm
     return (f"grouped_{gcfg.groups}x{cfg.m}x{cfg.n}x{cfg.k}_{cfg.schedule}_{cfg.block_m}x"
             f"{cfg.block_n}x{cfg.block_k}_s{cfg.stages}_l2{cfg.l2_promotion}"
-            f"{'_sk' if gcfg.stream_k else ''}")
+            f"{'_sk' if gcfg.stream_k else ''}"
+            f"{f'_or{gcfg.short.block_m}' if gcfg.short is not None else ''}")
 
 
 def compile_only(problems, sweep: bool, dump: Path | None) -> list[dict]:
@@ -192,6 +197,8 @@ def measure(problems, sweep: bool, timing: dict, dump: Path | None) -> list[dict
                    "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
                    "block_k": cfg.block_k, "stages": cfg.stages,
                    "l2_promotion": cfg.l2_promotion, "stream_k": gcfg.stream_k,
+                   "short_block_m": gcfg.short.block_m if gcfg.short is not None else None,
+                   "short_taken": takes_short(gcfg, sizes),
                    "correct": ok and ok_after,
                    "worst_error_over_bound": round(max(worst, worst_after), 4),
                    "ms": round(ms, 5), "median_ms": round(median, 5),

@@ -22,9 +22,13 @@ from tvm_tma.kernels.gemm_config import MAX_SHARED
 from tvm_tma.kernels.grouped_gemm import (
     DECODE_ROWS,
     DECODE_TILES,
+    SHORT_TILES,
+    SLOT_PAIRS,
     GroupedGemmConfig,
     check_workspace_left_clean,
     grouped_gemm_kernel,
+    takes_short,
+    with_tiling,
     workspace,
 )
 from tvm_tma.kernels.grouped_reference import (
@@ -34,7 +38,7 @@ from tvm_tma.kernels.grouped_reference import (
     run,
     uneven_sizes,
 )
-from tvm_tma.testing.runner import assemble, compile_kernel
+from tvm_tma.testing.runner import assemble, compile_kernel, ptxas_usage
 from tvm_tma.testing.scripts import load_script
 
 REPO = Path(__file__).resolve().parents[2]
@@ -65,6 +69,15 @@ CASES = {
     "stream-k-ragged-n": (GroupedGemmConfig.for_problem(4, 640, 320, 192, block_n=128,
                                                         epilogue_n=64, ctas=5,
                                                         stream_k=True), [129, 0, 257, 17]),
+    # Weight-streaming steps (17 to 128 rows an expert): the kernel holds 128 x 256 and
+    # 64 x 256 tiles and picks on the device. On 4 CTAs: 5 groups of one 128-row block
+    # (10 tiles, 3 rounds) are 6 of 64 rows (12 tiles, 3 rounds): the short tiles; 4
+    # groups of one 128-row block (8 tiles, 2 rounds) are 7 of 64 (14 tiles, 4 rounds):
+    # the tall ones. Empty and one-row groups, groups ending mid-tile in both.
+    "two-heights-short": (GroupedGemmConfig.for_problem(6, 384, 512, 256, ctas=4),
+                          [64, 0, 1, 63, 100, 37]),
+    "two-heights-tall": (GroupedGemmConfig.for_problem(5, 384, 512, 256, ctas=4),
+                         [120, 128, 0, 70, 1]),
 }
 
 
@@ -213,8 +226,15 @@ def test_benchmark_compile_only_assembles_a_problem(capsys):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_the_grouped_gemm_is_exact_on_gpu(name):
     gcfg, sizes = CASES[name]
-    c, expected, bound = run(gcfg, sizes)
+    maps = []
+    c, expected, bound = run(gcfg, sizes, maps_out=maps)
     assert matches(c, expected, bound)
+    if gcfg.short is not None:
+        # The tiling the device chose rebound its own slot pairs; the other's stayed zero.
+        written = maps[0].any(axis=(0, 2))
+        short = takes_short(gcfg, sizes)
+        assert written[SLOT_PAIRS:].any() == short
+        assert written[:SLOT_PAIRS].any() == (not short)
 
 
 def test_the_example_builds_and_assembles(capsys):
@@ -318,3 +338,89 @@ def test_a_32_bit_view_offset_that_may_wrap_is_refused_by_name():
             copy = plan(region(tile, (256, 64)), region(expert, (256, 64)), prover=prover,
                         argument=weights)
             assert not copy.device_view  # B[g] lies inside B: its host map at row g * 2048
+
+
+def test_a_weight_streaming_step_holds_64_row_tiles_beside_its_128_row_ones():
+    """From 17 to 128 rows an expert (and fewer than 256 experts) the kernel also holds
+    64 x 256 tiles (SHORT_TILES: 5 ring stages, the shared memory of the tall tiles' 4),
+    the same columns, CTAs and L2 fills; not where the decode tiles, 3 stages, stream-K or
+    a chosen tiling apply, nor past 128 rows an expert (compute-bound: the 64-row tiles'
+    rounds would always be twice the others')."""
+    assert SHORT_TILES == {"block_m": 64, "stages": 5}
+    for problem in ((8, 512, 14336, 4096), (8, 384, 4096, 14336), (16, 1024, 6144, 4096),
+                    (60, 3840, 1408, 2048), (64, 1040, 2048, 7168), (8, 1024, 14336, 4096)):
+        gcfg = GroupedGemmConfig.for_problem(*problem)
+        tall, short = gcfg.gemm, gcfg.short
+        assert (tall.block_m, tall.block_n, tall.stages) == (128, 256, 4), problem
+        assert short == replace(tall, block_m=64, stages=5), problem
+        assert (short.consumers, short.threads, tall.threads) == (1, 256, 384)
+        assert max(tall.shared_bytes, short.shared_bytes) <= MAX_SHARED
+        gcfg.check()
+    for problem, options in (((8, 8128, 14336, 4096), {}), ((64, 15888, 2048, 7168), {}),
+                             ((8, 1032, 14336, 4096), {}), ((60, 960, 1408, 2048), {}),
+                             ((256, 16384, 2048, 7168), {}), ((8, 512, 14336, 4096),
+                                                              {"stream_k": True}),
+                             ((8, 512, 14336, 4096), {"stages": 4}),
+                             ((8, 512, 14336, 4096), {"short": False})):
+        assert GroupedGemmConfig.for_problem(*problem, **options).short is None, problem
+    # A sweep's changed tiling holds itself alone; an unchanged one keeps the short tiles.
+    base = GroupedGemmConfig.for_problem(8, 512, 14336, 4096)
+    assert with_tiling(base).short == base.short
+    assert with_tiling(base, block_m=64, stages=5).short is None
+    assert with_tiling(base, short=False) == replace(base, short=None)
+    # The two tilings keep their own map slots: twice the workspace.
+    assert workspace(base)[0].shape == (132, 2 * SLOT_PAIRS, 256)
+
+
+def test_a_short_tiling_of_another_problem_is_refused():
+    base = GroupedGemmConfig.for_problem(8, 512, 14336, 4096)
+    for short, what in ((replace(base.short, ctas=66), "'ctas'"),
+                        (replace(base.short, block_n=128), "'block_n'"),
+                        (replace(base.short, l2_promotion=128), "'l2_promotion'"),
+                        (replace(base.gemm), r"a 128-row tiling differing in \[\]")):
+        with pytest.raises(ValueError, match=what):
+            replace(base, short=short).check()
+
+
+def test_the_height_follows_the_rounds_each_makes_of_the_groups():
+    """The device takes the 64-row tiles where their rounds on 132 CTAs are at most 4/3 of
+    the 128-row tiles' (make_height_choice): on the benchmark's uneven group sizes of the
+    problems measured on the H200 (benchmarks/RESULTS.md 9g) that is the measured winner
+    of each problem where one won by more than 2 points of the copy rate."""
+    bench = load_script(REPO / "benchmarks" / "grouped_gemm.py", "grouped_benchmark")
+    measured = {(8, 512, 14336, 4096): True, (8, 384, 4096, 14336): True,
+                (16, 1024, 6144, 4096): False, (8, 256, 14336, 4096): True,
+                (60, 3840, 1408, 2048): True}
+    for problem, short in measured.items():
+        gcfg = GroupedGemmConfig.for_problem(*problem)
+        assert takes_short(gcfg, bench.sizes_for(problem)) == short, problem
+    # Ties go to the short tiles; one-tiling kernels never take them.
+    gcfg = GroupedGemmConfig.for_problem(6, 384, 512, 256, ctas=4)
+    assert takes_short(gcfg, [64, 64, 64]) and not takes_short(gcfg, [128] * 4)
+    assert not takes_short(CASES["cooperative"][0], [0, 1, 100, 300, 0])
+
+
+def test_the_two_height_kernel_chooses_after_the_previous_kernel_and_idles_a_warpgroup(
+        built_kernels):
+    """One entry (384 threads, the larger shared memory), ``offs`` read only after
+    griddepcontrol.wait, both tile counts, the rounds compared (3 x short <= 4 x tall),
+    then one tiling's CTA: the short one's second consumer warpgroup idles. Five maps:
+    A's 128-row and 64-row templates, B's, and C's of each tiling."""
+    built = built_kernels["two-heights-short"]
+    source = built.cuda_source
+    body = source[source.rindex("__global__ void"):]
+    assert "__launch_bounds__(384)" in source
+    assert built.tensormap_params == 5
+    first_wait = body.index("tvm_builtin_ptx_griddepcontrol_wait();")
+    assert first_wait < body.index("offs_ptr[")
+    assert ("use_short_ptr[0] = ((int)((((short_tiles_ptr[0] + 3) >> 2) * 3) <= "
+            "(((tall_tiles_ptr[0] + 3) >> 2) * 4)));") in body
+    branch = body.index("if (use_short_ptr[0] == 1) {")
+    assert first_wait < branch
+    # Each tiling initialises its ring (5 and 4 stages) and passes the CTA barrier.
+    assert body.count("mbarrier_init_init_shared_b64(") == 2 * 5 + 2 * 4
+    assert body.count("setmaxnreg_inc_sync_aligned_u32_232();") == 2
+    # The short tiling's consumers: warpgroup 1 only (threads 128 .. 255).
+    assert body[branch:].count("if (((int)threadIdx.x) <= 255) {") == 1
+    usage = ptxas_usage(source)
+    assert (usage.spill_store_bytes, usage.spill_load_bytes) == (0, 0)

@@ -45,8 +45,17 @@ with a different walk over the work (``work=``):
   bounds are read with clamps (``0 <= start <= end <= M``): ``offs`` is data, and a bad
   one must not make a copy leave its tensor.
 
+* **Two tile heights, chosen on the device** (:attr:`GroupedGemmConfig.short`): a
+  weight-streaming step (17 to 128 rows an expert) runs fastest on 64-row tiles or on
+  128-row ones depending on how the groups' tiles fill the rounds of CTAs -- which only
+  ``offs`` tells. The kernel then holds both tilings behind one entry (384 threads, the
+  larger shared memory; :func:`.gemm.make_cta_body` is what one CTA of a tiling does), and
+  every thread counts the tiles at both heights and takes the same branch
+  (:func:`make_height_choice`).
+
 The tensor-map slots are a workspace the caller passes (:func:`workspace_shape`: 1 KiB
-per CTA): per CTA two slots for A and two for each storing consumer warpgroup's C.
+per CTA, 2 KiB with two tilings): per CTA two slots for A and two for each storing
+consumer warpgroup's C, per tiling.
 """
 
 from __future__ import annotations
@@ -60,7 +69,7 @@ from tvm.script import tirx as T
 from tvm.tirx.layout import S, TileLayout
 
 from .epilogue import make_store_unit
-from .gemm import make_kernel_body, make_load_steps
+from .gemm import make_cta_body, make_kernel_body, make_load_steps
 from .gemm_config import WARPGROUP, GemmConfig
 from .launch import with_dependent_launch
 from .scheduler import unit_of, unit_steps
@@ -83,6 +92,14 @@ DECODE_ROWS = 16
 #: The decode step's tiles: cooperative 64 x 128 (one consumer warpgroup a tile), 8 ring
 #: stages beside a 128-column C stage.
 DECODE_TILES = {"block_m": 64, "block_n": 128, "stages": 8}
+#: The short tiling a weight-streaming kernel of 128 x 256 tiles also holds and takes on the
+#: device where its rounds are few enough (:data:`SHORT_ROUND_COST`): 64 x 256 tiles, one
+#: consumer warpgroup, 5 ring stages (the shared memory of the 128-row tiles' 4).
+SHORT_TILES = {"block_m": 64, "stages": 5}
+#: A round of short tiles costs at most this fraction of a round of 128-row tiles on a
+#: weight stream: the kernel takes the short tiles where ``short rounds * 3 <= tall rounds
+#: * 4`` (:func:`make_height_choice`).
+SHORT_ROUND_COST = (3, 4)
 
 
 @dataclass(frozen=True)
@@ -101,6 +118,11 @@ class GroupedGemmConfig:
     #: last wave on 40% of them. The kernel then takes the stream-K workspace
     #: (:func:`workspace_shapes`).
     stream_k: bool = False
+    #: The short tiling (:data:`SHORT_TILES`) the kernel holds beside ``gemm``'s and takes
+    #: where the groups' tiles fill its rounds better (:func:`make_height_choice`): the
+    #: group sizes that decide it are in ``offs``, so only the device can choose. None: the
+    #: kernel holds ``gemm``'s tiling alone.
+    short: GemmConfig | None = None
 
     @classmethod
     def for_problem(cls, groups: int, m: int, n: int, k: int, dtype: str = "bfloat16",
@@ -129,17 +151,34 @@ class GroupedGemmConfig:
         60 experts 960 x 1408 x 2048 (Qwen-like) 84.0-87.1 / 70.0, 128 experts 2048 x 2048
         x 7168 93.4 / 93.4; 64 experts 1040 x 2048 x 7168 (16.25 rows an expert: not
         taken) 95.1 / 95.5, at 64 rows an expert (Mixtral's decode step, 8 x 512) 74.9 /
-        86.9, and with 256 experts 94.1 / 95.2."""
+        86.9, and with 256 experts 94.1 / 95.2.
+
+        Between the two (more than 16 and at most 128 rows an expert: the weights still a
+        stream, fewer than :data:`MANY_GROUPS` experts) the kernel also holds 64 x 256
+        tiles (:attr:`short`, :data:`SHORT_TILES`) and takes them on the device where the
+        groups' tiles fill its rounds better (:func:`make_height_choice`). H200, % of the
+        copy rate, 128 x 256 / 64 x 256 (benchmarks/RESULTS.md 9g): Mixtral's decode step
+        (8 x 512 x 14336 x 4096) 77.1 / 82.1, 8 x 384 x 4096 x 14336 71.5 / 85.3, 8 x 256
+        x 14336 x 4096 72.5 / 88.5, Qwen-like 60 x 3840 x 1408 x 2048 70.4 / 74.7, 32 x
+        1024 x 4096 x 2048 81.4 / 82.9, but 16 x 1024 x 6144 x 4096 91.1 / 85.9: which
+        wins follows the rounds of tiles each height makes of the groups. ``short=False``
+        holds the one tiling."""
         stream_k = options.pop("stream_k", False)
+        short = options.pop("short", True)
         block_m = options.get("block_m", 128)
         defaults = dict(block_m=128, block_n=256, schedule="cooperative",
                         stages=3 if groups >= MANY_GROUPS else 4,
                         epilogue_n=128, l2_promotion=256 if m <= groups * block_m else 128)
         tiled = {"block_m", "block_n", "schedule", "stages", "epilogue_n"} & set(options)
-        if m <= groups * DECODE_ROWS and groups < MANY_GROUPS and not (tiled or stream_k):
+        chosen = bool(tiled or stream_k) or groups >= MANY_GROUPS
+        if m <= groups * DECODE_ROWS and not chosen:
             defaults.update(DECODE_TILES)
         defaults.update(options)
-        return cls(groups, GemmConfig(m=m, n=n, k=k, dtype=dtype, **defaults), stream_k)
+        gemm = GemmConfig(m=m, n=n, k=k, dtype=dtype, **defaults)
+        weights_stream = groups * DECODE_ROWS < m <= groups * gemm.block_m
+        if not (short and weights_stream and not chosen):
+            return cls(groups, gemm, stream_k)
+        return cls(groups, gemm, stream_k, replace(gemm, **SHORT_TILES))
 
     def check(self) -> None:
         cfg = self.gemm
@@ -160,6 +199,22 @@ class GroupedGemmConfig:
         cfg.check()
         if self.stream_k:
             self._check_stream_k()
+        if self.short is not None:
+            self._check_short()
+
+    def _check_short(self) -> None:
+        """The short tiling shares the kernel's CTAs, problem, columns and L2 fills with
+        ``gemm``'s, and shorter rows: its walk reads the same ``offs`` and maps slots."""
+        cfg, short = self.gemm, self.short
+        same = ("m", "n", "k", "dtype", "ctas", "block_n", "block_k", "b_layout",
+                "l2_promotion")
+        differ = [name for name in same if getattr(short, name) != getattr(cfg, name)]
+        if differ or short.block_m >= cfg.block_m or self.stream_k:
+            raise ValueError(f"short: a {short.block_m}-row tiling differing in {differ} "
+                             f"from the {cfg.block_m}-row one (stream_k={self.stream_k}): "
+                             "the kernel holds a shorter tiling of the same problem, "
+                             "columns and CTAs, without stream-K")
+        GroupedGemmConfig(self.groups, short).check()
 
     def _check_stream_k(self) -> None:
         """Stream-K shares K steps between the CTAs of the cooperative schedule, and its
@@ -190,8 +245,11 @@ class GroupedGemmConfig:
 
 def workspace_shape(gcfg: GroupedGemmConfig) -> tuple[int, int, int]:
     """The tensor-map workspace the kernel takes: (ctas, slot pairs, 256) uint8, 128-byte
-    aligned (the launch checks it)."""
-    return (gcfg.gemm.ctas, SLOT_PAIRS, SLOT_PAIR_BYTES)
+    aligned (the launch checks it). A kernel holding two tilings (:attr:`GroupedGemmConfig.
+    short`) gives each its own :data:`SLOT_PAIRS`: the dispatch gives each device-side map
+    slots of its own, and the two tilings' A maps differ (64 and 128-row boxes)."""
+    tilings = 1 if gcfg.short is None else 2
+    return (gcfg.gemm.ctas, SLOT_PAIRS * tilings, SLOT_PAIR_BYTES)
 
 
 def workspace_shapes(gcfg: GroupedGemmConfig) -> tuple[tuple[int, int], tuple[int]]:
@@ -249,7 +307,55 @@ def make_locate(gcfg: GroupedGemmConfig):
     return count, locate
 
 
-def make_grouped_work(gcfg: GroupedGemmConfig):
+def make_height_choice(gcfg: GroupedGemmConfig):
+    """``choose(offs, short)``: sets ``short[0]`` to 1 where the kernel takes its short tiles
+    (:attr:`GroupedGemmConfig.short`), 0 where it takes ``gemm``'s, from the groups' tile
+    counts at both heights read from ``offs`` (every thread reads them, so every thread
+    takes the same branch).
+
+    On a weight stream a round of tiles (one tile on every CTA) costs about as long as the
+    DRAM takes to deliver what the CTAs read, and a round of 64-row tiles reads much of
+    what a round of 128-row tiles does (the same B columns; half the A rows): measured
+    on the H200 (benchmarks/RESULTS.md 9g), the short tiles won every problem where their
+    rounds were at most 4/3 of the tall ones' (Mixtral's decode step: 5 rounds against 4,
+    82.1% of the copy rate against 77.1; 8 x 256 x 14336 x 4096: 3 and 3, 88.5 / 72.5;
+    Qwen-like 4 and 3, 74.7 / 70.4; 32 x 1024 x 4096 x 2048: 4 and 3, 82.9 / 81.4) and
+    lost where they were more (16 x 1024 x 6144 x 4096: 5 against 3, 85.9 / 91.1). So:
+    short where ``short rounds * 3 <= tall rounds * 4`` (:data:`SHORT_ROUND_COST`)."""
+    short_cfg = GroupedGemmConfig(gcfg.groups, gcfg.short)
+    count_tall, _ = make_locate(gcfg)
+    count_short, _ = make_locate(short_cfg)
+    ctas = gcfg.gemm.ctas
+    cost, base = SHORT_ROUND_COST
+
+    @T.inline
+    def choose(offs, short):
+        tall_tiles = T.alloc_local((1,), "int32")
+        short_tiles = T.alloc_local((1,), "int32")
+        count_tall(offs, tall_tiles)
+        count_short(offs, short_tiles)
+        short[0] = T.Cast("int32", (short_tiles[0] + ctas - 1) // ctas * cost
+                          <= (tall_tiles[0] + ctas - 1) // ctas * base)
+
+    return choose
+
+
+def takes_short(gcfg: GroupedGemmConfig, sizes) -> bool:
+    """Whether the kernel takes its short tiles for groups of ``sizes`` rows: the device's
+    choice (:func:`make_height_choice`) computed on the host, for the tests and the
+    benchmark's report. False where the kernel holds one tiling."""
+    if gcfg.short is None:
+        return False
+
+    def rounds(cfg: GemmConfig) -> int:
+        tiles = sum(math.ceil(rows / cfg.block_m) for rows in sizes) * cfg.n_blocks
+        return math.ceil(tiles / cfg.ctas)
+
+    cost, base = SHORT_ROUND_COST
+    return rounds(gcfg.short) * cost <= rounds(gcfg.gemm) * base
+
+
+def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0):
     """The producer's and the consumers' walks (``work=`` of :func:`.gemm.make_kernel_body`).
 
     Without stream-K a CTA walks the units ``worker, worker + ctas, ...`` below the tile
@@ -258,7 +364,10 @@ def make_grouped_work(gcfg: GroupedGemmConfig):
     ``whole`` tiles (the full waves, less the last one where the partial wave has fewer K
     steps than there are CTAs) walked as above, then the ``shared`` K steps of the rest
     cut into one run per CTA. Where fewer steps are left than there are CTAs (a tiny
-    problem) every tile is whole."""
+    problem) every tile is whole.
+
+    ``pairs``: the first of the :data:`SLOT_PAIRS` slot pairs of the CTA's workspace this
+    walk's maps take (the short tiling of a two-height kernel takes the second four)."""
     cfg = gcfg.gemm
     n, k = cfg.n, cfg.k
     dtype, ctas, rounds = cfg.dtype, cfg.ctas, gcfg.rounds
@@ -361,7 +470,7 @@ def make_grouped_work(gcfg: GroupedGemmConfig):
         Bg = T.decl_buffer((n, k), dtype, B.data, elem_offset=b_offset(g[0]),
                            layout=TileLayout(S[n, k]))
         load_steps(ring, a_ring, b_ring, Ag, Bg, it0, kb, ke - kb, mb[0], nb[0], 0, 0,
-                   maps.ptr_to([worker, 0, 0]), maps.ptr_to([worker, 3, 0]))
+                   maps.ptr_to([worker, pairs + 0, 0]), maps.ptr_to([worker, pairs + 3, 0]))
 
     @T.inline
     def load_tile(context, j, unit, total, tile):
@@ -384,11 +493,11 @@ def make_grouped_work(gcfg: GroupedGemmConfig):
                 if unit + ctas < total[0]:
                     T.ptx.bar.arrive(T.Cast("uint32", 4 - consumer), 2 * WARPGROUP)
                 store_unit(Cg, c_tile, acc, consumer, 0, mb[0], nb[0], lane, 1 + consumer,
-                           lane == 0, None, None, maps.ptr_to([worker, 1 + consumer, 0]))
+                           lane == 0, None, None, maps.ptr_to([worker, pairs + 1 + consumer, 0]))
         else:
             mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, 0, consumer * 64, lane)
             store_unit(Cg, c_tile, acc, 0, consumer * 64, mb[0], nb[0], lane, 1,
-                       tid == WARPGROUP, None, None, maps.ptr_to([worker, 1, 0]))
+                       tid == WARPGROUP, None, None, maps.ptr_to([worker, pairs + 1, 0]))
 
     @T.inline
     def consume_segment(context, it0, kb, ke, t, run, tile):
@@ -409,7 +518,7 @@ def make_grouped_work(gcfg: GroupedGemmConfig):
             Cg = T.decl_buffer((rows[0], n), dtype, C.data, elem_offset=start[0] * n,
                                layout=TileLayout(S[rows[0], n]))
             store_unit(Cg, c_tile, acc, 0, consumer * 64, mb[0], nb[0], lane, 1,
-                       tid == WARPGROUP, None, None, maps.ptr_to([worker, 1, 0]))
+                       tid == WARPGROUP, None, None, maps.ptr_to([worker, pairs + 1, 0]))
 
     @T.inline
     def produce(ring, a_ring, b_ring, A, B, groups, worker):
@@ -441,6 +550,40 @@ def make_grouped_work(gcfg: GroupedGemmConfig):
     return GroupedWork(produce, consume)
 
 
+def make_two_height_body(gcfg: GroupedGemmConfig):
+    """The kernel body of a config holding two tilings (:attr:`GroupedGemmConfig.short`):
+    one entry of the larger thread count and shared memory, then each CTA reads ``offs``
+    (after the previous kernel on the stream completed: a dependent launch may start it
+    early), chooses a height (:func:`make_height_choice`) and runs that tiling's CTA
+    (:func:`.gemm.make_cta_body`). Both CTAs walk the same ``offs`` and use the same map
+    slots; the short tiling's spare warpgroup idles."""
+    cfg, short = gcfg.gemm, gcfg.short
+    threads = max(cfg.threads, short.threads)
+    shared_bytes = max(cfg.shared_bytes, short.shared_bytes)
+    tall_cta = make_cta_body(cfg, make_grouped_work(gcfg), threads)
+    short_work = make_grouped_work(GroupedGemmConfig(gcfg.groups, short), SLOT_PAIRS)
+    short_cta = make_cta_body(short, short_work, threads)
+    choose = make_height_choice(gcfg)
+
+    # fmt: off
+    @T.inline
+    def body(A, B, C, scales, partials, flags, groups):
+        T.device_entry()
+        worker = T.cta_id([cfg.ctas])
+        tid = T.thread_id([threads])
+        dyn = T.alloc_buffer((shared_bytes,), "uint8", scope="shared.dyn")
+        use_short = T.alloc_local((1,), "int32")
+        T.ptx.griddepcontrol.wait()
+        choose(groups[0], use_short)
+        entry = T.meta_var((worker, 0, 0, tid, dyn))
+        if use_short[0] == 1:
+            short_cta(A, B, C, scales, partials, flags, groups, entry)
+        else:
+            tall_cta(A, B, C, scales, partials, flags, groups, entry)
+    # fmt: on
+    return body
+
+
 def grouped_gemm_kernel(gcfg: GroupedGemmConfig) -> tvm.tirx.PrimFunc:
     """``grouped_gemm(A, B, offs, C, maps)``: A (M, K), B (E, N, K), offs (E,) int32 (group
     row ends), C (M, N), maps :func:`workspace_shape` uint8 (the tensor-map slots)."""
@@ -449,7 +592,10 @@ def grouped_gemm_kernel(gcfg: GroupedGemmConfig) -> tvm.tirx.PrimFunc:
     e, m, n, k, dtype = gcfg.groups, cfg.m, cfg.n, cfg.k, cfg.dtype
     slots = workspace_shape(gcfg)
     partials_shape, flags_shape = workspace_shapes(gcfg)
-    body = make_kernel_body(cfg, None, make_grouped_work(gcfg))
+    if gcfg.short is None:
+        body = make_kernel_body(cfg, None, make_grouped_work(gcfg))
+    else:
+        body = make_two_height_body(gcfg)
 
     # fmt: off
     @T.inline
@@ -500,6 +646,9 @@ def check_workspace_left_clean(gcfg: GroupedGemmConfig, flags: np.ndarray) -> No
 
 def with_tiling(gcfg: GroupedGemmConfig, **options) -> GroupedGemmConfig:
     """``gcfg`` with some GEMM tiling options changed (benchmark sweeps); ``stream_k``
-    sets the grouped walk's."""
+    sets the grouped walk's. A changed tiling holds itself alone (no :attr:`short`);
+    ``short=False`` drops the short tiling of an unchanged one."""
     stream_k = options.pop("stream_k", gcfg.stream_k)
-    return GroupedGemmConfig(gcfg.groups, replace(gcfg.gemm, **options), stream_k)
+    keep_short = options.pop("short", not options and stream_k == gcfg.stream_k)
+    return GroupedGemmConfig(gcfg.groups, replace(gcfg.gemm, **options), stream_k,
+                             gcfg.short if keep_short else None)

@@ -68,10 +68,11 @@ def matches(c: np.ndarray, expected: np.ndarray, bound: np.ndarray) -> bool:
     return bool(inside_ok and np.all(np.isnan(c[outside])))
 
 
-def run(gcfg: GroupedGemmConfig, sizes, seed: int = 0
+def run(gcfg: GroupedGemmConfig, sizes, seed: int = 0, maps_out: list | None = None
         ) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """Build and launch ``gcfg`` with groups of ``sizes`` rows (their sum at most M) on
-    random data; returns (C, fp32 reference, bound).
+    random data; returns (C, fp32 reference, bound). ``maps_out``: a list that receives the
+    tensor-map workspace after the launches (which slots the device rebound).
 
     It launches twice on one slot workspace: first with other group sizes, then with
     ``sizes``, so the checked launch rebinds maps that a launch has left in the slots
@@ -104,5 +105,7 @@ def run(gcfg: GroupedGemmConfig, sizes, seed: int = 0
     device.sync()
     if gcfg.stream_k:
         check_workspace_left_clean(gcfg, extra[-1].numpy())
+    if maps_out is not None:
+        maps_out.append(extra[0].numpy())
     expected, bound = expected_output(gcfg, a, b, offs)
     return c.numpy().astype(np.float32), expected, bound
