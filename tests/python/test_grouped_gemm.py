@@ -11,6 +11,7 @@ against the fp32 reference within the GEMM's bound, rows outside the groups unto
 
 from __future__ import annotations
 
+import re
 from dataclasses import replace
 from pathlib import Path
 
@@ -78,6 +79,11 @@ CASES = {
                           [64, 0, 1, 63, 100, 37]),
     "two-heights-tall": (GroupedGemmConfig.for_problem(5, 384, 512, 256, ctas=4),
                          [120, 128, 0, 70, 1]),
+    # The same groups with a ragged N (320: B[g] rebound too, in each tiling's own slots).
+    "two-heights-ragged-n-short": (GroupedGemmConfig.for_problem(6, 384, 320, 192, ctas=4),
+                                   [64, 0, 1, 63, 100, 37]),
+    "two-heights-ragged-n-tall": (GroupedGemmConfig.for_problem(5, 384, 320, 192, ctas=4),
+                                  [120, 128, 0, 70, 1]),
 }
 
 
@@ -235,6 +241,9 @@ def test_the_grouped_gemm_is_exact_on_gpu(name):
         short = takes_short(gcfg, sizes)
         assert written[SLOT_PAIRS:].any() == short
         assert written[:SLOT_PAIRS].any() == (not short)
+        if gcfg.gemm.n % gcfg.gemm.block_n:
+            # B[g]'s own map (ragged N) in the chosen tiling's fourth pair.
+            assert written[SLOT_PAIRS * short + 3]
 
 
 def test_the_example_builds_and_assembles(capsys):
@@ -413,6 +422,10 @@ def test_the_two_height_kernel_chooses_after_the_previous_kernel_and_idles_a_war
     assert built.tensormap_params == 5
     first_wait = body.index("tvm_builtin_ptx_griddepcontrol_wait();")
     assert first_wait < body.index("offs_ptr[")
+    # One pass over the 6 groups counts both heights; the chosen walk takes its count.
+    assert body.count("for (int g = 0; g < 6; ++g) {") == 1
+    taken = re.findall(r"total_ptr\w*\[0\] = (\w+)_tiles_ptr\[0\];", body)
+    assert taken == ["short", "short", "tall", "tall"]  # producer, consumers of each
     assert ("use_short_ptr[0] = ((int)((((short_tiles_ptr[0] + 3) >> 2) * 3) <= "
             "(((tall_tiles_ptr[0] + 3) >> 2) * 4)));") in body
     branch = body.index("if (use_short_ptr[0] == 1) {")

@@ -260,6 +260,27 @@ def workspace_shapes(gcfg: GroupedGemmConfig) -> tuple[tuple[int, int], tuple[in
     return stream_k_workspace_shapes(gcfg.gemm)
 
 
+def make_tiles_of(gcfg: GroupedGemmConfig):
+    """``(tiles_of(offs, g), bounds(offs, g))``: group ``g``'s tiles, and its (first row,
+    row end) read from ``offs`` with clamps (``0 <= start <= end <= M`` whatever ``offs``
+    holds: it is data, and a bad one must not make a copy leave its tensor)."""
+    cfg = gcfg.gemm
+    m, bm, n_blocks = cfg.m, cfg.block_m, cfg.n_blocks
+
+    def end_of(offs, g):
+        return T.min(T.max(offs[g], 0), m)
+
+    def bounds(offs, g):
+        end = end_of(offs, g)
+        return T.min(T.if_then_else(g == 0, 0, end_of(offs, T.max(g - 1, 0))), end), end
+
+    def tiles_of(offs, g):
+        start, end = bounds(offs, g)
+        return (end - start + bm - 1) // bm * n_blocks
+
+    return tiles_of, bounds
+
+
 def make_locate(gcfg: GroupedGemmConfig):
     """``count(offs, total)`` and ``locate(offs, walk, tile, unit)``, the tile order across
     groups (see the module docstring).
@@ -271,17 +292,8 @@ def make_locate(gcfg: GroupedGemmConfig):
     one is not lost to a store to another.
     """
     cfg = gcfg.gemm
-    e, m, bm, n_blocks = gcfg.groups, cfg.m, cfg.block_m, cfg.n_blocks
-
-    def end_of(offs, g):
-        return T.min(T.max(offs[g], 0), m)
-
-    def start_of(offs, g):
-        # Clamped: 0 <= start <= end <= M whatever offs holds.
-        return T.min(T.if_then_else(g == 0, 0, end_of(offs, T.max(g - 1, 0))), end_of(offs, g))
-
-    def tiles_of(offs, g):
-        return (end_of(offs, g) - start_of(offs, g) + bm - 1) // bm * n_blocks
+    e, bm, n_blocks = gcfg.groups, cfg.block_m, cfg.n_blocks
+    tiles_of, bounds = make_tiles_of(gcfg)
 
     @T.inline
     def count(offs, total):
@@ -296,8 +308,9 @@ def make_locate(gcfg: GroupedGemmConfig):
             walk[1] = walk[1] + tiles_of(offs, walk[0])
             walk[0] = walk[0] + 1
         g[0] = walk[0]
-        start[0] = start_of(offs, g[0])
-        rows[0] = end_of(offs, g[0]) - start[0]
+        first, end = T.meta_var(bounds(offs, g[0]))
+        start[0] = first
+        rows[0] = end - start[0]
         mb[0] = (unit - walk[1]) % ((rows[0] + bm - 1) // bm)
         nb[0] = (unit - walk[1]) // ((rows[0] + bm - 1) // bm)
         # What the walk guarantees for a tile below the total, stated for the dispatch.
@@ -308,10 +321,11 @@ def make_locate(gcfg: GroupedGemmConfig):
 
 
 def make_height_choice(gcfg: GroupedGemmConfig):
-    """``choose(offs, short)``: sets ``short[0]`` to 1 where the kernel takes its short tiles
-    (:attr:`GroupedGemmConfig.short`), 0 where it takes ``gemm``'s, from the groups' tile
-    counts at both heights read from ``offs`` (every thread reads them, so every thread
-    takes the same branch).
+    """``choose(offs, short, tall_tiles, short_tiles)``: counts the groups' tiles at both
+    heights in one pass over ``offs`` into the two one-element locals (for the chosen
+    tiling's walk, which then does not count again) and sets ``short[0]`` to 1 where the
+    kernel takes its short tiles (:attr:`GroupedGemmConfig.short`), 0 where it takes
+    ``gemm``'s. Every thread reads them, so every thread takes the same branch.
 
     On a weight stream a round of tiles (one tile on every CTA) costs about as long as the
     DRAM takes to deliver what the CTAs read, and a round of 64-row tiles reads much of
@@ -322,18 +336,18 @@ def make_height_choice(gcfg: GroupedGemmConfig):
     Qwen-like 4 and 3, 74.7 / 70.4; 32 x 1024 x 4096 x 2048: 4 and 3, 82.9 / 81.4) and
     lost where they were more (16 x 1024 x 6144 x 4096: 5 against 3, 85.9 / 91.1). So:
     short where ``short rounds * 3 <= tall rounds * 4`` (:data:`SHORT_ROUND_COST`)."""
-    short_cfg = GroupedGemmConfig(gcfg.groups, gcfg.short)
-    count_tall, _ = make_locate(gcfg)
-    count_short, _ = make_locate(short_cfg)
-    ctas = gcfg.gemm.ctas
+    tall_of, _ = make_tiles_of(gcfg)
+    short_of, _ = make_tiles_of(GroupedGemmConfig(gcfg.groups, gcfg.short))
+    e, ctas = gcfg.groups, gcfg.gemm.ctas
     cost, base = SHORT_ROUND_COST
 
     @T.inline
-    def choose(offs, short):
-        tall_tiles = T.alloc_local((1,), "int32")
-        short_tiles = T.alloc_local((1,), "int32")
-        count_tall(offs, tall_tiles)
-        count_short(offs, short_tiles)
+    def choose(offs, short, tall_tiles, short_tiles):
+        tall_tiles[0] = 0
+        short_tiles[0] = 0
+        for g in T.serial(e):
+            tall_tiles[0] = tall_tiles[0] + tall_of(offs, g)
+            short_tiles[0] = short_tiles[0] + short_of(offs, g)
         short[0] = T.Cast("int32", (short_tiles[0] + ctas - 1) // ctas * cost
                           <= (tall_tiles[0] + ctas - 1) // ctas * base)
 
@@ -355,7 +369,7 @@ def takes_short(gcfg: GroupedGemmConfig, sizes) -> bool:
     return rounds(gcfg.short) * cost <= rounds(gcfg.gemm) * base
 
 
-def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0):
+def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = False):
     """The producer's and the consumers' walks (``work=`` of :func:`.gemm.make_kernel_body`).
 
     Without stream-K a CTA walks the units ``worker, worker + ctas, ...`` below the tile
@@ -367,7 +381,9 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0):
     problem) every tile is whole.
 
     ``pairs``: the first of the :data:`SLOT_PAIRS` slot pairs of the CTA's workspace this
-    walk's maps take (the short tiling of a two-height kernel takes the second four)."""
+    walk's maps take (the short tiling of a two-height kernel takes the second four).
+    ``counted``: the kernel has counted the tiles already (a two-height kernel, to choose
+    the height): ``groups`` is then (offs, maps, a local holding the count)."""
     cfg = gcfg.gemm
     n, k = cfg.n, cfg.k
     dtype, ctas, rounds = cfg.dtype, cfg.ctas, gcfg.rounds
@@ -387,9 +403,12 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0):
 
     # fmt: off
     @T.inline
-    def split(offs, total, whole, shared):
+    def split(offs, total, whole, shared, tiles):
         # The tile count, and how much of it is walked whole (see the docstring above).
-        count(offs, total)
+        if counted:
+            total[0] = tiles[0]
+        else:
+            count(offs, total)
         if stream_k:
             whole[0] = total[0] // ctas * ctas
             partial = T.meta_var(total[0] - whole[0])
@@ -401,7 +420,7 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0):
                 shared[0] = 0
 
     @T.inline
-    def each_tile(offs, worker, visit, context, visit_segment=None):
+    def each_tile(offs, worker, visit, context, visit_segment, tiles):
         # Every tile of this CTA, in order: walk the groups to it, then visit(context, j,
         # unit, total, tile), tile = (group, row block, column block, first row, rows);
         # with stream-K then every tile its run touches, visit_segment(context, it0, kb,
@@ -419,7 +438,7 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0):
         else:
             whole = T.meta_var(total)
             shared = T.meta_var(None)
-        split(offs, total, whole, shared)
+        split(offs, total, whole, shared, tiles)
         walk[0] = 0
         walk[1] = 0
         for j in T.serial(rounds):
@@ -524,14 +543,14 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0):
     def produce(ring, a_ring, b_ring, A, B, groups, worker):
         offs, maps = T.meta_var(groups[:2])
         each_tile(offs, worker, load_tile, (ring, a_ring, b_ring, A, B, maps, worker),
-                  load_segment)
+                  load_segment, groups[2] if counted else None)
 
     @T.inline
     def consume(ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, groups, worker,
                 consumer, lane, tid):
         offs, maps = T.meta_var(groups[:2])
         if stream_k:
-            partials, flags = T.meta_var(groups[2:])
+            partials, flags = T.meta_var(groups[2:4])
             flag = T.alloc_local((1,), "int32")
             fixup = T.meta_var((partials, flags, flag))
         else:
@@ -539,7 +558,7 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0):
         each_tile(offs, worker, consume_tile, (ring, a_ring, b_ring, c_tile, acc, desc_a,
                                                desc_b, C, maps, worker, consumer, lane, tid,
                                                fixup),
-                  consume_segment)
+                  consume_segment, groups[2] if counted else None)
     # fmt: on
 
     @dataclass(frozen=True)
@@ -560,8 +579,8 @@ def make_two_height_body(gcfg: GroupedGemmConfig):
     cfg, short = gcfg.gemm, gcfg.short
     threads = max(cfg.threads, short.threads)
     shared_bytes = max(cfg.shared_bytes, short.shared_bytes)
-    tall_cta = make_cta_body(cfg, make_grouped_work(gcfg), threads)
-    short_work = make_grouped_work(GroupedGemmConfig(gcfg.groups, short), SLOT_PAIRS)
+    tall_cta = make_cta_body(cfg, make_grouped_work(gcfg, counted=True), threads)
+    short_work = make_grouped_work(GroupedGemmConfig(gcfg.groups, short), SLOT_PAIRS, True)
     short_cta = make_cta_body(short, short_work, threads)
     choose = make_height_choice(gcfg)
 
@@ -573,13 +592,15 @@ def make_two_height_body(gcfg: GroupedGemmConfig):
         tid = T.thread_id([threads])
         dyn = T.alloc_buffer((shared_bytes,), "uint8", scope="shared.dyn")
         use_short = T.alloc_local((1,), "int32")
+        tall_tiles = T.alloc_local((1,), "int32")
+        short_tiles = T.alloc_local((1,), "int32")
         T.ptx.griddepcontrol.wait()
-        choose(groups[0], use_short)
+        choose(groups[0], use_short, tall_tiles, short_tiles)
         entry = T.meta_var((worker, 0, 0, tid, dyn))
         if use_short[0] == 1:
-            short_cta(A, B, C, scales, partials, flags, groups, entry)
+            short_cta(A, B, C, scales, partials, flags, (*groups[:2], short_tiles), entry)
         else:
-            tall_cta(A, B, C, scales, partials, flags, groups, entry)
+            tall_cta(A, B, C, scales, partials, flags, (*groups[:2], tall_tiles), entry)
     # fmt: on
     return body
 
