@@ -49,7 +49,7 @@ def test_the_tag_is_tvms_spelling_and_goes_before_dynamic_shared_memory():
     lambda: conv2d_kernel(Conv2dGeometry(2, 9, 9, 64, 128, 3, 3, padding=(1, 1)),
                           conv2d_config(Conv2dGeometry(2, 9, 9, 64, 128, 3, 3,
                                                        padding=(1, 1)))),
-    lambda: grouped_gemm_kernel(GroupedGemmConfig.for_problem(4, 512, 256, 256)),
+    lambda: grouped_gemm_kernel(GroupedGemmConfig.for_problem(4, 1024, 256, 256)),
 ], ids=["gemm-64x64", "gemm-ordered-split", "gemm-stream-k", "conv2d", "grouped"])
 def test_kernels_without_a_cluster_launch_dependent_and_wait_before_global_memory(make):
     func = make()
@@ -90,4 +90,19 @@ def test_cluster_kernels_launch_dependent_in_their_clusters(cfg):
     body = _kernel_body(compile_kernel(func).cuda_source)
     wait = body.index(_WAIT)
     assert "tvm_builtin_cuda_cluster_sync();" in body[:wait]
+    assert not _GLOBAL_ACCESS.search(body[:wait])
+
+
+def test_a_two_height_grouped_kernel_waits_once_before_it_reads_the_group_ends():
+    """A grouped kernel holding two tilings reads ``offs`` to choose one before it lays out
+    shared memory: its one wait is then the first statement, before that read, and neither
+    tiling's CTA waits again."""
+    gcfg = GroupedGemmConfig.for_problem(4, 256, 256, 256)
+    assert gcfg.short is not None
+    func = grouped_gemm_kernel(gcfg)
+    assert _launch_params(func) == PDL_PARAMS
+    body = _kernel_body(compile_kernel(func).cuda_source)
+    assert body.count(_WAIT) == 1
+    wait = body.index(_WAIT)
+    assert wait < body.index("offs_ptr[") < body.index("tvm_builtin_cuda_cta_sync();")
     assert not _GLOBAL_ACCESS.search(body[:wait])

@@ -447,8 +447,8 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
     return body
 
 
-def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None
-                  ) -> Callable[..., None]:
+def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
+                  waited: bool = False) -> Callable[..., None]:
     """``cta(A, B, C, scales, partials, flags, groups, entry)``: what one CTA of the kernel
     does -- lay out its shared memory, initialise the ring's barriers, split the registers
     between producer and consumers and run their loops (or ``work``'s, see
@@ -459,7 +459,9 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None
 
     ``threads``: the kernel's threads where it launches more than ``cfg.threads`` (a kernel
     holding two tilings, one with fewer consumer warpgroups): the warpgroups past this
-    tiling's pass the barrier after the ring's initialisation and do nothing else."""
+    tiling's pass the barrier after the ring's initialisation and do nothing else.
+    ``waited``: the kernel's entry has already waited for the previous grid (it read
+    global memory to choose the tiling), so the CTA does not wait again."""
     idle_warpgroups = threads is not None and threads > cfg.threads
     (a_dtype, b_dtype), c_dtype = cfg.mma_dtypes, cfg.out_dtype
     bm, bn, bk, stages = cfg.block_m, cfg.block_n, cfg.block_k, cfg.stages
@@ -538,7 +540,8 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None
         # A dependent launch (kernels/launch.py) may have started this CTA while the
         # previous kernel on the stream still ran: no thread touches global memory before
         # that kernel has completed.
-        T.ptx.griddepcontrol.wait()
+        if not waited:
+            T.ptx.griddepcontrol.wait()
 
         if warpgroup == 0:
             T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGISTERS)

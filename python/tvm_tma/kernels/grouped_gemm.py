@@ -579,9 +579,9 @@ def make_two_height_body(gcfg: GroupedGemmConfig):
     cfg, short = gcfg.gemm, gcfg.short
     threads = max(cfg.threads, short.threads)
     shared_bytes = max(cfg.shared_bytes, short.shared_bytes)
-    tall_cta = make_cta_body(cfg, make_grouped_work(gcfg, counted=True), threads)
+    tall_cta = make_cta_body(cfg, make_grouped_work(gcfg, counted=True), threads, True)
     short_work = make_grouped_work(GroupedGemmConfig(gcfg.groups, short), SLOT_PAIRS, True)
-    short_cta = make_cta_body(short, short_work, threads)
+    short_cta = make_cta_body(short, short_work, threads, True)
     choose = make_height_choice(gcfg)
 
     # fmt: off
