@@ -1,8 +1,9 @@
 """tvm-tma: Tensor Memory Accelerator copies for Apache TVM TIRx.
 
 Importing the package (or just ``import tvm``, through the ``tvm.backends`` entry point)
-registers the ``copy_async`` dispatch variant ``"tma"`` and loads the C++ runtime that
-encodes tensor maps on the host.
+registers the ``copy_async`` dispatch variant ``"tma"``, loads the C++ runtime that
+encodes tensor maps on the host, and makes TVMScript macros find their parser without
+reading source files (:mod:`.macro_lookup`).
 """
 
 from __future__ import annotations
@@ -22,9 +23,10 @@ def _autoload() -> None:
         return
     _state["loading"] = True
     try:
-        from . import assume, dispatch
+        from . import assume, dispatch, macro_lookup
         from ._runtime import load_runtime
 
+        macro_lookup.install()
         load_runtime()
         dispatch.register()
         assume.register()
