@@ -101,8 +101,10 @@ def test_a_two_height_grouped_kernel_waits_once_before_it_reads_the_group_ends()
     assert gcfg.short is not None
     func = grouped_gemm_kernel(gcfg)
     assert _launch_params(func) == PDL_PARAMS
-    body = _kernel_body(compile_kernel(func).cuda_source)
+    cuda = compile_kernel(func).cuda_source
+    body = _kernel_body(cuda)
     assert body.count(_WAIT) == 1
     wait = body.index(_WAIT)
     assert wait < body.index("offs_ptr[") < body.index("tvm_builtin_cuda_cta_sync();")
     assert not _GLOBAL_ACCESS.search(body[:wait])
+    assemble(cuda)
