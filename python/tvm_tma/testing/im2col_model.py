@@ -60,19 +60,22 @@ def load_im2col(spec: Im2colMapSpec, coords, offsets, smem_byte_address: int,
         row_bytes = max(row_bytes, 16 << spec.swizzle)
     fill = (np.frombuffer(NAN_FILL[spec.dtype], dtype=np.uint8)
             if spec.oob_fill == 1 and spec.dtype in NAN_FILL else np.zeros(elem, np.uint8))
+    # Every (pixel row, channel) element of the load at once: its swizzled shared bytes,
+    # and where it reads from when the pixel and the channel lie inside the tensor.
+    n, h, w = (np.array(axis, np.int64)
+               for axis in zip(*pixel_positions(spec, (n0, h0, w0))))
+    y, x = h + off_h, w + off_w
+    pixel_inside = (0 <= n) & (n < batch) & (0 <= y) & (y < height) & (0 <= x) & (x < width)
+    channel = c0 + np.arange(spec.channels_per_pixel, dtype=np.int64)
+    channel_inside = (0 <= channel) & (channel < channels)
+    rows = np.arange(len(n), dtype=np.int64)
+    address = smem_byte_address + rows[:, None] * row_bytes + (channel - c0)[None, :] * elem
     lanes = np.arange(elem, dtype=np.int64)
-    for row, (n, h, w) in enumerate(pixel_positions(spec, (n0, h0, w0))):
-        y, x = h + off_h, w + off_w
-        pixel_inside = 0 <= n < batch and 0 <= y < height and 0 <= x < width
-        for j in range(spec.channels_per_pixel):
-            address = np.array([smem_byte_address + row * row_bytes + j * elem])
-            target = swizzle_bytes(address, spec.swizzle)[0] + lanes
-            c = c0 + j
-            if pixel_inside and 0 <= c < channels:
-                source = base_byte + n * stride_n + y * stride_h + x * stride_w + c * elem
-                shared_bytes[target] = global_bytes[source + lanes]
-            else:
-                shared_bytes[target] = fill
+    target = swizzle_bytes(address, spec.swizzle)[..., None] + lanes
+    source = (base_byte + n * stride_n + y * stride_h + x * stride_w)[:, None] + channel * elem
+    inside = pixel_inside[:, None] & channel_inside[None, :]
+    shared_bytes[target[inside]] = global_bytes[source[inside][:, None] + lanes]
+    shared_bytes[target[~inside]] = fill
 
 
 def execute_im2col(plan: TmaPlan, global_bytes: np.ndarray, shared_bytes: np.ndarray,
