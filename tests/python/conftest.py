@@ -1,8 +1,15 @@
-"""Test configuration: the ``gpu`` marker and its clean skip on machines without a GPU."""
+"""Test configuration: the ``gpu`` marker and its clean skip on machines without a GPU;
+one cubin cache a run for ``tvm_tma.testing.runner.assemble``."""
 
 from __future__ import annotations
 
+import os
+import shutil
+import tempfile
+
 import pytest
+
+from tvm_tma.testing.runner import ASSEMBLE_CACHE_ENV
 
 
 def _has_cuda_gpu() -> bool:
@@ -15,8 +22,20 @@ def _has_cuda_gpu() -> bool:
 
 
 def pytest_configure(config):
+    # The controller (or a run without workers) makes the run's cubin cache before any
+    # worker starts; workers inherit it through the environment.
+    if not hasattr(config, "workerinput") and ASSEMBLE_CACHE_ENV not in os.environ:
+        config.tvm_tma_cubins = tempfile.mkdtemp(prefix="tvm_tma_cubins_")
+        os.environ[ASSEMBLE_CACHE_ENV] = config.tvm_tma_cubins
     config.addinivalue_line("markers", "gpu: needs an NVIDIA Hopper GPU (skipped without one)")
     config.addinivalue_line("markers", "fuzz: the 10,000-case differential fuzz run")
+
+
+def pytest_unconfigure(config):
+    cubins = getattr(config, "tvm_tma_cubins", None)
+    if cubins is not None:
+        os.environ.pop(ASSEMBLE_CACHE_ENV, None)
+        shutil.rmtree(cubins, ignore_errors=True)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -12,7 +12,7 @@ from tvm.tirx.layout import S, TileLayout
 from tvm_tma.dispatch.facts import FACTS_KEY
 from tvm_tma.explainer.collect import tma_copies
 
-KERNELS = 1000
+KERNELS = 300  # a leak of one object a kernel shows as 300, ten times the bound
 
 
 def _parse_one(ctas: int):
@@ -55,7 +55,7 @@ def test_scope_id_ranges_travel_in_the_copy():
     assert facts == ["0 <= cta and cta < 7", "0 <= tid and tid < 128", "tid == 0"]
 
 
-def test_parsing_a_thousand_kernels_leaves_no_entries_behind():
+def test_parsing_three_hundred_kernels_leaves_no_entries_behind():
     for ctas in range(1, 21):  # warm every cache the parser and TVM keep for themselves
         _parse_one(ctas)
     gc.collect()

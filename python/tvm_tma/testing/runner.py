@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import math
+import os
 import re
 import subprocess
 import tempfile
@@ -77,12 +80,39 @@ def compile_case(case: CopyCase, arch: str = "sm_90a") -> Built:
     return compile_kernel(kernel, arch)
 
 
+#: Environment variable naming a directory where :func:`assemble` keeps each cubin under
+#: the hash of its source, the architecture, TVM's version and nvcc's. The test session sets
+#: it (tests/python/conftest.py), so a kernel that two tests build -- a benchmark's default
+#: layer and the same layer's own test -- goes through nvcc once a run.
+ASSEMBLE_CACHE_ENV = "TVM_TMA_ASSEMBLE_CACHE"
+
+
+@functools.cache
+def _nvcc_version() -> str:
+    return subprocess.run(["nvcc", "--version"], capture_output=True, text=True,
+                          check=True).stdout
+
+
 def assemble(cuda_source: str, arch: str = "sm_90a") -> bytes:
-    """ptxas (through nvcc) must accept the kernel for ``arch``."""
+    """ptxas (through nvcc) must accept the kernel for ``arch``: its cubin, compiled as
+    TVM compiles a module (``tvm.support.nvcc.compile_cuda``), or the one compiled from the
+    same source earlier in the run (:data:`ASSEMBLE_CACHE_ENV`)."""
+    cache = os.environ.get(ASSEMBLE_CACHE_ENV)
+    cached = None
+    if cache:
+        key = "\0".join((tvm.__version__, _nvcc_version(), arch, cuda_source))
+        cached = Path(cache) / f"{hashlib.sha256(key.encode()).hexdigest()}.cubin"
+        if cached.is_file():
+            return cached.read_bytes()
     target = tvm.target.Target({"kind": "cuda", "arch": arch})
     with target:
-        return tvm.support.nvcc.compile_cuda(cuda_source, target_format="cubin", arch=arch,
-                                             compiler="nvcc")
+        cubin = tvm.support.nvcc.compile_cuda(cuda_source, target_format="cubin", arch=arch,
+                                              compiler="nvcc")
+    if cached is not None:
+        partial = cached.with_name(f"{cached.name}.{os.getpid()}")
+        partial.write_bytes(cubin)
+        os.replace(partial, cached)  # whole or absent, for a worker reading it meanwhile
+    return cubin
 
 
 @dataclass(frozen=True)
