@@ -18,6 +18,7 @@ import tvm_tma
 from tvm_tma.conv import Conv2dGeometry
 from tvm_tma.kernels import conv2d as conv2d_module
 from tvm_tma.kernels.conv2d import (
+    ALTERNATING_MIN_STAGES,
     COVERING_SHARE,
     HALF_ROWS_MAX_STEPS,
     IM2COL_NARROW_WAVE_MAX_STEPS,
@@ -238,6 +239,15 @@ SMALL = [
     ("ordered-rounds-pingpong-4x12x12x64-k128", _layer(4, 12, 12, 64, 128),
      {"block_n": 128, "split_k": 2, "split_k_ordered": True, "ctas": 4,
       "schedule": "pingpong"}),
+    # Two alternating C stages (conv2d._alternating_c_stages takes them by default on the
+    # narrower stages of ordered parts, clusters, 64- and 192-row tiles above) where
+    # stream-K runs end mid-tile, and in a tail split (one full round of 4 tiles, the
+    # fifth in 2 ordered parts).
+    ("streamk-two-c-stages-2x7x7x512-k512", _layer(2, 7, 7, 512, 512),
+     {"block_n": 128, "stream_k": True, "epilogue_n": 64, "epilogue_buffers": 2}),
+    ("tail-two-c-stages-4x12x12x64-k128", _layer(4, 12, 12, 64, 128),
+     {"block_n": 128, "tail_split": 2, "ctas": 4, "epilogue_n": 64,
+      "epilogue_buffers": 2}),
 ]
 DEFAULT = [(name, geometry, {}) for name, geometry, _ in BENCHMARK.PROBLEMS]
 
@@ -257,21 +267,24 @@ def built(request):
 
 def test_default_layers_get_the_documented_tiling():
     """conv2d_config's rule on the benchmark's layers (132 CTAs): (block_m, block_n, C
-    stage columns, stages, cluster shape, tiles)."""
+    stage columns, C stages, ring stages, cluster shape, tiles). Two C stages alternate
+    wherever one is narrower than a cooperative tile and 4 ring stages still fit beside
+    them (_alternating_c_stages)."""
     want = {
-        "resnet50-56x56x64": (128, 64, 64, 8, (1, 1), 784),  # K = 64: one column block
+        "resnet50-56x56x64": (128, 64, 64, 1, 8, (1, 1), 784),  # K = 64: one column block
         # 196 tiles of 128 rows leave a wave 48% full; 131 of 192 rows fill one.
-        "resnet50-28x28x128": (192, 128, 64, 5, (1, 1), 131),
+        "resnet50-28x28x128": (192, 128, 64, 2, 4, (1, 1), 131),
         # 98 >= 132 / 2 tiles: 128 wide
-        "resnet50-14x14x256": (128, 128, 128, 6, (1, 1), 98),
+        "resnet50-14x14x256": (128, 128, 128, 1, 6, (1, 1), 98),
         # 13 row blocks: 256 wide leaves 26 tiles, whose K is cut into 5 ordered parts.
-        "resnet50-7x7x512": (128, 256, 128, 4, (1, 1), 26),
+        # (Two C stages would leave 3 ring stages.)
+        "resnet50-7x7x512": (128, 256, 128, 1, 4, (1, 1), 26),
         # No whole-atom width >= 128 divides 320: two 160-wide tiles, C 32 columns at a
         # time (64B swizzle), no cluster.
-        "unet-64x64x320": (128, 160, 32, 6, (1, 1), 512),
-        "unet-32x32x640": (128, 160, 32, 6, (1, 1), 256),  # four 160-wide: 1.18x 128-wide
-        "vae-256x256x256": (128, 256, 128, 4, (1, 1), 512),  # the GEMM's default tiling
-        "resnet50-56x56x128-stride2": (192, 128, 64, 5, (1, 1), 131),
+        "unet-64x64x320": (128, 160, 32, 2, 5, (1, 1), 512),
+        "unet-32x32x640": (128, 160, 32, 2, 5, (1, 1), 256),  # four 160-wide: 1.18x 128-wide
+        "vae-256x256x256": (128, 256, 128, 1, 4, (1, 1), 512),  # the GEMM's default tiling
+        "resnet50-56x56x128-stride2": (192, 128, 64, 2, 4, (1, 1), 131),
     }
     got = {}
     for name, geometry, _ in BENCHMARK.PROBLEMS:
@@ -281,8 +294,8 @@ def test_default_layers_get_the_documented_tiling():
         # K in ordered parts only where the widest tiles are too few for the SMs.
         assert (cfg.split_k, cfg.split_k_ordered) == (
             (5, True) if name == "resnet50-7x7x512" else (1, False))
-        got[name] = (cfg.block_m, cfg.block_n, cfg.epilogue_cols, cfg.stages,
-                     (cfg.cluster, cfg.cluster_n), cfg.num_tiles)
+        got[name] = (cfg.block_m, cfg.block_n, cfg.epilogue_cols, cfg.epilogue_buffers,
+                     cfg.stages, (cfg.cluster, cfg.cluster_n), cfg.num_tiles)
     assert got == want
 
 
@@ -366,7 +379,8 @@ def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms
     H100, 256-wide 0.83x)."""
     sd = conv2d_config(_layer(8, 16, 16, 1280, 1280))
     assert (sd.block_n, sd.num_tiles, sd.stream_k, sd.split_k) == (160, 128, False, 1)
-    assert (sd.epilogue_cols, sd.stages) == (32, 6)  # 64B-swizzled C stage, as UNet's
+    # Two alternating 64B-swizzled C stages, as UNet's.
+    assert (sd.epilogue_cols, sd.epilogue_buffers, sd.stages) == (32, 2, 5)
     # Half as many rows: 80 tiles of 128 x 128 fill 61% of the SMs in one round of 180 K
     # steps (180 x 0.57 = 102.6); the widest, 40 of 128 x 256, fill too few, and in 3
     # ordered parts of 60 steps (120 units) are priced 60 x 1.19 + 2 x 1.5 = 74.4: those
@@ -444,10 +458,11 @@ def test_a_short_layer_with_a_small_partial_wave_cuts_its_tail_into_k_parts():
 
 
 def test_a_layer_whose_192_row_tiles_save_a_round_takes_them():
-    """192 x 128 cooperative tiles (three consumer warpgroups, 512 threads, 5 stages beside
-    a 64-column C stage) where 128-row tiles leave a partial wave that 192-row ones fill:
-    the wave model with a 192-row K step at 1.57 of a 128-row one. Kept elsewhere (more
-    rounds, or a wave no fuller), and never over a caller's tile, schedule or split."""
+    """192 x 128 cooperative tiles (three consumer warpgroups, 512 threads, 4 ring stages
+    beside two alternating 64-column C stages) where 128-row tiles leave a partial wave
+    that 192-row ones fill: the wave model with a 192-row K step at 1.57 of a 128-row one.
+    Kept elsewhere (more rounds, or a wave no fuller), and never over a caller's tile,
+    schedule or split."""
     for layer, tiles in ((_layer(32, 28, 28, 128, 128), 131),  # 3x3: 196 of 128 rows
                          (_layer(32, 56, 56, 128, 128, stride=2), 131),
                          (_layer(32, 28, 28, 512, 128, 1, 1, pad=0), 131),
@@ -456,7 +471,8 @@ def test_a_layer_whose_192_row_tiles_save_a_round_takes_them():
         assert (cfg.block_m, cfg.block_n, cfg.schedule, cfg.num_tiles) == (
             192, 128, "cooperative", tiles)
         assert (cfg.consumers, cfg.threads, cfg.consumer_registers) == (3, 512, 152)
-        assert (cfg.stages, cfg.epilogue_cols, cfg.tail_split, cfg.split_k) == (5, 64, 1, 1)
+        assert (cfg.stages, cfg.epilogue_cols, cfg.epilogue_buffers, cfg.tail_split,
+                cfg.split_k) == (4, 64, 2, 1, 1)
         assert cfg.shared_bytes <= MAX_SHARED
     for layer in (_layer(32, 28, 28, 512, 256, 1, 1, pad=0),  # 262 tiles: 2 rounds of 3
                   _layer(32, 7, 7, 512, 2048, 1, 1, pad=0),  # 144 tiles > 132
@@ -495,9 +511,10 @@ def test_few_tiles_of_few_k_steps_take_64_row_tiles(before_conv_narrow_wave):
     fill at most half (and the 128-row tiles were at least 128 wide). Measured on the
     H100 (kernels/conv2d.py, kernels/tiling)."""
     assert HALF_ROWS_MAX_STEPS == 32
+    # (64 x 128 tiles stage C in two alternating 64-column stages: 8 ring stages.)
     cases = {  # layer (n, h, c, k, r): (block_n, tiles, parts, stages)
-        (8, 14, 1024, 512, 1): (128, 100, 1, 9),  # 16 K steps; 52 of 128 rows before
-        (8, 28, 512, 128, 1): (128, 98, 1, 9),  # 49 of 128 rows before
+        (8, 14, 1024, 512, 1): (128, 100, 1, 8),  # 16 K steps; 52 of 128 rows before
+        (8, 28, 512, 128, 1): (128, 98, 1, 8),  # 49 of 128 rows before
         # M = 49: one row block either way; 16 tiles of 64 x 128 are 32 of 64 x 64
         # (tiling.narrow_half_rows: at most half the CTAs had a 64 x 128 tile).
         (1, 7, 512, 2048, 1): (64, 32, 1, 12),
@@ -505,9 +522,9 @@ def test_few_tiles_of_few_k_steps_take_64_row_tiles(before_conv_narrow_wave):
         (1, 28, 512, 256, 1): (64, 52, 1, 12),
         (8, 14, 1024, 256, 1): (64, 100, 1, 12),
         (1, 56, 64, 64, 3): (64, 49, 1, 12),  # K = 64: 64 x 64 tiles
-        (8, 7, 2048, 512, 1): (128, 28, 4, 9),  # 32 K steps: 4 parts of 8
-        (1, 7, 2048, 512, 1): (128, 4, 8, 9),  # 8 parts of 4
-        (4, 7, 2048, 512, 1): (128, 16, 8, 9),
+        (8, 7, 2048, 512, 1): (128, 28, 4, 8),  # 32 K steps: 4 parts of 8
+        (1, 7, 2048, 512, 1): (128, 4, 8, 8),  # 8 parts of 4
+        (4, 7, 2048, 512, 1): (128, 16, 8, 8),
     }
     for (n, h, c, k, r), want in cases.items():
         cfg = conv2d_config(_layer(n, h, h, c, k, r, r, pad=r // 2))
@@ -560,9 +577,10 @@ def test_a_pointwise_layer_takes_one_wave_of_tiles_dividing_k_exactly(before_con
     # N=2 (2048 rows): 128 x 80, 7 stages beside the whole 80-column C stage.
     assert picked(pointwise(2, 32, 32, 1280, 640)) == (
         "cooperative", 128, 80, 128, 1, 1, 7, 80)
-    # N=2 32x32x640 -> 1280: 16 row blocks of 8 column blocks of 160 (C in 32 columns).
+    # N=2 32x32x640 -> 1280: 16 row blocks of 8 column blocks of 160 (C in two
+    # alternating 32-column stages).
     assert picked(pointwise(2, 32, 32, 640, 1280)) == (
-        "cooperative", 128, 160, 128, 1, 1, 6, 32)
+        "cooperative", 128, 160, 128, 1, 1, 5, 32)
     # 30 K steps: 64 x 80 tiles (N=2 16x16x1920 -> 1280), not 128 x 80 ones (N=2
     # 32x32x1920 -> 640 keeps 80 tiles of 128 x 128).
     assert picked(pointwise(2, 16, 16, 1920, 1280))[1:4] == (64, 80, 128)
@@ -602,7 +620,7 @@ def test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles():
         (8, 7, 960, 320): ((32, 70, 15, 12), (64, 160, 14)),
         (1, 14, 112, 672): ((24, 112, 2, 12), (64, 224, 12)),
         (1, 7, 232, 1392): ((16, 87, 4, 12), (128, 192, 8)),  # 1392 = 87 x 16
-        (32, 7, 2048, 512): ((128, 100, 32, 9), (128, 256, 130)),  # 64 x 128 steps unrolled
+        (32, 7, 2048, 512): ((128, 100, 32, 8), (128, 256, 130)),  # 64 x 128 steps unrolled
         (8, 8, 2560, 768): ((48, 128, 40, 12), (128, 128, 120)),
     }
     for (n, h, c, k), (want, was) in cases.items():
@@ -772,15 +790,50 @@ def test_a_pointwise_layer_of_16_channels_overlaps_its_stores():
         assert (cfg.block_m, cfg.block_n, cfg.epilogue_cols) == want, (n, h, c, k)
         assert (cfg.k_steps, cfg.stages, cfg.epilogue_buffers) == (1, 4, 2)
         assert cfg.shared_bytes <= MAX_SHARED
+    # (N=32 28x28x32 -> 192 stages C in 64-column pieces: two alternate there too, by
+    # _alternating_c_stages, beside 9 ring stages.)
     for layer in (_layer(32, 112, 112, 32, 16, 1, 1, pad=0),
-                  _layer(32, 28, 28, 32, 192, 1, 1, pad=0),
                   _layer(32, 56, 56, 24, 144, 1, 1, pad=0),
                   _layer(32, 56, 56, 16, 64)):  # 3x3: 9 K steps
         assert conv2d_config(layer).epilogue_buffers == 1
     layer = _layer(32, 112, 112, 16, 96, 1, 1, pad=0)
     assert conv2d_config(layer, stages=6).epilogue_buffers == 1
     assert conv2d_config(layer, epilogue_n=32).stages == 12
-    assert conv2d_config(layer, block_m=128).epilogue_buffers == 1
+    # The caller's tile: the deepest ring, C still in two alternating 32-column stages
+    # (_alternating_c_stages, the rule for every layer).
+    chosen = conv2d_config(layer, block_m=128)
+    assert (chosen.stages, chosen.epilogue_cols, chosen.epilogue_buffers) == (12, 32, 2)
+
+
+def test_a_c_stage_narrower_than_a_cooperative_tile_alternates_with_a_second():
+    """Where C is staged in several stores a tile, two C stages alternate (each store
+    drains while the next piece is staged) with as many ring stages as fit beside them,
+    unless fewer than ALTERNATING_MIN_STAGES do; a whole-width stage, ping-pong tiles (two
+    stages of their own) and the caller's ring or C stage are left as they are."""
+    assert ALTERNATING_MIN_STAGES == 4
+    pointwise = functools.partial(_layer, r=1, s=1, pad=0)
+
+    def staging(cfg: GemmConfig) -> tuple:
+        return (cfg.block_m, cfg.block_n, cfg.epilogue_cols, cfg.epilogue_buffers,
+                cfg.stages)
+
+    # N=32 1x1 28x28x32 -> 192: 64-column pieces of 192, one ring stage fewer (10 -> 9).
+    assert staging(conv2d_config(pointwise(32, 28, 28, 32, 192))) == (128, 192, 64, 2, 9)
+    # SD UNet 3x3 N=8 32x32x320 -> 640: 32-column pieces of 160 (6 -> 5 stages).
+    assert staging(conv2d_config(_layer(8, 32, 32, 320, 640))) == (128, 160, 32, 2, 5)
+    # 128 x 256 in 128-column halves would keep 3 ring stages: one C stage, 4 stages.
+    assert staging(conv2d_config(_layer(1, 256, 256, 256, 256))) == (128, 256, 128, 1, 4)
+    # A C stage the tile's whole width: one.
+    assert staging(conv2d_config(pointwise(32, 56, 56, 64, 64))) == (128, 64, 64, 1, 8)
+    layer = pointwise(32, 28, 28, 32, 192)
+    assert conv2d_config(layer, schedule="pingpong", block_n=64).epilogue_buffers == 1
+    for options in ({"stages": 6}, {"epilogue_n": 64}, {"epilogue_buffers": 1}):
+        cfg = conv2d_config(layer, **options)
+        assert cfg.epilogue_buffers == 1, options
+        assert cfg.shared_bytes <= MAX_SHARED
+    for cfg in (conv2d_config(layer), conv2d_config(_layer(8, 32, 32, 320, 640))):
+        assert cfg.shared_bytes <= MAX_SHARED
+        assert replace(cfg, stages=cfg.stages + 1).shared_bytes > MAX_SHARED
 
 
 def test_options_are_kept_and_the_rest_fits_them():
