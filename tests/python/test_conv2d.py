@@ -18,7 +18,6 @@ import tvm_tma
 from tvm_tma.conv import Conv2dGeometry
 from tvm_tma.kernels import conv2d as conv2d_module
 from tvm_tma.kernels.conv2d import (
-    ALTERNATING_MIN_STAGES,
     COVERING_SHARE,
     HALF_ROWS_MAX_STEPS,
     IM2COL_NARROW_WAVE_MAX_STEPS,
@@ -39,6 +38,7 @@ from tvm_tma.kernels.conv2d import (
 from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
 from tvm_tma.kernels.reference import error_bound
 from tvm_tma.kernels.tiling import (
+    ALTERNATING_MIN_STAGES,
     NARROW_WAVE_MAX_LOAD_RATIO,
     NARROW_WAVE_MIN_FILL,
     NARROW_WAVE_MIN_STEPS,

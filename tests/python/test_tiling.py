@@ -9,8 +9,9 @@ from dataclasses import replace
 
 import pytest
 
-from tvm_tma.kernels.gemm_config import GemmConfig
+from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
 from tvm_tma.kernels.tiling import (
+    ALTERNATING_MIN_STAGES,
     EXACT_WAVE_MAX_STEPS,
     EXACT_WAVE_MIN_FILL,
     EXACT_WAVE_MIN_M,
@@ -51,7 +52,9 @@ from tvm_tma.kernels.tiling import (
     sharing_a_in_fours,
     step_cost,
     straddled_step_cost,
+    streams_weights,
     trimmed,
+    with_alternating_c_stages,
 )
 from tvm_tma.kernels.tiling import rules as rules_module
 
@@ -65,10 +68,18 @@ def picker(*names: str):
 
 
 def before_the_narrow_wave(m: int, n: int, k: int, **options) -> GemmConfig:
-    """``GemmConfig.for_problem`` without the fullest narrow wave (as conftest's
-    ``before_narrow_wave`` fixture)."""
+    """``GemmConfig.for_problem`` without its last two rules, the fullest narrow wave (as
+    conftest's ``before_narrow_wave`` fixture) and the alternating C stages after it."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_gemm_fullest_narrow_wave", lambda cfg: cfg)
+        patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
+        return GemmConfig.for_problem(m, n, k, **options)
+
+
+def before_the_c_stages(m: int, n: int, k: int, **options) -> GemmConfig:
+    """``GemmConfig.for_problem`` without its last rule (the alternating C stages)."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
         return GemmConfig.for_problem(m, n, k, **options)
 
 
@@ -182,7 +193,7 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
     ((1024, 4096, 4096), ("cooperative", 256, 4, 1, False, 1, 1)),
     # 96 tiles of 128 x 256 leave a wave a quarter empty; 132 of 128 x 192 fill it
     # (100.9% against 83.6%).
-    ((768, 4096, 4096), ("cooperative", 192, 5, 1, False, 1, 1)),
+    ((768, 4096, 4096), ("cooperative", 192, 4, 1, False, 1, 1)),
     # 64 wide tiles, 88 of 192, 128 of 128: the narrow ones fill the wave (95-97%); the
     # wide ones in 2 ordered parts fill it too but ran 9-10% slower.
     ((512, 4096, 4096), ("cooperative", 128, 6, 1, False, 1, 1)),
@@ -191,8 +202,8 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
     # (120 units) ran 1.34-1.35x faster (107-111% of cuBLAS against 78-83%); 96 of 128 x
     # 128 against 64 of 128 x 192 in 2 parts: 1.15x at K = 8192, 1.07x at 4096.
     ((1024, 1280, 11520), ("cooperative", 256, 4, 1, False, 3, 1)),
-    ((768, 2048, 8192), ("cooperative", 192, 5, 1, False, 2, 1)),
-    ((1024, 1536, 4096), ("cooperative", 192, 5, 1, False, 2, 1)),
+    ((768, 2048, 8192), ("cooperative", 192, 4, 1, False, 2, 1)),
+    ((1024, 1536, 4096), ("cooperative", 192, 4, 1, False, 2, 1)),
     # Parts of 12 K steps ran 0.88x the plain waves: not offered; 72 tiles of 128 x 128
     # are the model's, and 128 of 64 x 192 (24 K steps, the fullest narrow wave) ran
     # 1.22x them (H200, RESULTS.md 6x).
@@ -203,12 +214,12 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
     # 8192 x 5680 x 2048 0.90x). 3000 x 1536 x 2048 ran 128 x 192 tiles with the 60 past a
     # wave in 2 parts (1.13x the 160-wide plain waves) until 192 x 192 tiles in one wave
     # took it (test_192_row_tiles_are_offered_where_they_fill_one_wave).
-    ((4096, 640, 4096), ("cooperative", 160, 6, 1, False, 1, 1)),
+    ((4096, 640, 4096), ("cooperative", 160, 5, 1, False, 1, 1)),
     # Since 128 x 320 tiles: 8192 x 640 x K in one wave of 128 of them (K = 1000 and 4096
     # measured: 1.07-1.10x and 1.02-1.03x the 256 of 128 x 160).
     ((8192, 640, 2048), ("cooperative", 320, 3, 1, False, 1, 1)),
     ((3000, 1536, 2048), ("cooperative", 192, 4, 1, False, 1, 1)),
-    ((640, 4096, 1024), ("cooperative", 160, 6, 1, False, 1, 1)),
+    ((640, 4096, 1024), ("cooperative", 160, 5, 1, False, 1, 1)),
     ((10000, 1536, 1024), ("cooperative", 256, 4, 1, False, 1, 1)),
     ((8192, 5680, 2048), ("cooperative", 256, 4, 1, False, 1, 4)),
     # K = 3000 and 5000: rows of 6000 and 10000 bytes straddle L2 lines: 2x1 clusters
@@ -244,7 +255,8 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
     ((8192, 8192, 8192), ("cooperative", 256, 4, 1, False, 1, 1)),
     ((8192, 1024, 8192), ("cooperative", 256, 4, 1, False, 1, 1)),
     # Few tiles: ordered split-K on ping-pong 128 x 128 tiles (the rule before the model).
-    # M at most 64 takes them as 64 x 128 tiles (on_half_rows: cooperative, 9 stages);
+    # M at most 64 takes them as 64 x 128 tiles (on_half_rows: cooperative, 9 stages; one
+    # row block streams B: one C stage);
     # M = 16 swaps the operands (on_swapped_operands: C^T = B A^T on 128 x 16 tiles).
     ((4096, 128, 4096), ("pingpong", 128, 5, 1, False, 4, 1)),
     ((64, 8192, 8192), ("cooperative", 128, 9, 1, False, 2, 1)),
@@ -280,7 +292,9 @@ def test_192_row_tiles_are_offered_where_they_fill_one_wave():
     for problem, width, tiles in (((6272, 512, 1024), 128, 132), ((3000, 1024, 4096), 128, 128),
                                   ((6144, 600, 8192), 160, 128), ((768, 5680, 2048), 192, 120)):
         cfg = GemmConfig.for_problem(*problem)
-        stages, c_stage = {128: (5, 64), 160: (4, 32), 192: (4, 64)}[width]
+        # 192 x 128 in two alternating 64-column C stages (with_alternating_c_stages) and
+        # 4 ring stages; 160 and 192 wide keep one C stage (two would leave 3 ring stages).
+        stages, c_stage = {128: (4, 64), 160: (4, 32), 192: (4, 64)}[width]
         assert (cfg.block_m, cfg.block_n, cfg.stages, cfg.epilogue_cols) == (
             192, width, stages, c_stage), problem
         assert (cfg.num_tiles, cfg.tail_split, cfg.split_k, cfg.cluster_size) == (tiles, 1, 1,
@@ -357,7 +371,8 @@ def test_one_wave_64_row_tiles_of_80_or_96_columns_run_on_8_ring_stages():
     picked = picker("block_m", "block_n", "stages", "cluster", "split_k")
     assert picked(1024, 640, 1280) == (64, 80, 8, 1, 1)     # 20 K steps
     assert picked(1000, 768, 1280) == (64, 96, 8, 1, 1)
-    assert picked(512, 1536, 1024) == (64, 96, 11, 1, 1)    # 16 steps: as many as fit
+    # 16 steps: as many as fit beside two alternating 32-column C stages.
+    assert picked(512, 1536, 1024) == (64, 96, 10, 1, 1)
     assert picked(1024, 640, 640) == (64, 80, 12, 1, 1)     # 10 steps
     assert picked(1024, 640, 1280, stages=12)[2] == 12      # the caller's ring stays
 
@@ -559,7 +574,7 @@ def test_short_problems_take_the_fullest_wave_of_narrow_whole_k_tiles():
     assert NARROW_WAVE_MAX_STEPS == 40
     cases = {  # (m, n, k): (block_n, tiles, K steps, stages, C stage), (tiling, units) before
         (1568, 640, 1280): ((128, 125, 20, 8, 128), ("pingpong", 128, 130)),  # 2 parts
-        (3136, 192, 1152): ((96, 98, 18, 11, 32), ("pingpong", 128, 100)),
+        (3136, 192, 1152): ((96, 98, 18, 10, 32), ("pingpong", 128, 100)),  # 2 C stages
         (1024, 1536, 1536): ((192, 128, 24, 6, 192), ("cooperative", 128, 96)),
         (500, 2560, 1280): ((160, 128, 20, 7, 32), ("cooperative", 128, 80)),
         (256, 1024, 2048): ((32, 128, 32, 12, 32), ("pingpong", 128, 128)),  # 8 parts
@@ -573,7 +588,8 @@ def test_short_problems_take_the_fullest_wave_of_narrow_whole_k_tiles():
                 cfg.epilogue_cols) == want, (m, n, k)
         assert (old.schedule, old.block_n, old.num_tiles * old.reduction_parts) == was
         assert n % cfg.block_n == 0 and old.num_tiles < cfg.num_tiles <= cfg.ctas
-        assert in_gemm_fullest_narrow_wave(old) == replace(cfg, l2_promotion=old.l2_promotion)
+        narrow = with_alternating_c_stages(in_gemm_fullest_narrow_wave(old))
+        assert narrow == replace(cfg, l2_promotion=old.l2_promotion)
     # Kept: 64 K steps (768 x 384 x 4096: 18 tiles in 7 parts ran 1.54x the narrow wave);
     # 2x1 clusters sharing B over straddled rows (128 x 6144 x 1000); C^T = B A^T (16 x 8192
     # x 2560, 136 x 5120 x 2048); FP8; B as K x N; the caller's tile, ring or schedule.
@@ -584,8 +600,10 @@ def test_short_problems_take_the_fullest_wave_of_narrow_whole_k_tiles():
                              (1568, 640, 1280, {"block_n": 128}),
                              (1568, 640, 1280, {"stages": 6}),
                              (1568, 640, 1280, {"schedule": "cooperative"})]:
+        # (128 x 6144 x 1000's 64 x 128 tiles take two C stages after, as any.)
         cfg = GemmConfig.for_problem(m, n, k, **options)
-        assert cfg == before_the_narrow_wave(m, n, k, **options), (m, n, k, options)
+        assert cfg == with_alternating_c_stages(before_the_narrow_wave(m, n, k, **options)), (
+            m, n, k, options)
         assert not (cfg.block_m == 64 and cfg.num_tiles > 100 and cfg.split_k == 1)
     clustered = GemmConfig.for_problem(128, 6144, 1000)
     assert clustered.cluster_size == 2 and in_gemm_fullest_narrow_wave(clustered) == clustered
@@ -609,7 +627,8 @@ def test_the_rules_after_the_model_are_listed_in_the_order_they_apply():
     assert rules(100, 5000, 3000) == ["sharing_a_in_fours"]
     assert rules(8192, 328, 8192) == ["trimmed"]
     assert rules(512, 512, 512) == ["on_half_rows", "in_gemm_fullest_narrow_wave"]
-    assert rules(1000, 1280, 256) == ["in_gemm_fullest_narrow_wave"]
+    assert rules(1000, 1280, 256) == ["in_gemm_fullest_narrow_wave",
+                                      "with_alternating_c_stages"]
     assert rules(16, 8192, 2048) == ["on_swapped_operands"]
     assert rules(4096, 4096, 4096) == []
     assert rules(300, 5680, 2224, block_n=192) == []
@@ -732,7 +751,9 @@ def test_every_candidate_runs_and_the_choice_is_the_cheapest():
             cfg.check()
         best = ranked(GemmConfig, m, n, k)
         assert [e.cost for e in best] == sorted(e.cost for e in best)
-        assert GemmConfig.for_problem(m, n, k) == best[0].config == choose(GemmConfig, m, n, k)
+        # (Then the C stages: with_alternating_c_stages, which the model does not price.)
+        assert GemmConfig.for_problem(m, n, k) == choose(GemmConfig, m, n, k) == (
+            with_alternating_c_stages(best[0].config))
 
 
 @pytest.mark.parametrize("options", [{"cluster": 1}, {"stream_k": False}, {"block_n": 128},
@@ -759,6 +780,10 @@ def test_the_default_runs_on_any_problem():
         for dtype in ("bfloat16", "float8_e4m3fn"):
             cfg = GemmConfig.for_problem(m, n, k, dtype=dtype)
             cfg.check()
+            # Last, the alternating C stages of the tiling before them.
+            plain = before_the_c_stages(m, n, k, dtype=dtype)
+            assert cfg == (plain if streams_weights(plain) else with_alternating_c_stages(plain))
+            cfg = plain
             before = before_the_narrow_wave(m, n, k, dtype=dtype)
             if cfg != before:
                 # The fullest wave of narrow tiles of the tiling before it.
@@ -832,3 +857,43 @@ def test_c_stage_widths_follow_the_swizzle_rule():
         for stage in c_stage_widths(width):
             GemmConfig(1024, 1024, 1024, block_n=width, stages=2,
                        epilogue_n=0 if stage == width else stage).check()
+
+
+def test_a_c_stage_narrower_than_a_cooperative_tile_alternates_with_a_second():
+    """with_alternating_c_stages, the last rule: two C stages where a cooperative 16-bit
+    unswapped tile stores C in pieces, with the most ring stages that fit beside them (at
+    most as many as before, at least ALTERNATING_MIN_STAGES); else the tiling as it was.
+    Measured on the H200 (RESULTS.md 6z2): 1200 x 512 x 1000 on 64 x 128 tiles 91.8% of
+    cuBLAS with one, 94.9% with two."""
+    assert ALTERNATING_MIN_STAGES == 4
+
+    def staged(cfg: GemmConfig) -> tuple:
+        return (cfg.epilogue_cols, cfg.epilogue_buffers, cfg.stages)
+
+    low = GemmConfig.for_problem(1200, 512, 1000)
+    assert (low.block_m, low.block_n, low.schedule) == (64, 128, "cooperative")
+    assert staged(low) == (64, 2, 8)
+    assert staged(before_the_c_stages(1200, 512, 1000)) == (64, 1, 9)
+    assert staged(GemmConfig.for_problem(600, 7000, 2048)) == (64, 2, 4)  # 128 x 192: 5 -> 4
+    # 128 x 256 in 128-column halves: two would leave 3 ring stages.
+    wide = GemmConfig(4096, 4096, 4096, epilogue_n=128, stages=4)
+    assert with_alternating_c_stages(wide) == wide
+    # A whole-width C stage, ping-pong tiles (two C stages of their own), FP8, C^T = B A^T.
+    for kept in (GemmConfig(4096, 4096, 4096, block_n=128, epilogue_n=128, stages=6),
+                 GemmConfig(4096, 4096, 4096, block_n=128, schedule="pingpong",
+                            epilogue_n=64, stages=5),
+                 GemmConfig(1024, 1024, 1024, dtype="float8_e4m3fn", block_n=128,
+                            epilogue_n=64, stages=6),
+                 GemmConfig(16, 8192, 2048, swap_ab=True, block_n=16, epilogue_n=8,
+                            stages=12)):
+        kept.check()
+        assert with_alternating_c_stages(kept) == kept
+    two = with_alternating_c_stages(GemmConfig(1024, 1536, 1024, block_n=192, epilogue_n=64,
+                                               stages=5))
+    assert staged(two) == (64, 2, 4) and two.shared_bytes <= MAX_SHARED
+    assert replace(two, stages=5).shared_bytes > MAX_SHARED
+    # One row block streaming B keeps its ring (64 x 8192 x 8192: 9 stages, one C stage).
+    assert staged(GemmConfig.for_problem(64, 8192, 8192)) == (64, 1, 9)
+    # The caller's ring or C stage stays.
+    for options in ({"epilogue_buffers": 1}, {"stages": 9}, {"epilogue_n": 64}):
+        assert GemmConfig.for_problem(1200, 512, 1000, **options).epilogue_buffers == 1

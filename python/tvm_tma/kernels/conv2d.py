@@ -52,6 +52,7 @@ from .gemm_config import K_BLOCKS, MAX_ORDERED_SPLIT, MAX_SHARED, PART_STEPS_FLO
 from .reference import OUTPUT_EPS, error_bound
 from .stream_k import check_workspace_left_clean, workspace
 from .tiling import (
+    C_STAGE_CHOICES,
     HALF_ROWS_SHORT_STEPS,
     SPLIT_FIELDS,
     TALL_MIN_FILL,
@@ -65,6 +66,7 @@ from .tiling import (
     in_tail_parts,
     narrow_half_rows,
     stream_k_pays,
+    with_alternating_c_stages,
 )
 
 #: Input/output element types the kernel takes (the GEMM's: 16-bit, one 128-, 64- or
@@ -93,10 +95,6 @@ COVERING_SHARE = 0.9
 #: one K step) and their ring depth.
 STORE_BOUND_BLOCK_K = 16
 STORE_BOUND_STAGES = 4
-#: Fewest ring stages :func:`_alternating_c_stages` may leave (128 x 256 tiles at 4 stages
-#: fell to 3 with two C stages and ran 0.99-1.00x; every tiling keeping 4 or more gained
-#: or tied but one, 0.97x).
-ALTERNATING_MIN_STAGES = 4
 #: Most K steps of an im2col layer's tiles in :func:`_narrow_wave` (3x3 over 128 channels:
 #: 18 steps of 64; 25 to 36 steps were mixed, 12 of 18 layers slower).
 IM2COL_NARROW_WAVE_MAX_STEPS = 18
@@ -259,7 +257,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       (:func:`_stores_overlapped`: N=32 112x112x16 -> 96 0.96-0.98x cuDNN against
       0.79-0.81x, N=4 1.23 against 0.96); and wherever the C stage is narrower than a
       cooperative tile, two of them alternating, unless that leaves fewer than
-      :data:`ALTERNATING_MIN_STAGES` ring stages (:func:`_alternating_c_stages`: N=32
+      :data:`~.tiling.ALTERNATING_MIN_STAGES` ring stages (:func:`_alternating_c_stages`: N=32
       1x1 28x28x32 -> 192 1.15x cuDNN against 0.94x, 14x14x96 -> 576 1.09 / 0.89,
       SD UNet N=8 3x3 32x32x320 -> 640 1.54 / 1.45).
     * **block_m**: 128, but 64 (cooperative, one consumer warpgroup a tile) for a layer of
@@ -327,13 +325,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
 
 
 def _alternating_c_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
-    """Two alternating C stages (``epilogue_buffers=2``) where a cooperative tile's C is
-    staged in several stores (a C stage narrower than the tile), with as many ring stages
-    as fit beside them, unless fewer than :data:`ALTERNATING_MIN_STAGES` do or the caller
-    chose the ring or the C stage. With one stage each store waits until the one before
-    has read the stage, so a tile's epilogue is its stores one after another; with two,
-    the next piece is staged while the last one drains. That matters most where a tile
-    has few K steps to hide its epilogue behind, and still pays on long ones.
+    """Two alternating C stages where a cooperative tile's C stage is narrower than the
+    tile, with as many ring stages as fit beside them, unless fewer than
+    :data:`~.tiling.ALTERNATING_MIN_STAGES` do or the caller chose the ring or the C stage
+    (:func:`~.tiling.with_alternating_c_stages`, the GEMM's last refinement too).
 
     H200, graph replays, x cuDNN, same runs (one stage -> two): 1x1 N=32 28x28x32 ->
     192 (1 K step) 0.94 -> 1.15, 14x14x64 -> 384 (1) 0.93 -> 1.07, 14x14x96 -> 576 (3)
@@ -343,19 +338,11 @@ def _alternating_c_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
     (18) 1.48 -> 1.52. Of the 39 layers it takes, 1.08x geomean, one lost: N=32 1x1
     14x14x1024 -> 512 (192 x 128, 16 K steps, 5 ring stages -> 4) 1.04 -> 1.01. 128 x
     256 tiles (4 stages -> 3) tied (N=1 3x3 256x256x256 1.050 / 1.045, N=32 56x56x256
-    1.045 / 1.041): not taken.
-    A C stage the whole tile wide alternates nothing within a tile (N=32 1x1 56x56x64 ->
-    64: 1.21 / 1.19): not taken."""
-    if (cfg.schedule != "cooperative" or cfg.epilogue_buffers == 2
-            or cfg.epilogue_cols >= cfg.block_n
-            or {"stages", "epilogue_n", "epilogue_buffers"} & set(options)):
+    1.045 / 1.041): not taken. A C stage the whole tile wide alternates nothing within a
+    tile (N=32 1x1 56x56x64 -> 64: 1.21 / 1.19): not taken."""
+    if C_STAGE_CHOICES & set(options):
         return cfg
-    alternating = _epilogue_and_stages(replace(cfg, epilogue_buffers=2),
-                                       {"epilogue_n": cfg.epilogue_n})
-    if (alternating.shared_bytes > MAX_SHARED
-            or alternating.stages < ALTERNATING_MIN_STAGES):
-        return cfg
-    return alternating
+    return with_alternating_c_stages(cfg)
 
 
 def _stores_overlapped(geometry: Conv2dGeometry, cfg: GemmConfig,

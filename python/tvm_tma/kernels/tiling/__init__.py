@@ -1,9 +1,14 @@
 """The default tiling of a GEMM problem (and of conv2d's, which shares it): a wave model over
 measured tilings (:mod:`.model`, whose docstring describes the whole), then the measured
 refinements of its choice, each in a module of its own (:mod:`.swap`, :mod:`.half_rows`,
-:mod:`.clusters`, :mod:`.one_wave`), applied in order by :mod:`.rules`
+:mod:`.clusters`, :mod:`.one_wave`, :mod:`.c_stages`), applied in order by :mod:`.rules`
 (:mod:`.unswapped` lists those measured on unswapped tiles)."""
 
+from .c_stages import (
+    ALTERNATING_MIN_STAGES,
+    C_STAGE_CHOICES,
+    with_alternating_c_stages,
+)
 from .clusters import (
     A_SHARING_BLOCK_N,
     A_SHARING_CLUSTER,
@@ -126,6 +131,9 @@ from .unswapped import (
 )
 
 __all__ = [
+    "ALTERNATING_MIN_STAGES",
+    "C_STAGE_CHOICES",
+    "with_alternating_c_stages",
     "A_SHARING_BLOCK_N",
     "A_SHARING_CLUSTER",
     "A_SHARING_MAX_ROW_BLOCKS",

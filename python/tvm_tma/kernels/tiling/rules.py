@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from .c_stages import C_STAGE_CHOICES, with_alternating_c_stages
 from .model import (
     TILING_CHOICES,
     WEIGHT_STREAM_PROMOTION,
@@ -52,7 +53,9 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
     wave of tiles dividing N exactly (:func:`in_one_exact_wave`), A shared in clusters of
     4 (:func:`sharing_a_in_fours`); then, on whatever they leave but clusters and
     swaps, the fullest wave of narrow 64-row tiles of whole K
-    (:func:`in_gemm_fullest_narrow_wave`).
+    (:func:`in_gemm_fullest_narrow_wave`); last, two alternating C stages where C is
+    stored in pieces (:func:`.c_stages.with_alternating_c_stages`), but not where one row
+    block streams B (:func:`.model.streams_weights`).
     ``benchmarks/gemm.py --explain`` prints them. The caller's ``swap_ab`` decides the
     swap (:func:`on_swapped_operands` is skipped; with True, none applies: they were
     measured on A @ B^T's tiles)."""
@@ -72,6 +75,13 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
     narrow = in_gemm_fullest_narrow_wave(chosen)
     if narrow != chosen:
         steps.append((in_gemm_fullest_narrow_wave.__name__, narrow))
+        chosen = narrow
+    # Not where one row block streams B: its ring depth is what keeps B's bytes coming,
+    # and those problems were not measured with two C stages.
+    alternating = with_alternating_c_stages(chosen)
+    if (alternating != chosen and not C_STAGE_CHOICES & set(options)
+            and not streams_weights(chosen)):
+        steps.append((with_alternating_c_stages.__name__, alternating))
     return steps
 
 
