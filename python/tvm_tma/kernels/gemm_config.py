@@ -224,7 +224,10 @@ class GemmConfig:
         clusters or swapped, the fullest one wave of cooperative 64-row tiles of whole K
         (2 to 40 K steps, unrolled) where they are more than the tiles chosen
         (:func:`.tiling.in_gemm_fullest_narrow_wave`: 1568 x 640 x 1280 on 125 tiles of 64 x
-        128, 1.54x the 128 x 128 ping-pong tiles in 2 parts).
+        128, 1.54x the 128 x 128 ping-pong tiles in 2 parts); then two alternating C stages
+        where a cooperative tile stores C in pieces and 4 ring stages still fit, but not
+        where one row block streams B (:func:`.tiling.with_alternating_c_stages`: 1200 x
+        512 x 1000 on 64 x 128 tiles 1.03x, 600 x 7000 x 2048 on 128 x 192 1.05x).
 
         Every option the caller gives is kept; the model fills in the rest. FP8 inputs take
         the same tiles with a K block of 128: their slots have the 16-bit slots' bytes
