@@ -805,6 +805,26 @@ def test_a_pointwise_layer_of_16_channels_overlaps_its_stores():
     assert (chosen.stages, chosen.epilogue_cols, chosen.epilogue_buffers) == (12, 32, 2)
 
 
+def test_a_k_no_width_divides_and_too_few_covering_tiles_take_two_128_wide_blocks():
+    """K of 193 to 256 that no exact width divides (240, 232, 216, 200), where one tile K
+    wide leaves SMs idle: two 128-wide column blocks, not 192-wide ones in 2x1 clusters
+    (whose second block was mostly padding: 1.10-1.41x on the H200). K past 256 keeps
+    them; K of 129 to 192 its 64-wide tiles (a second 128-wide block would be mostly
+    padding); covering tiles that fill the SMs stay."""
+    pointwise = functools.partial(_layer, r=1, s=1, pad=0)
+    for c, k in ((40, 240), (48, 232), (64, 216), (40, 200)):
+        cfg = conv2d_config(pointwise(16, 28, 28, c, k))
+        assert (cfg.block_m, cfg.block_n, cfg.cluster_size, cfg.num_tiles) == (
+            128, 128, 1, 196), k
+    assert conv2d_config(pointwise(4, 56, 56, 40, 240)).block_n == 128
+    # Enough covering tiles: one 240-wide column block.
+    assert conv2d_config(pointwise(32, 28, 28, 40, 240)).block_n == 240
+    assert conv2d_config(pointwise(1, 56, 56, 24, 144)).block_n == 64
+    # K = 288: 192-wide tiles in 2x1 clusters, as before.
+    wide = conv2d_config(pointwise(16, 28, 28, 48, 288))
+    assert (wide.block_n, wide.cluster) == (192, 2)
+
+
 def test_a_c_stage_narrower_than_a_cooperative_tile_alternates_with_a_second():
     """Where C is staged in several stores a tile, two C stages alternate (each store
     drains while the next piece is staged) with as many ring stages as fit beside them,

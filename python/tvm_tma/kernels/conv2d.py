@@ -695,8 +695,15 @@ def _measured_tiling(base: GemmConfig, options: dict,
         # -> 96 1.65 / 1.16, 14x14x672 -> 112 0.90 / 0.75 (then 64-row tiles,
         # _half_rows), 56x56x24 -> 144 0.62 / 0.54 (128 x 160).
         return covering, 1, 1
-    # No such width divides K: padded 192-wide tiles in 2x1 clusters where K is wide
-    # (measured on K = 320 before 160-wide tiles existed).
+    # No such width divides K: two 128-wide column blocks where K is 193 to 256 (the
+    # covering tiles too few), the second more than half full, where 192-wide ones in 2x1
+    # clusters left it mostly padding (H200, same run, ABBA, time 192 / 128: N=16 1x1 28x28 K =
+    # 240 1.14x, 232 1.29x, 200 1.17x, 216 1.41x; N=4 56x56x40 -> 240 1.10x; N=2 14x14x40
+    # -> 240 1.84x, its 128 x 128 tiles becoming 64 x 64 ones by the rules after);
+    if 192 < base.n <= 256 and holds(128):
+        return 128, 1, 1
+    # padded 192-wide tiles in 2x1 clusters where K is wider (measured on K = 320 before
+    # 160-wide tiles existed).
     if base.n > 192 and holds(192):
         return 192, 2, 1
     return 64, 1, 1
