@@ -227,8 +227,9 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       most 256 channels, one tile exactly K wide spans it (:func:`covering_width`: 24,
       80, 112, 144), so A is read once, unless that leaves idle SMs the 64-wide tiles
       would fill (:func:`_covering_unless_idle`: N=32 1x1 14x14x480 -> 80 0.85x cuDNN
-      against 0.63x, 3x3 56x56x64 -> 96 1.08 / 0.67); wider K, two 192-wide tiles in 2x1
-      clusters; else 64-wide tiles. Where
+      against 0.63x, 3x3 56x56x64 -> 96 1.08 / 0.67), where a K of 193 to 256 takes two
+      128-wide column blocks (N=16 28x28x40 -> 240 1.14x the 192-wide ones); wider K,
+      two 192-wide tiles in 2x1 clusters; else 64-wide tiles. Where
       only 64-wide tiles give half the CTAs one, the widest exact tiles in one round where
       the wave model prices them cheaper (N=1 UNet 64x64x320: 64 tiles of 128 x 160,
       1.02x cuDNN, against 160 of 128 x 64, 0.75x).
