@@ -14,8 +14,10 @@ Measured on the H200 (graph replays, same runs, one stage -> two; benchmarks/RES
 of 5); 10 GEMMs 1.00-1.05x, none slower (1200 x 512 x 1000 on 64 x 128 tiles 91.8% of
 cuBLAS -> 94.9%, 600 x 7000 x 2048 on 128 x 192 86.7% -> 91.3%). Where it would leave 3
 ring stages (128 x 256 tiles in 128-column halves) it tied (0.995-0.996x): not taken.
-FP8 and swapped tiles were not measured: left at one stage; so were GEMMs whose one row
-block streams B (:func:`.rules.refinements` leaves them).
+FP8 GEMMs on 128 x 192 tiles (ABBA): 600 x 7000 x 2048 1.07x, 1200 x 2048 x 1024 1.05x,
+1000 x 7000 x 4096 1.05x, 600 x 4096 x 2048 1.03x, 384 x 7000 x 2048 0.995x. Swapped tiles
+were not measured: left at one stage; so were GEMMs whose one row block streams B
+(:func:`.rules.refinements` leaves them).
 """
 
 from __future__ import annotations
@@ -32,11 +34,10 @@ C_STAGE_CHOICES = frozenset({"stages", "epilogue_n", "epilogue_buffers"})
 
 def with_alternating_c_stages(cfg: Tiling) -> Tiling:
     """``cfg`` with two alternating C stages and the most ring stages that fit beside them
-    (never more than it had), where its C stage is narrower than a cooperative 16-bit
-    unswapped tile and at least :data:`ALTERNATING_MIN_STAGES` ring stages fit; else
-    ``cfg``."""
+    (never more than it had), where its C stage is narrower than a cooperative unswapped
+    tile and at least :data:`ALTERNATING_MIN_STAGES` ring stages fit; else ``cfg``."""
     if (cfg.schedule != "cooperative" or cfg.epilogue_buffers == 2 or cfg.swap_ab
-            or cfg.fp8 or cfg.epilogue_cols >= cfg.block_n):
+            or cfg.epilogue_cols >= cfg.block_n):
         return cfg
     alternating = replace(cfg, epilogue_buffers=2)
     fitting = [s for s in range(ALTERNATING_MIN_STAGES, cfg.stages + 1)
