@@ -63,7 +63,8 @@ FEATURE_CASES = [
     # 160-wide tiles: C staged 32 columns at a time (64B swizzle).
     GemmConfig(200, 320, 144, dtype=E5, block_n=160, epilogue_n=32, stages=5),
     # The default 128 x 192 tiles of a problem whose 128 x 256 ones leave a wave a quarter
-    # empty (C in 64-column stages, 5 ring stages).
+    # empty (C in two alternating 64-column stages, 4 ring stages:
+    # tiling.with_alternating_c_stages).
     GemmConfig.for_problem(768, 4096, 1024, dtype=E4),
     GemmConfig(520, 648, 1008, dtype=E5, stream_k=True, stream_k_waves=2, ctas=9),
     # The tail split: 3 waves of 20, 4 tiles left over in 3 ordered parts of 24 ragged K
