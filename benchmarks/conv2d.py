@@ -148,7 +148,7 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
     if base.stages > 2:
         found.append(replace(base, stages=base.stages - 1))
     # The default's tile with two alternating C stages on 4 ring stages (the default of a
-    # pointwise layer of at most 16 channels, conv2d._stores_overlapped), or with one C
+    # pointwise layer of one K step, conv2d._stores_overlapped), or with one C
     # stage and the deepest ring where the default took two.
     overlapped = base.epilogue_buffers == 1
     add(base.block_n, block_m=base.block_m, schedule=base.schedule,

@@ -166,6 +166,18 @@ SMALL = [
     # 1800: 10 row blocks, the last 72 rows; 2 rounds each), C in 32-column stages.
     ("stores-overlapped-2x30x30x16-k96-ctas5", _layer(2, 30, 30, 16, 96, 1, 1, pad=0),
      {"ctas": 5}),
+    # A C stage the whole tile wide, two of them alternating from tile to tile: 10 tiles
+    # of 128 x 64 on 3 CTAs (4 rounds; M = 1200, the last row block 48 rows).
+    ("whole-c-stages-3x20x20x64-k64-ctas3", _layer(3, 20, 20, 64, 64, 1, 1, pad=0),
+     {"ctas": 3}),
+    # C = 24 in one 32-wide K block (zero-filled past C): 192 x 144 tiles in 2x1 clusters
+    # (conv2d._padded_k_in_pairs), two whole-tile C stages: 7 row blocks on 2 clusters
+    # (the last cluster's second CTA has none in its last round; the last block 48 rows),
+    # and 5 on one cluster (3 rounds, the last block 114 rows).
+    ("padded-k-pairs-3x20x20x24-k144-ctas4", _layer(3, 20, 20, 24, 144, 1, 1, pad=0),
+     {"ctas": 4}),
+    ("padded-k-pairs-2x21x21x24-k144-ctas2", _layer(2, 21, 21, 24, 144, 1, 1, pad=0),
+     {"ctas": 2}),
     # K = 320 in 192-wide tiles: the second column block is ragged (128 of 192 columns).
     ("k320-bn192-2x8x8x64", _layer(2, 8, 8, 64, 320), {"block_n": 192}),
     # K = 320 by the default rule: two 160-wide tiles per row block, C staged 32 columns at
@@ -722,7 +734,9 @@ def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms(
     for (n, h, c, k, r), want in cases.items():
         cfg = conv2d_config(_layer(n, h, h, c, k, r, r, pad=r // 2))
         assert (cfg.block_m, cfg.block_n, cfg.num_tiles) == want, (n, h, c, k, r)
-        assert (cfg.schedule, cfg.cluster_size) == ("cooperative", 1)
+        # (24 channels in a 32-wide K block: 2x1 clusters, _padded_k_in_pairs.)
+        paired = c % 16 == 8 and cfg.k_steps == 1 and cfg.num_tiles > cfg.ctas
+        assert (cfg.schedule, cfg.cluster_size) == ("cooperative", 1 + paired)
         assert cfg.n_blocks == -(-k // cfg.block_n) <= 8
         assert cfg.block_n % 8 == 0 and cfg.n_blocks * cfg.block_n - k < 8 * cfg.n_blocks
         assert cfg.epilogue_cols == (cfg.block_n if cfg.block_n % 32 else cfg.epilogue_cols)
@@ -773,29 +787,37 @@ def test_narrow_tiles_padded_past_k_take_192_rows_where_they_fill_a_wave():
     assert conv2d_config(narrow, split_k=2, split_k_ordered=True).block_m == 128
 
 
-def test_a_pointwise_layer_of_16_channels_overlaps_its_stores():
-    """A pointwise layer of one 16-wide K step on cooperative tiles takes two alternating
-    C stages and 4 ring stages, the widest C stage beside them (_stores_overlapped); not
-    a layer of 24 or 32 channels, a 3x3 one, or where the caller chose the ring, the C
-    stage or the tile. Measured on the H200."""
+def test_a_one_step_pointwise_layer_overlaps_its_stores():
+    """A pointwise layer of one K step on cooperative tiles, of 16 channels or with its C
+    stage the whole tile, takes two alternating C stages and 4 ring stages, the widest C
+    stage beside them (_stores_overlapped); not a layer whose C stages are pieces
+    alternating already, a 3x3 one, or where the caller chose the ring, the C stage or
+    the tile. Measured on the H200."""
     assert (STORE_BOUND_BLOCK_K, STORE_BOUND_STAGES) == (16, 4)
     cases = {  # (n, h, c, k): (block_m, block_n, epilogue_cols)
         (32, 112, 16, 96): (192, 96, 32),
         (4, 112, 16, 96): (192, 96, 32),
         (32, 28, 16, 96): (192, 96, 32),
         (32, 56, 16, 64): (128, 64, 64),
+        # Whole-tile C stages, alternating from tile to tile.
+        (32, 112, 32, 16): (192, 16, 16),
+        (32, 56, 24, 144): (192, 144, 144),
+        (32, 56, 64, 64): (128, 64, 64),
+        (8, 56, 64, 64): (128, 64, 64),
     }
     for (n, h, c, k), want in cases.items():
         cfg = conv2d_config(_layer(n, h, h, c, k, 1, 1, pad=0))
         assert (cfg.block_m, cfg.block_n, cfg.epilogue_cols) == want, (n, h, c, k)
         assert (cfg.k_steps, cfg.stages, cfg.epilogue_buffers) == (1, 4, 2)
         assert cfg.shared_bytes <= MAX_SHARED
-    # (N=32 28x28x32 -> 192 stages C in 64-column pieces: two alternate there too, by
-    # _alternating_c_stages, beside 9 ring stages.)
-    for layer in (_layer(32, 112, 112, 32, 16, 1, 1, pad=0),
-                  _layer(32, 56, 56, 24, 144, 1, 1, pad=0),
-                  _layer(32, 56, 56, 16, 64)):  # 3x3: 9 K steps
-        assert conv2d_config(layer).epilogue_buffers == 1
+    # N=32 28x28x32 -> 192 stages C in 64-column pieces that alternate already
+    # (_alternating_c_stages, beside 9 ring stages): a whole stage on 4 lost there.
+    pieces = conv2d_config(_layer(32, 28, 28, 32, 192, 1, 1, pad=0))
+    assert (pieces.epilogue_cols, pieces.epilogue_buffers, pieces.stages) == (64, 2, 9)
+    # Two whole 192 x 120 stages leave no room for 4 ring stages: one stays.
+    wide = conv2d_config(_layer(32, 28, 28, 40, 120, 1, 1, pad=0))
+    assert (wide.block_m, wide.block_n, wide.epilogue_buffers) == (192, 120, 1)
+    assert conv2d_config(_layer(32, 56, 56, 16, 64)).epilogue_buffers == 1  # 3x3: 9 K steps
     layer = _layer(32, 112, 112, 16, 96, 1, 1, pad=0)
     assert conv2d_config(layer, stages=6).epilogue_buffers == 1
     assert conv2d_config(layer, epilogue_n=32).stages == 12
@@ -803,6 +825,44 @@ def test_a_pointwise_layer_of_16_channels_overlaps_its_stores():
     # (_alternating_c_stages, the rule for every layer).
     chosen = conv2d_config(layer, block_m=128)
     assert (chosen.stages, chosen.epilogue_cols, chosen.epilogue_buffers) == (12, 32, 2)
+    whole = conv2d_config(_layer(32, 56, 56, 24, 144, 1, 1, pad=0), block_m=192)
+    assert (whole.epilogue_buffers, whole.stages) == (1, 8)
+
+
+def test_a_one_step_layer_of_c_8_mod_16_takes_2x1_clusters():
+    """A pointwise layer of one K step whose C is 8 mod 16 (24 channels in a 32-wide
+    block, 40 or 56 in a 64-wide one), more tiles than CTAs on cooperative tiles: 2x1
+    clusters sharing the B tile (_padded_k_in_pairs); not one tile per CTA, C = 48 or a
+    K block all C, more K steps, or where the caller chose a cluster or the tile.
+    Measured on the H200."""
+    cases = {  # (n, h, c, k): (block_m, block_n, block_k, tiles)
+        (32, 56, 24, 144): (192, 144, 32, 523),
+        (16, 56, 24, 144): (192, 144, 32, 262),
+        (32, 28, 40, 240): (128, 240, 64, 196),
+        (16, 28, 40, 240): (128, 128, 64, 196),
+        (32, 56, 40, 80): (192, 80, 64, 523),
+        (16, 112, 56, 112): (192, 112, 64, 1046),
+        (32, 56, 8, 144): (192, 144, 16, 523),
+    }
+    for (n, h, c, k), want in cases.items():
+        cfg = conv2d_config(_layer(n, h, h, c, k, 1, 1, pad=0))
+        assert (cfg.block_m, cfg.block_n, cfg.block_k, cfg.num_tiles) == want, (n, h, c, k)
+        assert (cfg.cluster, cfg.cluster_n, cfg.k_steps) == (2, 1, 1)
+        assert c % 16 == 8 and c < cfg.block_k
+    unpaired = [
+        _layer(8, 56, 56, 24, 144, 1, 1, pad=0),  # 131 tiles on 132 CTAs
+        _layer(32, 56, 56, 64, 64, 1, 1, pad=0),  # the K block is all C
+        _layer(16, 56, 56, 48, 144, 1, 1, pad=0),  # 96-byte rows
+        _layer(16, 28, 28, 48, 72, 1, 1, pad=0),
+        _layer(32, 112, 112, 32, 16, 1, 1, pad=0),
+        _layer(32, 56, 56, 144, 24, 1, 1, pad=0),  # 3 K steps, the last past C
+        _layer(32, 56, 56, 24, 72, 1, 1, pad=0),  # 36 B rows per CTA: no whole 8-row groups
+    ]
+    for layer in unpaired:
+        assert conv2d_config(layer).cluster == 1, layer
+    layer = _layer(32, 56, 56, 24, 144, 1, 1, pad=0)
+    assert conv2d_config(layer, cluster=1).cluster == 1
+    assert conv2d_config(layer, block_m=128).cluster == 1
 
 
 def test_a_k_no_width_divides_and_too_few_covering_tiles_take_two_128_wide_blocks():
@@ -814,8 +874,9 @@ def test_a_k_no_width_divides_and_too_few_covering_tiles_take_two_128_wide_block
     pointwise = functools.partial(_layer, r=1, s=1, pad=0)
     for c, k in ((40, 240), (48, 232), (64, 216), (40, 200)):
         cfg = conv2d_config(pointwise(16, 28, 28, c, k))
+        # (C = 40 in one 64-wide K block: 2x1 clusters, _padded_k_in_pairs.)
         assert (cfg.block_m, cfg.block_n, cfg.cluster_size, cfg.num_tiles) == (
-            128, 128, 1, 196), k
+            128, 128, 1 + (c == 40), 196), k
     assert conv2d_config(pointwise(4, 56, 56, 40, 240)).block_n == 128
     # Enough covering tiles: one 240-wide column block.
     assert conv2d_config(pointwise(32, 28, 28, 40, 240)).block_n == 240
@@ -843,8 +904,10 @@ def test_a_c_stage_narrower_than_a_cooperative_tile_alternates_with_a_second():
     assert staging(conv2d_config(_layer(8, 32, 32, 320, 640))) == (128, 160, 32, 2, 5)
     # 128 x 256 in 128-column halves would keep 3 ring stages: one C stage, 4 stages.
     assert staging(conv2d_config(_layer(1, 256, 256, 256, 256))) == (128, 256, 128, 1, 4)
-    # A C stage the tile's whole width: one.
-    assert staging(conv2d_config(pointwise(32, 56, 56, 64, 64))) == (128, 64, 64, 1, 8)
+    # A C stage the tile's whole width: one (but on a layer of one K step, two alternating
+    # from tile to tile: _stores_overlapped).
+    assert staging(conv2d_config(pointwise(32, 56, 56, 256, 64))) == (128, 64, 64, 1, 8)
+    assert staging(conv2d_config(pointwise(32, 56, 56, 64, 64))) == (128, 64, 64, 2, 4)
     layer = pointwise(32, 28, 28, 32, 192)
     assert conv2d_config(layer, schedule="pingpong", block_n=64).epilogue_buffers == 1
     for options in ({"stages": 6}, {"epilogue_n": 64}, {"epilogue_buffers": 1}):

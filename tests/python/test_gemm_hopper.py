@@ -186,6 +186,10 @@ CASES = [
                ctas=4),
     GemmConfig(300, 600, 264, block_n=256, stages=4, epilogue_n=64, epilogue_buffers=2,
                ctas=3),
+    # Two C stages each the whole 128 x 128 tile, alternating from tile to tile: 8 row
+    # blocks (the last 104 rows) by 2 column blocks on 3 CTAs, 6 rounds.
+    GemmConfig(1000, 256, 64, block_n=128, stages=4, epilogue_n=0, epilogue_buffers=2,
+               ctas=3),
     GemmConfig(300, 576, 200, block_n=288, stages=3, epilogue_n=32, ctas=2),
     GemmConfig(520, 640, 264, block_n=320, stages=3, epilogue_n=32, cluster=2, ctas=4),
     # Split-K through reduce-add stores (C += A @ B): even parts, a last part shorter than
@@ -706,6 +710,32 @@ def test_two_c_stages_alternate_and_wait_for_all_but_the_newest_store():
         replace(one, epilogue_buffers=3).check()
     # The model's 128 x 320 tiles take two.
     assert GemmConfig.for_problem(640, 8192, 1000).epilogue_buffers == 2
+
+
+def test_whole_tile_c_stages_alternate_from_one_tile_to_the_next():
+    """Two C stages each the tile's whole width: a plain cooperative loop stores round j's
+    tile from stage j % 2 (every stmatrix and the TMA store's source at (j & 1) times a
+    stage of 128 x 128) and waits for all but the newest store's reads (read 1); a loop
+    that does not count its tiles in rounds (stream-K's) keeps to stage 0 and waits for
+    all of them (read 0), as one stage does."""
+    two = GemmConfig(1000, 128, 64, block_n=128, stages=4, epilogue_n=0, epilogue_buffers=2,
+                     ctas=3)
+    assert (two.epilogue_cols, two.c_stages, two.num_tiles) == (128, 2, 8)
+    stage = re.compile(r"\((\w+) & 1\) \* 16384\)")
+    src = compile_kernel(gemm_kernel(two)).cuda_source
+    assert set(re.findall(r"bulk_wait_group_read_(\d)\(\);", src)) == {"0", "1"}
+    stmatrix = [line for line in src.splitlines()
+                if "tvm_builtin_ptx_stmatrix_sync_aligned_m8n8_x4_shared_b16(" in line
+                and "__device__" not in line]
+    assert len(stmatrix) == 8 and all(stage.search(line) for line in stmatrix)
+    assert {stage.search(line).group(1) for line in stmatrix} == {"j_1"}
+    store = [line for line in src.splitlines() if "tvm_tma_store_" in line
+             and "__device__" not in line]
+    assert store and all(stage.search(line) for line in store)
+    for cfg in (replace(two, epilogue_buffers=1), replace(two, stream_k=True)):
+        src = compile_kernel(gemm_kernel(cfg)).cuda_source
+        assert set(re.findall(r"bulk_wait_group_read_(\d)\(\);", src)) == {"0"}
+        assert not stage.search(src)
 
 
 @pytest.mark.parametrize("bad, rule", [

@@ -91,8 +91,9 @@ HALF_ROWS_MAX_STEPS = 32
 #: keep to be taken (:func:`_covering_unless_idle`): 25 tiles against 26 is a rounding of
 #: the same rows; 98 against a wave of 132 (0.74) lost 4-7%.
 COVERING_SHARE = 0.9
-#: :func:`_stores_overlapped`: the K block of the layers it takes (at most 16 channels in,
-#: one K step) and their ring depth.
+#: :func:`_stores_overlapped`: the K block of the layers it takes whatever their C stage
+#: (at most 16 channels in, one K step; other one-step layers: where C is staged whole)
+#: and their ring depth.
 STORE_BOUND_BLOCK_K = 16
 STORE_BOUND_STAGES = 4
 #: Most K steps of an im2col layer's tiles in :func:`_narrow_wave` (3x3 over 128 channels:
@@ -223,7 +224,9 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       the model takes it: 14x14x256 128 (98 tiles); UNet 64x64x320 and 32x32x640 160;
       8x16x16x1280 160 (128 tiles in one wave, 1.4x the 80 of 128 x 256); 4x16x16x1280
       40 tiles of 128 x 256 in 3 ordered parts (1.4x the 80 of 128 x 128). No cluster
-      (one cost 14x14x256 24% and 7x7x512 20%). Where no such width divides a K of at
+      (one cost 14x14x256 24% and 7x7x512 20%), but 2x1 clusters for a pointwise layer
+      of one K step whose C is 8 mod 16, more tiles than CTAs (:func:`_padded_k_in_pairs`:
+      N=32 56x56x24 -> 144 1.29x, 112x112x24 -> 64 1.49x). Where no such width divides a K of at
       most 256 channels, one tile exactly K wide spans it (:func:`covering_width`: 24,
       80, 112, 144), so A is read once, unless that leaves idle SMs the 64-wide tiles
       would fill (:func:`_covering_unless_idle`: N=32 1x1 14x14x480 -> 80 0.85x cuDNN
@@ -253,11 +256,13 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       the widest C stage that costs no stage (128 x 256: C in 128-column halves, 4 stages,
       the GEMM's measured default; 128 x 128: 6; 128 x 64: 8; 128 x 192: 64-column C, 5;
       128 x 160: 32-column 64B-swizzled C, 6), at most :data:`MAX_STAGES` (the small
-      slots of 32- and 16-wide K blocks); a pointwise layer of at most 16 channels in
-      (one K step) on cooperative tiles: 4 stages and two alternating C stages
+      slots of 32- and 16-wide K blocks); a pointwise layer of one K step on
+      cooperative tiles, of at most 16 channels in or with a C stage the whole tile: 4
+      stages and two alternating C stages, a whole-tile one alternating from tile to tile
       (:func:`_stores_overlapped`: N=32 112x112x16 -> 96 0.96-0.98x cuDNN against
-      0.79-0.81x, N=4 1.23 against 0.96); and wherever the C stage is narrower than a
-      cooperative tile, two of them alternating, unless that leaves fewer than
+      0.79-0.81x, N=4 1.23 against 0.96; 112x112x32 -> 16 1.23x one stage); and
+      wherever the C stage is narrower than a cooperative tile, two of them alternating,
+      unless that leaves fewer than
       :data:`~.tiling.ALTERNATING_MIN_STAGES` ring stages (:func:`_alternating_c_stages`: N=32
       1x1 28x28x32 -> 192 1.15x cuDNN against 0.94x, 14x14x96 -> 576 1.09 / 0.89,
       SD UNet N=8 3x3 32x32x320 -> 640 1.54 / 1.45).
@@ -320,6 +325,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     chosen = _narrow_wave(geometry, _exact_wave(geometry, chosen, options), options)
     best = _epilogue_and_stages(chosen, options)
     best = _stores_overlapped(geometry, best, options)
+    best = _padded_k_in_pairs(geometry, best, options)
     best = _alternating_c_stages(best, options)
     check_config(geometry, best)
     return best
@@ -348,22 +354,27 @@ def _alternating_c_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
 
 def _stores_overlapped(geometry: Conv2dGeometry, cfg: GemmConfig,
                        options: dict) -> GemmConfig:
-    """A pointwise layer of at most 16 input channels (one K step of a 16-wide K block) on
-    cooperative tiles: two alternating C stages (``epilogue_buffers=2``: a tile's store
-    drains while the next tile's accumulators are staged) and :data:`STORE_BOUND_STAGES`
-    ring stages (its loads, 16 channels a row, are a small part of its stores, and a deep
-    ring of them runs many tiles ahead of the stores), with the widest C stage beside them.
-    Unless the caller chose the ring, the C stage or the tile.
+    """A pointwise layer of one K step on cooperative tiles, of at most 16 input channels
+    or with its C stage the whole tile: two alternating C stages (``epilogue_buffers=2``:
+    a tile's store drains while the next tile's accumulators are staged; a whole-tile
+    stage alternates from one tile to the next) and :data:`STORE_BOUND_STAGES` ring
+    stages (its loads, one K block a tile, are a small part of its stores, and a deep
+    ring of them runs many tiles ahead of the stores), with the widest C stage beside
+    them. Unless the caller chose the ring, the C stage or the tile.
 
     H200, x cuDNN, same runs (graph replays), default -> this: N=32 112x112x16 -> 96
     0.79-0.81 -> 0.96-0.98, N=16 0.84 -> 1.02, N=8 0.82 -> 0.93, N=4 0.96 -> 1.23, N=2
     1.47 -> 1.78 (192 x 96 tiles), N=32 28x28x16 -> 96 1.08 -> 1.30, N=32 56x56x16 -> 64
     (128 x 64) 0.82 -> 0.88, N=8 1.70 -> 1.76, N=1 (64 x 64) 1.54 -> 1.59; one loss, N=1
-    112x112x16 -> 96 (128 x 64) 0.98 -> 0.95 (3.38 against 3.48 us).
-    32 input channels were mixed (N=32 112x112x32 -> 16 1.40 -> 1.69 but N=8 1.15 ->
-    1.13, 28x28x32 -> 192 1.06-1.12x at N=32 and 0.98x at N=16, 56x56x24 -> 144
-    0.97-1.01x), so they keep their ring."""
-    if not geometry.is_pointwise or cfg.k_steps != 1 or cfg.block_k != STORE_BOUND_BLOCK_K:
+    112x112x16 -> 96 (128 x 64) 0.98 -> 0.95 (3.38 against 3.48 us). Whole-tile C stages
+    (ABBA, time one stage / two): N=32 112x112x32 -> 16 (192 x 16, 2091 tiles) 1.23x,
+    56x56x24 -> 144 (192 x 144) 1.10x, 56x56x64 -> 64 (128 x 64) 1.04x; at N=8 and 1
+    (a round or two of tiles) within 2%. Where C is staged in pieces that alternate
+    already, a whole stage on 4 ring stages lost (N=32 28x28x32 -> 192, 128 x 192: 0.95x
+    the 64-column pieces on 9): left to :func:`_alternating_c_stages`."""
+    if not geometry.is_pointwise or cfg.k_steps != 1:
+        return cfg
+    if cfg.block_k != STORE_BOUND_BLOCK_K and cfg.epilogue_cols != cfg.block_n:
         return cfg
     if cfg.schedule != "cooperative" or ({"stages", "epilogue_n", "epilogue_buffers"}
                                          | TILING_CHOICES) & set(options):
@@ -371,6 +382,40 @@ def _stores_overlapped(geometry: Conv2dGeometry, cfg: GemmConfig,
     overlapped = replace(cfg, epilogue_buffers=2, stages=STORE_BOUND_STAGES)
     overlapped = _epilogue_and_stages(overlapped, {"stages": STORE_BOUND_STAGES})
     return overlapped if overlapped.shared_bytes <= MAX_SHARED else cfg
+
+
+def _padded_k_in_pairs(geometry: Conv2dGeometry, cfg: GemmConfig,
+                       options: dict) -> GemmConfig:
+    """A pointwise layer of one K step whose C is 8 mod 16 (rows of X and of the filter
+    an odd number of 16-byte chunks: 24, 40 or 56 channels, each K block zero-filled past
+    C by the TMA) on cooperative tiles, more than one per CTA: 2x1 clusters, each CTA
+    loading half of the B tile (the filter, one tile for every CTA where K is one column
+    block) and multicasting it to both. Unless the caller chose a cluster or the tile.
+
+    H200, graph replays, ABBA, time one CTA / 2x1 cluster (x cuDNN after): N=32 56x56x24
+    -> 144 (523 tiles of 192 x 144) 1.29x (1.13-1.14x cuDNN), N=16 1.26x (1.26); N=32
+    28x28x40 -> 240 (196 of 128 x 240) 1.15x (1.10-1.13), N=16 (128 x 128) 1.16x (0.89);
+    held out: N=32 112x112x24 -> 64 1.49x (0.96), 112x112x40 -> 192 1.49x (0.93), 56x56x40
+    -> 80 1.28x, N=8 112x112x40 -> 80 1.25x, N=16 112x112x56 -> 112 1.16x, N=32
+    112x112x56 -> 256 1.08x, 56x56x8 -> 144 1.13x, N=16 56x56x40 -> 48 1.13x; N=4
+    56x56x40 -> 240 0.99x. Not taken: one tile per CTA (N=8 56x56x24 -> 144, 131 tiles:
+    0.95x); C = 48 (96-byte rows), 4 of 5 slower (N=16 28x28x48 -> 72 0.85x, 56x56x48 ->
+    16 0.84x, -> 144 0.93x, -> 256 0.97x; N=32 56x56x48 -> 240 1.08x); whole 32- and
+    64-channel blocks (N=32 56x56x64 -> 64 0.82x, 28x28x32 -> 192 0.93x, 112x112x32 ->
+    16 1.08x, 112x112x16 -> 96 1.09x)."""
+    if (not geometry.is_pointwise or cfg.k_steps != 1 or geometry.c % 16 != 8
+            or cfg.schedule != "cooperative" or cfg.cluster != 1 or cfg.cluster_n != 1):
+        return cfg
+    if ({"cluster", "cluster_n"} | TILING_CHOICES) & set(options):
+        return cfg
+    if cfg.num_tiles <= cfg.ctas:
+        return cfg
+    paired = replace(cfg, cluster=2)
+    try:
+        paired.check()
+    except ValueError:
+        return cfg
+    return paired
 
 
 def _exact_wave(geometry: Conv2dGeometry, chosen: GemmConfig, options: dict) -> GemmConfig:

@@ -43,7 +43,11 @@ With two C stages (``GemmConfig.epilogue_buffers``) the stores alternate between
 each waits only until all but the newest store have read (``wait_group.read 1``): the
 other stage's store runs while this one is rounded. Where a store is skipped (past N or
 M) the next stage's wait is for all of them, since the newest store may then be its own
-stage's.
+stage's. Two stages each the tile's whole width alternate from one tile to the next where
+the caller counts its tiles in rounds (``round_parity``, the plain persistent loop: round
+j stores from stage j % 2 and waits for all but the newest store, whose tile, the one
+before, was stored whole); elsewhere (stream-K's runs, the tail split) such a tile waits
+for all of them, as one stage does.
 :func:`make_store_unit` builds this for one configuration; a kernel whose output is a GEMM
 output tile (conv2d's NPQ x K output is one) reuses it unchanged.
 """
@@ -130,6 +134,9 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
     split-K (the flags workspace, a one-element int32 local, the unit's K part), else None
     (not read). ``c_map``: where C is a device-side view (a grouped GEMM's group of rows),
     the ``tensormap=`` slots its stores rebind (:mod:`tvm_tma.dispatch.device_view`).
+    ``round_parity``: the parity of the caller's round (its count of tiles stored before
+    this one, every one of them stored whole), by which two whole-tile C stages take
+    turns; None where the caller does not count (a whole-tile stage is then reused).
     """
     m, n, dtype = cfg.product_m, cfg.product_n, cfg.out_dtype
     swapped = cfg.swap_ab
@@ -176,7 +183,7 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
     # fmt: off
     @T.inline
     def store_unit(C, c_tile, acc, cs, row0, mb, nb, lane, barrier, storer, scale, order,
-                   c_map=None):
+                   c_map=None, round_parity=None):
         # en columns at a time: round the accumulators into the C stage, then one thread
         # stores it with TMA; the previous store must have read the stage first.
         warp = T.meta_var(lane // 32)
@@ -186,8 +193,12 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
             index = T.meta_var(tile_flag(cfg, mb, nb))
             if storer and part > 0:
                 wait_for_first(flags, flag, index)
+        # A whole-width stage alternates between tiles where the caller counts them
+        # (round_parity: the round's parity): each tile's store drains while the next
+        # tile is staged in the other stage.
+        across = T.meta_var(double and bn == en and round_parity is not None)
         for h in T.unroll(bn // en):
-            stage = T.meta_var(cs + h % 2 if double else cs)
+            stage = T.meta_var(cs + round_parity if across else (cs + h % 2 if double else cs))
             n0 = T.meta_var(nb * bn + h * en)
             if storer:
                 # The stage's last store has read it: with two stages all but the newest
@@ -195,7 +206,9 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
                 # stored; else all of them: before a tile's first store (a tile of an odd
                 # number of stores ends on the stage it starts on), and past N or M, where
                 # the stores before were skipped and the newest may be this stage's.
-                if double:
+                if across:
+                    T.ptx.cp.async_.bulk.wait_group.read(1)
+                elif double:
                     if h > 0 and n0 < n and mb * bm < m:
                         T.ptx.cp.async_.bulk.wait_group.read(1)
                     else:

@@ -647,7 +647,7 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
                                  consumer * 64, lane)
                         store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
                                    tid == WARPGROUP, scale,
-                                   (flags, flag, part) if ordered else None)
+                                   (flags, flag, part) if ordered else None, None, j % 2)
             if lane == 0:
                 T.ptx.cp.async_.bulk.wait_group.read(0)
         if cluster > 1:
