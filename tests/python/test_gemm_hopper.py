@@ -190,6 +190,13 @@ CASES = [
     # blocks (the last 104 rows) by 2 column blocks on 3 CTAs, 6 rounds.
     GemmConfig(1000, 256, 64, block_n=128, stages=4, epilogue_n=0, epilogue_buffers=2,
                ctas=3),
+    # A resident B (one 128 x 56 tile, K = 56 past the block's 64 zero-filled): 8 row
+    # blocks on 2 CTAs, 4 rounds on 3 ring slots (the fourth reuses slot 0's B); and
+    # K x N with 104 rows in the last block, on 5 slots.
+    GemmConfig(1000, 128, 56, block_n=128, stages=3, epilogue_n=0, epilogue_buffers=2,
+               b_resident=True, ctas=2),
+    GemmConfig(1000, 64, 64, b_layout="kn", block_n=64, stages=5, epilogue_n=64,
+               b_resident=True, ctas=1),
     GemmConfig(300, 576, 200, block_n=288, stages=3, epilogue_n=32, ctas=2),
     GemmConfig(520, 640, 264, block_n=320, stages=3, epilogue_n=32, cluster=2, ctas=4),
     # Split-K through reduce-add stores (C += A @ B): even parts, a last part shorter than
@@ -712,6 +719,28 @@ def test_two_c_stages_alternate_and_wait_for_all_but_the_newest_store():
     assert GemmConfig.for_problem(640, 8192, 1000).epilogue_buffers == 2
 
 
+def test_a_resident_b_is_loaded_on_each_slots_first_use_only():
+    """b_resident (one B tile: one column block, one K step): the B copy runs only while
+    the unit's ring use is a slot's first (j < stages), and the slot's barrier expects
+    A's and B's bytes then, A's alone after; N x K and K x N alike. Without it every unit
+    loads both."""
+    for layout in ("nk", "kn"):
+        cfg = GemmConfig(1000, 64, 64, b_layout=layout, block_n=64, stages=4, epilogue_n=64,
+                         b_resident=True, ctas=1)
+        assert (cfg.a_tile_bytes, cfg.b_tile_bytes, cfg.num_tiles) == (16384, 8192, 8)
+        lines = [line.strip() for line in
+                 compile_kernel(gemm_kernel(cfg)).cuda_source.splitlines()
+                 if "__device__" not in line]
+        commit = next(i for i, line in enumerate(lines) if "arrive_expect_tx" in line)
+        assert lines[commit - 5:commit] == ["if (j < 4) {", "condval = 24576;",
+                                            "} else {", "condval = 16384;", "}"]
+        assert "((uint)condval)" in lines[commit]
+        assert "A_tensormap" in lines[commit + 1]
+        assert lines[commit + 2] == "if (j < 4) {" and "B_tensormap" in lines[commit + 3]
+        loaded = compile_kernel(gemm_kernel(replace(cfg, b_resident=False))).cuda_source
+        assert "(uint)24576);" in loaded and "condval" not in loaded
+
+
 def test_whole_tile_c_stages_alternate_from_one_tile_to_the_next():
     """Two C stages each the tile's whole width: a plain cooperative loop stores round j's
     tile from stage j % 2 (every stmatrix and the TMA store's source at (j & 1) times a
@@ -836,6 +865,14 @@ def test_whole_tile_c_stages_alternate_from_one_tile_to_the_next():
      "block_n=40"),
     (dict(swap_ab=True, block_n=24, epilogue_n=0, cluster=2),
      "cluster=2 with block_n=24: each CTA's share of the B tile must be whole 8-row groups"),
+    # A resident B: the only B tile, whole units, this CTA's own loads.
+    (dict(b_resident=True), "b_resident with n=256, k=256: B must be one tile (n <= "
+                            "block_n=256, k <= block_k=64)"),
+    (dict(n=128, k=64, block_n=128, b_resident=True, stream_k=True, ctas=2),
+     "b_resident with split_k, stream_k or tail_split: every unit a whole tile"),
+    (dict(n=128, k=64, block_n=128, b_resident=True, cluster=2),
+     "b_resident with a 2x1 cluster or swap_ab=False: one CTA loading its own B, "
+     "unswapped"),
 ])
 def test_gemm_refuses_configurations_it_cannot_run(bad, rule):
     params = dict(m=256, n=256, k=256) | bad

@@ -96,6 +96,10 @@ COVERING_SHARE = 0.9
 #: and their ring depth.
 STORE_BOUND_BLOCK_K = 16
 STORE_BOUND_STAGES = 4
+#: Most rounds of tiles (tiles per CTA) :func:`_padded_k_in_pairs` puts in 2x1 clusters:
+#: measured at 1.5 to 8 (1.13-1.49x); at 24 the resident filter alone was 1.03-1.16x
+#: faster than the clusters.
+PAIRED_MAX_ROUNDS = 12
 #: Most K steps of an im2col layer's tiles in :func:`_narrow_wave` (3x3 over 128 channels:
 #: 18 steps of 64; 25 to 36 steps were mixed, 12 of 18 layers slower).
 IM2COL_NARROW_WAVE_MAX_STEPS = 18
@@ -326,6 +330,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     best = _epilogue_and_stages(chosen, options)
     best = _stores_overlapped(geometry, best, options)
     best = _padded_k_in_pairs(geometry, best, options)
+    best = _resident_filter(best, options)
     best = _alternating_c_stages(best, options)
     check_config(geometry, best)
     return best
@@ -402,13 +407,15 @@ def _padded_k_in_pairs(geometry: Conv2dGeometry, cfg: GemmConfig,
     0.95x); C = 48 (96-byte rows), 4 of 5 slower (N=16 28x28x48 -> 72 0.85x, 56x56x48 ->
     16 0.84x, -> 144 0.93x, -> 256 0.97x; N=32 56x56x48 -> 240 1.08x); whole 32- and
     64-channel blocks (N=32 56x56x64 -> 64 0.82x, 28x28x32 -> 192 0.93x, 112x112x32 ->
-    16 1.08x, 112x112x16 -> 96 1.09x)."""
+    16 1.08x, 112x112x16 -> 96 1.09x). Past :data:`PAIRED_MAX_ROUNDS` rounds of tiles
+    the filter stays in the ring instead (:func:`_resident_filter`: N=32 112x112x24 -> 64,
+    24 rounds of 128 x 64, 1.16x the clusters; 112x112x40 -> 192 1.03x)."""
     if (not geometry.is_pointwise or cfg.k_steps != 1 or geometry.c % 16 != 8
             or cfg.schedule != "cooperative" or cfg.cluster != 1 or cfg.cluster_n != 1):
         return cfg
     if ({"cluster", "cluster_n"} | TILING_CHOICES) & set(options):
         return cfg
-    if cfg.num_tiles <= cfg.ctas:
+    if not cfg.ctas < cfg.num_tiles <= PAIRED_MAX_ROUNDS * cfg.ctas:
         return cfg
     paired = replace(cfg, cluster=2)
     try:
@@ -416,6 +423,30 @@ def _padded_k_in_pairs(geometry: Conv2dGeometry, cfg: GemmConfig,
     except ValueError:
         return cfg
     return paired
+
+
+def _resident_filter(cfg: GemmConfig, options: dict) -> GemmConfig:
+    """Where the filter is one B tile (one column block, one K step) and a CTA takes more
+    than one tile, without a cluster: ``b_resident``, each ring slot loading it on its
+    first use only, so each later tile is one TMA load (A), not two. Unless the caller
+    chose it, a cluster or the tile.
+
+    H200, graph replays, ABBA, time loaded / resident: N=32 1x1 112x112x32 -> 16 (2091
+    tiles of 192 x 16) 1.17x (1.15 -> 1.35x cuDNN), 112x112x16 -> 96 (2091 of 192 x 96)
+    1.14x (0.97 -> 1.11x); within 1% where a CTA takes a few large tiles (56x56x64 -> 64,
+    28x28x32 -> 192, N=16 56x56x48 -> 144, N=8 56x56x24 -> 144)."""
+    if cfg.n_blocks != 1 or cfg.k_steps != 1 or cfg.num_tiles <= cfg.ctas:
+        return cfg
+    if cfg.schedule != "cooperative" or cfg.cluster_size != 1 or cfg.b_resident:
+        return cfg
+    if ({"b_resident", "cluster", "cluster_n"} | TILING_CHOICES) & set(options):
+        return cfg
+    resident = replace(cfg, b_resident=True)
+    try:
+        resident.check()
+    except ValueError:
+        return cfg
+    return resident
 
 
 def _exact_wave(geometry: Conv2dGeometry, chosen: GemmConfig, options: dict) -> GemmConfig:

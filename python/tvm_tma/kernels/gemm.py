@@ -197,6 +197,10 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
     half_last_block = cfg.a_zero_bytes > 0
     last_step, half_piece_bytes = cfg.k_steps - 1, cfg.a_tile_bytes // pieces
     promotion = cfg.l2_promotion
+    # A resident B (one tile, one K step: every step is the last): loaded on each slot's
+    # first use only; the slot's later uses expect A's bytes alone.
+    resident, stages = cfg.b_resident, cfg.stages
+    first_use_bytes = tile_bytes - (half_piece_bytes if half_last_block else 0)
 
     # fmt: off
     @T.inline
@@ -207,7 +211,10 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
             s = T.meta_var(ring.slot(it))
             k0 = T.meta_var((k_step0 + ks) * bk)
             ring.producer_acquire(it)
-            if half_last_block:
+            if resident:
+                ring.producer_commit(it, T.if_then_else(it < stages, first_use_bytes,
+                                                        first_use_bytes - cfg.b_tile_bytes))
+            elif half_last_block:
                 ring.producer_commit(it, T.if_then_else(k_step0 + ks == last_step,
                                                         tile_bytes - half_piece_bytes,
                                                         tile_bytes))
@@ -266,6 +273,16 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                     Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
                                   dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
                                   l2_promotion=promotion, multicast=rank, tensormap=b_map)
+            elif resident:
+                if it < stages:
+                    if kn:
+                        Tx.copy_async(b_ring[s, :, :], B[0:bk, 0:bn], dispatch="tma",
+                                      mbar=ring.full_barrier(it), oob="zero",
+                                      l2_promotion=promotion, tensormap=b_map)
+                    else:
+                        Tx.copy_async(b_ring[s, :, :], B[0:bn, 0:bk], dispatch="tma",
+                                      mbar=ring.full_barrier(it), oob="zero",
+                                      l2_promotion=promotion, tensormap=b_map)
             elif kn:
                 Tx.copy_async(b_ring[s, :, :], B[k0:k0 + bk, nb * bn:nb * bn + bn],
                               dispatch="tma", mbar=ring.full_barrier(it), oob="zero",

@@ -190,6 +190,11 @@ class GemmConfig:
     #: the splits and every derived count are those of the product's ``product_m x
     #: product_n`` (N x M).
     swap_ab: bool = False
+    #: Load the B tile into each ring slot once, on the slot's first use, and leave it
+    #: there: where every unit is the same B tile (one column block, one K step: a
+    #: pointwise conv2d's filter whole, ``n <= block_n`` and ``k <= block_k``) the later
+    #: uses of a slot load only A. The slot's barrier then expects A's bytes alone.
+    b_resident: bool = False
 
     def __post_init__(self) -> None:
         if self.block_k is None:
@@ -701,6 +706,8 @@ class GemmConfig:
             self._check_split_k_ordered()
         if self.tail_split != 1:
             self._check_tail_split()
+        if self.b_resident:
+            self._check_b_resident()
         if self.l2_promotion not in (64, 128, 256):
             raise ValueError(f"l2_promotion={self.l2_promotion}: 64, 128 or 256 bytes per L2 "
                              "fill")
@@ -812,6 +819,20 @@ class GemmConfig:
             raise ValueError(f"split_k_ordered with split_k={self.split_k} on {self.workers} "
                              f"workers: a tile's parts wait for its part 0, so they need a "
                              f"worker each (at least split_k workers)")
+
+    def _check_b_resident(self) -> None:
+        """A resident B tile must be the only B tile: one column block and one K step,
+        every unit whole (no split, stream-K or tail parts), loaded by this CTA alone (no
+        cluster multicasting into its slots), unswapped."""
+        if self.n_blocks != 1 or self.k_steps != 1:
+            raise ValueError(f"b_resident with n={self.n}, k={self.k}: B must be one tile "
+                             f"(n <= block_n={self.block_n}, k <= block_k={self.block_k})")
+        if self.split_k != 1 or self.stream_k or self.tail_split != 1:
+            raise ValueError("b_resident with split_k, stream_k or tail_split: every unit a "
+                             "whole tile")
+        if self.cluster_size != 1 or self.swap_ab:
+            raise ValueError(f"b_resident with a {self.cluster}x{self.cluster_n} cluster or "
+                             f"swap_ab={self.swap_ab}: one CTA loading its own B, unswapped")
 
     def _check_tail_split(self) -> None:
         """The tail split cuts the tiles past the last full wave of the cooperative
