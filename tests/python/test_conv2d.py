@@ -24,7 +24,6 @@ from tvm_tma.kernels.conv2d import (
     K_STEP_COLUMNS,
     MAX_STAGES,
     NARROW_TALL_WIDTH,
-    PAIRED_MAX_ROUNDS,
     SHORT_K_STEPS,
     STORE_BOUND_BLOCK_K,
     STORE_BOUND_STAGES,
@@ -180,12 +179,16 @@ SMALL = [
     ("padded-k-pairs-2x21x21x24-k144-ctas2", _layer(2, 21, 21, 24, 144, 1, 1, pad=0),
      {"ctas": 2}),
     # The filter resident in the ring (conv2d._resident_filter): 12 tiles of 192 x 16 on
-    # 2 CTAs (6 rounds on 4 ring slots: the last two reuse B), and C = 24 past the
-    # clusters' 12 rounds: 14 tiles of 128 x 64 on one CTA (M = 1725, the last 61 rows).
+    # 2 CTAs (6 rounds on 4 ring slots: the last two reuse B), and C = 24 on one CTA (no
+    # cluster): 14 tiles of 128 x 64 (M = 1725, the last 61 rows).
     ("resident-filter-4x24x24x32-k16-ctas2", _layer(4, 24, 24, 32, 16, 1, 1, pad=0),
      {"ctas": 2}),
     ("resident-filter-3x25x23x24-k64-ctas1", _layer(3, 25, 23, 24, 64, 1, 1, pad=0),
      {"ctas": 1}),
+    # The same on one 2x1 cluster: 7 rounds a CTA on 4 slots, each CTA multicasting half
+    # of the filter on a slot's first use.
+    ("resident-filter-pairs-3x25x23x24-k64-ctas2", _layer(3, 25, 23, 24, 64, 1, 1, pad=0),
+     {"ctas": 2}),
     # K = 320 in 192-wide tiles: the second column block is ragged (128 of 192 columns).
     ("k320-bn192-2x8x8x64", _layer(2, 8, 8, 64, 320), {"block_n": 192}),
     # K = 320 by the default rule: two 160-wide tiles per row block, C staged 32 columns at
@@ -871,31 +874,31 @@ def test_a_one_step_layer_of_c_8_mod_16_takes_2x1_clusters():
     layer = _layer(32, 56, 56, 24, 144, 1, 1, pad=0)
     assert conv2d_config(layer, cluster=1).cluster == 1
     assert conv2d_config(layer, block_m=128).cluster == 1
-    # Past PAIRED_MAX_ROUNDS rounds the filter stays resident instead (3136 tiles).
-    assert PAIRED_MAX_ROUNDS == 12
+    # With more tiles than ring slots the filter stays resident in the clusters too.
     many = conv2d_config(_layer(32, 112, 112, 24, 64, 1, 1, pad=0))
-    assert (many.cluster, many.b_resident, many.num_tiles) == (1, True, 3136)
+    assert (many.cluster, many.b_resident, many.num_tiles) == (2, True, 3136)
 
 
 def test_a_one_tile_filter_stays_resident_where_a_cta_takes_more_than_one_tile():
-    """One column block, one K step, cooperative tiles, more tiles than CTAs and no
-    cluster: b_resident (each ring slot loads the filter once); not one tile per CTA,
-    K in two column blocks or more K steps, 2x1 clusters, or where the caller chose it, a
-    cluster or the tile. Measured on the H200."""
+    """One column block, one K step, cooperative tiles, more tiles than CTAs, alone or in
+    2x1 clusters: b_resident (each ring slot loads the filter once); not one tile per CTA,
+    K in two column blocks or more K steps, or where the caller chose it, a cluster or
+    the tile. Measured on the H200."""
     cases = {  # (n, h, c, k): (block_m, block_n, tiles)
         (32, 112, 32, 16): (192, 16, 2091),
         (32, 112, 16, 96): (192, 96, 2091),
         (32, 56, 64, 64): (128, 64, 784),
         (32, 28, 32, 192): (128, 192, 196),
-        (32, 112, 40, 192): (128, 192, 3136),
+        (32, 112, 40, 192): (128, 192, 3136),  # in 2x1 clusters: C = 40
+        (32, 56, 24, 144): (192, 144, 523),  # the same (4 slots, 4 rounds: loaded each)
     }
     for (n, h, c, k), want in cases.items():
         cfg = conv2d_config(_layer(n, h, h, c, k, 1, 1, pad=0))
         assert (cfg.block_m, cfg.block_n, cfg.num_tiles) == want, (n, h, c, k)
-        assert (cfg.b_resident, cfg.n_blocks, cfg.k_steps, cfg.cluster_size) == (True, 1, 1, 1)
+        assert (cfg.b_resident, cfg.n_blocks, cfg.k_steps) == (True, 1, 1)
+        assert cfg.cluster_size == 1 + (c % 16 == 8)
     for layer in (_layer(8, 56, 56, 24, 144, 1, 1, pad=0),  # 131 tiles on 132 CTAs
-                  _layer(16, 28, 28, 40, 240, 1, 1, pad=0),  # 2 column blocks (clusters)
-                  _layer(32, 56, 56, 24, 144, 1, 1, pad=0),  # 2x1 clusters
+                  _layer(16, 28, 28, 40, 240, 1, 1, pad=0),  # 2 column blocks
                   _layer(32, 56, 56, 256, 64, 1, 1, pad=0),  # 4 K steps
                   _layer(32, 56, 56, 64, 64)):  # 3x3: 9 K steps
         assert not conv2d_config(layer).b_resident, layer

@@ -197,6 +197,9 @@ CASES = [
                b_resident=True, ctas=2),
     GemmConfig(1000, 64, 64, b_layout="kn", block_n=64, stages=5, epilogue_n=64,
                b_resident=True, ctas=1),
+    # ... and shared in one 2x1 cluster (4 rounds a CTA on 3 slots).
+    GemmConfig(1000, 128, 56, block_n=128, stages=3, epilogue_n=0, epilogue_buffers=2,
+               b_resident=True, cluster=2, ctas=2),
     GemmConfig(300, 576, 200, block_n=288, stages=3, epilogue_n=32, ctas=2),
     GemmConfig(520, 640, 264, block_n=320, stages=3, epilogue_n=32, cluster=2, ctas=4),
     # Split-K through reduce-add stores (C += A @ B): even parts, a last part shorter than
@@ -739,6 +742,19 @@ def test_a_resident_b_is_loaded_on_each_slots_first_use_only():
         assert lines[commit + 2] == "if (j < 4) {" and "B_tensormap" in lines[commit + 3]
         loaded = compile_kernel(gemm_kernel(replace(cfg, b_resident=False))).cuda_source
         assert "(uint)24576);" in loaded and "condval" not in loaded
+    # In a 2x1 cluster each CTA multicasts its half of B (rows 64 * rank ..) on a slot's
+    # first use; every CTA's slot still expects the whole B tile's bytes then.
+    paired = GemmConfig(1000, 128, 56, block_n=128, stages=3, epilogue_n=0,
+                        epilogue_buffers=2, b_resident=True, cluster=2, ctas=2)
+    lines = [line.strip() for line in
+             compile_kernel(gemm_kernel(paired)).cuda_source.splitlines()
+             if "__device__" not in line]
+    commit = next(i for i, line in enumerate(lines) if "arrive_expect_tx" in line)
+    assert lines[commit - 5:commit] == ["if (j < 3) {", "condval = 32768;", "} else {",
+                                        "condval = 16384;", "}"]
+    assert lines[commit + 2] == "if (j < 3) {"
+    assert "tvm_builtin_cluster_ctaid_x()) * 4096)" in lines[commit + 3]
+    assert "B_tensormap" in lines[commit + 3]
 
 
 def test_whole_tile_c_stages_alternate_from_one_tile_to_the_next():
@@ -870,9 +886,9 @@ def test_whole_tile_c_stages_alternate_from_one_tile_to_the_next():
                             "block_n=256, k <= block_k=64)"),
     (dict(n=128, k=64, block_n=128, b_resident=True, stream_k=True, ctas=2),
      "b_resident with split_k, stream_k or tail_split: every unit a whole tile"),
-    (dict(n=128, k=64, block_n=128, b_resident=True, cluster=2),
-     "b_resident with a 2x1 cluster or swap_ab=False: one CTA loading its own B, "
-     "unswapped"),
+    (dict(n=128, k=64, block_n=128, b_resident=True, cluster_n=2),
+     "b_resident with a 1x2 cluster or swap_ab=False: B loaded by this CTA or shared in a "
+     "2x1 cluster, unswapped"),
 ])
 def test_gemm_refuses_configurations_it_cannot_run(bad, rule):
     params = dict(m=256, n=256, k=256) | bad

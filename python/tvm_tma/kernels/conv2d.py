@@ -96,10 +96,6 @@ COVERING_SHARE = 0.9
 #: and their ring depth.
 STORE_BOUND_BLOCK_K = 16
 STORE_BOUND_STAGES = 4
-#: Most rounds of tiles (tiles per CTA) :func:`_padded_k_in_pairs` puts in 2x1 clusters:
-#: measured at 1.5 to 8 (1.13-1.49x); at 24 the resident filter alone was 1.03-1.16x
-#: faster than the clusters.
-PAIRED_MAX_ROUNDS = 12
 #: Most K steps of an im2col layer's tiles in :func:`_narrow_wave` (3x3 over 128 channels:
 #: 18 steps of 64; 25 to 36 steps were mixed, 12 of 18 layers slower).
 IM2COL_NARROW_WAVE_MAX_STEPS = 18
@@ -407,15 +403,14 @@ def _padded_k_in_pairs(geometry: Conv2dGeometry, cfg: GemmConfig,
     0.95x); C = 48 (96-byte rows), 4 of 5 slower (N=16 28x28x48 -> 72 0.85x, 56x56x48 ->
     16 0.84x, -> 144 0.93x, -> 256 0.97x; N=32 56x56x48 -> 240 1.08x); whole 32- and
     64-channel blocks (N=32 56x56x64 -> 64 0.82x, 28x28x32 -> 192 0.93x, 112x112x32 ->
-    16 1.08x, 112x112x16 -> 96 1.09x). Past :data:`PAIRED_MAX_ROUNDS` rounds of tiles
-    the filter stays in the ring instead (:func:`_resident_filter`: N=32 112x112x24 -> 64,
-    24 rounds of 128 x 64, 1.16x the clusters; 112x112x40 -> 192 1.03x)."""
+    16 1.08x, 112x112x16 -> 96 1.09x). The filter then stays in the ring too where a CTA
+    takes more tiles than the ring has slots (:func:`_resident_filter`)."""
     if (not geometry.is_pointwise or cfg.k_steps != 1 or geometry.c % 16 != 8
             or cfg.schedule != "cooperative" or cfg.cluster != 1 or cfg.cluster_n != 1):
         return cfg
     if ({"cluster", "cluster_n"} | TILING_CHOICES) & set(options):
         return cfg
-    if not cfg.ctas < cfg.num_tiles <= PAIRED_MAX_ROUNDS * cfg.ctas:
+    if cfg.num_tiles <= cfg.ctas:
         return cfg
     paired = replace(cfg, cluster=2)
     try:
@@ -427,17 +422,21 @@ def _padded_k_in_pairs(geometry: Conv2dGeometry, cfg: GemmConfig,
 
 def _resident_filter(cfg: GemmConfig, options: dict) -> GemmConfig:
     """Where the filter is one B tile (one column block, one K step) and a CTA takes more
-    than one tile, without a cluster: ``b_resident``, each ring slot loading it on its
-    first use only, so each later tile is one TMA load (A), not two. Unless the caller
-    chose it, a cluster or the tile.
+    than one tile: ``b_resident``, each ring slot loading it on its first use only (in a
+    2x1 cluster each CTA its half, multicast), so each later tile is one TMA load (A),
+    not two. Unless the caller chose it, a cluster or the tile.
 
-    H200, graph replays, ABBA, time loaded / resident: N=32 1x1 112x112x32 -> 16 (2091
-    tiles of 192 x 16) 1.17x (1.15 -> 1.35x cuDNN), 112x112x16 -> 96 (2091 of 192 x 96)
-    1.14x (0.97 -> 1.11x); within 1% where a CTA takes a few large tiles (56x56x64 -> 64,
-    28x28x32 -> 192, N=16 56x56x48 -> 144, N=8 56x56x24 -> 144)."""
+    H200, graph replays, ABBA, time loaded / resident: one CTA, N=32 1x1 112x112x32 -> 16
+    (2091 tiles of 192 x 16) 1.17x (1.15 -> 1.35x cuDNN), 112x112x16 -> 96 (2091 of 192 x
+    96) 1.14x (0.97 -> 1.11x), 112x112x40 -> 192 1.37x; in 2x1 clusters (C = 8 mod 16),
+    N=32 112x112x24 -> 64 (3136 of 128 x 64) 1.09x the one-CTA resident tiles (1.23x
+    cuDNN), 112x112x40 -> 192 1.10x (1.05x), N=16 112x112x40 -> 80 1.08x, 112x112x56 ->
+    112 1.04x; within 1% where a CTA takes a few large tiles (56x56x64 -> 64, 28x28x32 ->
+    192, N=16 56x56x48 -> 144, N=8 56x56x24 -> 144), where the ring's slots outnumber a
+    CTA's tiles and the filter is loaded for each anyway."""
     if cfg.n_blocks != 1 or cfg.k_steps != 1 or cfg.num_tiles <= cfg.ctas:
         return cfg
-    if cfg.schedule != "cooperative" or cfg.cluster_size != 1 or cfg.b_resident:
+    if cfg.schedule != "cooperative" or cfg.cluster_n != 1 or cfg.b_resident:
         return cfg
     if ({"b_resident", "cluster", "cluster_n"} | TILING_CHOICES) & set(options):
         return cfg

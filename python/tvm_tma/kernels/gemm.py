@@ -263,6 +263,20 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                               dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
                               l2_promotion=promotion, multicast=b_mask(rank),
                               tensormap=b_map)
+            elif cluster > 1 and resident:
+                # A resident B shared in the cluster: each CTA loads 1/cluster of it into
+                # all on the slot's first use (the same use in every CTA of the cluster).
+                if it < stages:
+                    if kn:
+                        Tx.copy_async(b_ring[s, :, :], B[0:bk, 0:bn], dispatch="tma",
+                                      mbar=ring.full_barrier(it), oob="zero",
+                                      l2_promotion=promotion, multicast=rank,
+                                      tensormap=b_map)
+                    else:
+                        Tx.copy_async(b_ring[s, :, :], B[0:bn, 0:bk], dispatch="tma",
+                                      mbar=ring.full_barrier(it), oob="zero",
+                                      l2_promotion=promotion, multicast=rank,
+                                      tensormap=b_map)
             elif cluster > 1:
                 # The cluster's CTAs share the B tile: each loads 1/cluster of it into all.
                 if kn:

@@ -830,9 +830,10 @@ class GemmConfig:
         if self.split_k != 1 or self.stream_k or self.tail_split != 1:
             raise ValueError("b_resident with split_k, stream_k or tail_split: every unit a "
                              "whole tile")
-        if self.cluster_size != 1 or self.swap_ab:
+        if self.cluster_n != 1 or self.swap_ab:
             raise ValueError(f"b_resident with a {self.cluster}x{self.cluster_n} cluster or "
-                             f"swap_ab={self.swap_ab}: one CTA loading its own B, unswapped")
+                             f"swap_ab={self.swap_ab}: B loaded by this CTA or shared in "
+                             f"a 2x1 cluster, unswapped")
 
     def _check_tail_split(self) -> None:
         """The tail split cuts the tiles past the last full wave of the cooperative
