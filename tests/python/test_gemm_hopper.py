@@ -522,6 +522,10 @@ def test_gemm_issues_the_expected_instructions(built):
         assert re.search(rf"\(\(uint\*\)dyn_ptr\)\[\(.*\) \+ {cfg.a_zero_start // 4}\)\] = "
                          r"\(uint\)0;", src)
         assert "fence.proxy.async.shared::cta;" in src
+    elif cfg.b_resident and cfg.work_units > cfg.workers * cfg.stages:
+        # A resident B: both tiles' bytes on a slot's first use, A's alone after.
+        assert f"condval = {tile_bytes};" in src
+        assert f"condval = {cfg.a_tile_bytes};" in src
     else:
         assert f"(uint){tile_bytes})" in src
     init = (r"mbarrier_init_init_shared_b64\(tvm_builtin_cuda_cvta_generic_to_shared"
