@@ -290,6 +290,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       :func:`~.tiling.in_fullest_narrow_wave`: N=32 7x7x1152 -> 320 on 125 tiles of
       64 x 64, 1.25x cuDNN against 0.68x; 89 held-out 1x1 layers 1.17x geomean, 14
       held-out 3x3 layers 1.20x).
+    * **b_resident**: where the filter is one B tile (one column block, one K step) and a
+      CTA takes more than one tile, each ring slot loads it on its first use only
+      (:func:`_resident_filter`: N=32 1x1 112x112x32 -> 16 1.17x, 112x112x40 -> 192
+      1.37x; in the 2x1 clusters above 1.04-1.10x more).
     * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
       count).
 
