@@ -381,8 +381,7 @@ def _stores_overlapped(geometry: Conv2dGeometry, cfg: GemmConfig,
         return cfg
     if cfg.block_k != STORE_BOUND_BLOCK_K and cfg.epilogue_cols != cfg.block_n:
         return cfg
-    if cfg.schedule != "cooperative" or ({"stages", "epilogue_n", "epilogue_buffers"}
-                                         | TILING_CHOICES) & set(options):
+    if cfg.schedule != "cooperative" or (C_STAGE_CHOICES | TILING_CHOICES) & set(options):
         return cfg
     overlapped = replace(cfg, epilogue_buffers=2, stages=STORE_BOUND_STAGES)
     overlapped = _epilogue_and_stages(overlapped, {"stages": STORE_BOUND_STAGES})

@@ -204,6 +204,38 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
 
     # fmt: off
     @T.inline
+    def load_b(ring, b_ring, B, s, it, k0, nb, rank, place, b_map):
+        # The B tile of K step k0 and column block nb into slot s: shared in a cluster
+        # along M (each CTA its 1/cluster of the rows, multicast), else this CTA's own.
+        if two_d:
+            # The CTAs of this column share the B tile: each loads its rows into them.
+            mine_b = T.meta_var(cluster_place(cfg, rank)[0] * b_share)
+            first_b = T.meta_var(nb * bn + cluster_place(cfg, place)[0] * b_share)
+            Tx.copy_async(b_ring[s, mine_b:mine_b + b_share, :],
+                          B[first_b:first_b + b_share, k0:k0 + bk],
+                          dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                          l2_promotion=promotion, multicast=b_mask(rank),
+                          tensormap=b_map)
+        elif cluster > 1:
+            # The cluster's CTAs share the B tile: each loads 1/cluster of it into all.
+            if kn:
+                Tx.copy_async(b_ring[s, :, :], B[k0:k0 + bk, nb * bn:nb * bn + bn],
+                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                              l2_promotion=promotion, multicast=rank, tensormap=b_map)
+            else:
+                Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
+                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                              l2_promotion=promotion, multicast=rank, tensormap=b_map)
+        elif kn:
+            Tx.copy_async(b_ring[s, :, :], B[k0:k0 + bk, nb * bn:nb * bn + bn],
+                          dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                          l2_promotion=promotion, tensormap=b_map)
+        else:
+            Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
+                          dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                          l2_promotion=promotion, tensormap=b_map)
+
+    @T.inline
     def load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank, place,
                    a_map=None, b_map=None):
         for ks in k_loop(count, cfg):
@@ -254,57 +286,13 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                                         k0 + p * piece:k0 + p * piece + piece],
                                       dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
                                       l2_promotion=promotion, tensormap=a_map)
-            if two_d:
-                # The CTAs of this column share the B tile: each loads its rows into them.
-                mine_b = T.meta_var(cluster_place(cfg, rank)[0] * b_share)
-                first_b = T.meta_var(nb * bn + cluster_place(cfg, place)[0] * b_share)
-                Tx.copy_async(b_ring[s, mine_b:mine_b + b_share, :],
-                              B[first_b:first_b + b_share, k0:k0 + bk],
-                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                              l2_promotion=promotion, multicast=b_mask(rank),
-                              tensormap=b_map)
-            elif cluster > 1 and resident:
-                # A resident B shared in the cluster: each CTA loads 1/cluster of it into
-                # all on the slot's first use (the same use in every CTA of the cluster).
+            if resident:
+                # The only B tile: loaded on the slot's first use only (the same use in
+                # every CTA of a cluster), its later uses keep it.
                 if it < stages:
-                    if kn:
-                        Tx.copy_async(b_ring[s, :, :], B[0:bk, 0:bn], dispatch="tma",
-                                      mbar=ring.full_barrier(it), oob="zero",
-                                      l2_promotion=promotion, multicast=rank,
-                                      tensormap=b_map)
-                    else:
-                        Tx.copy_async(b_ring[s, :, :], B[0:bn, 0:bk], dispatch="tma",
-                                      mbar=ring.full_barrier(it), oob="zero",
-                                      l2_promotion=promotion, multicast=rank,
-                                      tensormap=b_map)
-            elif cluster > 1:
-                # The cluster's CTAs share the B tile: each loads 1/cluster of it into all.
-                if kn:
-                    Tx.copy_async(b_ring[s, :, :], B[k0:k0 + bk, nb * bn:nb * bn + bn],
-                                  dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                                  l2_promotion=promotion, multicast=rank, tensormap=b_map)
-                else:
-                    Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
-                                  dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                                  l2_promotion=promotion, multicast=rank, tensormap=b_map)
-            elif resident:
-                if it < stages:
-                    if kn:
-                        Tx.copy_async(b_ring[s, :, :], B[0:bk, 0:bn], dispatch="tma",
-                                      mbar=ring.full_barrier(it), oob="zero",
-                                      l2_promotion=promotion, tensormap=b_map)
-                    else:
-                        Tx.copy_async(b_ring[s, :, :], B[0:bn, 0:bk], dispatch="tma",
-                                      mbar=ring.full_barrier(it), oob="zero",
-                                      l2_promotion=promotion, tensormap=b_map)
-            elif kn:
-                Tx.copy_async(b_ring[s, :, :], B[k0:k0 + bk, nb * bn:nb * bn + bn],
-                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                              l2_promotion=promotion, tensormap=b_map)
+                    load_b(ring, b_ring, B, s, it, k0, nb, rank, place, b_map)
             else:
-                Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
-                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                              l2_promotion=promotion, tensormap=b_map)
+                load_b(ring, b_ring, B, s, it, k0, nb, rank, place, b_map)
     # fmt: on
     return load_steps
 
