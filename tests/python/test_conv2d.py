@@ -24,6 +24,9 @@ from tvm_tma.kernels.conv2d import (
     K_STEP_COLUMNS,
     MAX_STAGES,
     NARROW_TALL_WIDTH,
+    RESIDENT_MAX_STEPS,
+    RESIDENT_SHALLOW_ROUNDS,
+    RESIDENT_TILES_AHEAD,
     SHORT_K_STEPS,
     STORE_BOUND_BLOCK_K,
     STORE_BOUND_STAGES,
@@ -161,13 +164,15 @@ SMALL = [
      {"ctas": 20}),
     ("exact-wave-128x80-2x17x16x320-k640-ctas40", _layer(2, 17, 16, 320, 640, 1, 1, pad=0),
      {"ctas": 40}),
-    # A pointwise layer of 16 channels in (one K step): two alternating C stages and 4
-    # ring stages (conv2d._stores_overlapped), 192 x 96 tiles persistent on 5 CTAs (M =
-    # 1800: 10 row blocks, the last 72 rows; 2 rounds each), C in 32-column stages.
+    # A pointwise layer of 16 channels in (one K step): two alternating C stages
+    # (conv2d._stores_overlapped), 192 x 96 tiles persistent on 5 CTAs (M = 1800: 10 row
+    # blocks, the last 72 rows; 2 rounds each), C in 32-column stages, the filter resident
+    # in a ring of 2 stages.
     ("stores-overlapped-2x30x30x16-k96-ctas5", _layer(2, 30, 30, 16, 96, 1, 1, pad=0),
      {"ctas": 5}),
     # A C stage the whole tile wide, two of them alternating from tile to tile: 10 tiles
-    # of 128 x 64 on 3 CTAs (4 rounds; M = 1200, the last row block 48 rows).
+    # of 128 x 64 on 3 CTAs (4 rounds on 2 ring slots; M = 1200, the last row block 48
+    # rows).
     ("whole-c-stages-3x20x20x64-k64-ctas3", _layer(3, 20, 20, 64, 64, 1, 1, pad=0),
      {"ctas": 3}),
     # C = 24 in one 32-wide K block (zero-filled past C): 192 x 144 tiles in 2x1 clusters
@@ -179,16 +184,24 @@ SMALL = [
     ("padded-k-pairs-2x21x21x24-k144-ctas2", _layer(2, 21, 21, 24, 144, 1, 1, pad=0),
      {"ctas": 2}),
     # The filter resident in the ring (conv2d._resident_filter): 12 tiles of 192 x 16 on
-    # 2 CTAs (6 rounds on 4 ring slots: the last two reuse B), and C = 24 on one CTA (no
+    # 2 CTAs (6 rounds on 2 ring slots: the last four reuse B), and C = 24 on one CTA (no
     # cluster): 14 tiles of 128 x 64 (M = 1725, the last 61 rows).
     ("resident-filter-4x24x24x32-k16-ctas2", _layer(4, 24, 24, 32, 16, 1, 1, pad=0),
      {"ctas": 2}),
     ("resident-filter-3x25x23x24-k64-ctas1", _layer(3, 25, 23, 24, 64, 1, 1, pad=0),
      {"ctas": 1}),
-    # The same on one 2x1 cluster: 7 rounds a CTA on 4 slots, each CTA multicasting half
+    # The same on one 2x1 cluster: 7 rounds a CTA on 2 slots, each CTA multicasting half
     # of the filter on a slot's first use.
     ("resident-filter-pairs-3x25x23x24-k64-ctas2", _layer(3, 25, 23, 24, 64, 1, 1, pad=0),
      {"ctas": 2}),
+    # A resident filter of several K steps, each slot holding one step's B: C = 144 in 3
+    # K blocks of 64 (the last past C), 14 tiles of 128 x 24 on 2 CTAs (7 rounds on 6
+    # slots; M = 1725, the last 61 rows), and C = 104 in 2 (4 slots), 7 tiles of 128 x 40
+    # on 3 CTAs (M = 800, the last 32 rows).
+    ("resident-filter-3-steps-3x25x23x144-k24-ctas2",
+     _layer(3, 25, 23, 144, 24, 1, 1, pad=0), {"ctas": 2}),
+    ("resident-filter-2-steps-2x20x20x104-k40-ctas3",
+     _layer(2, 20, 20, 104, 40, 1, 1, pad=0), {"ctas": 3}),
     # K = 320 in 192-wide tiles: the second column block is ragged (128 of 192 columns).
     ("k320-bn192-2x8x8x64", _layer(2, 8, 8, 64, 320), {"block_n": 192}),
     # K = 320 by the default rule: two 160-wide tiles per row block, C staged 32 columns at
@@ -740,7 +753,8 @@ def test_a_narrow_k_no_width_divides_is_covered_by_one_tile_unless_it_idles_sms(
         (32, 56, 64, 96, 3): (192, 96, 523),  # then 192 rows (below)
         (32, 56, 24, 144, 1): (192, 144, 523),
         (8, 112, 16, 96, 1): (192, 96, 523),
-        (32, 56, 144, 24, 1): (192, 24, 523),
+        # 192 rows, then 128 with the filter's 3 K steps resident (_resident_filter).
+        (32, 56, 144, 24, 1): (128, 24, 784),
     }
     for (n, h, c, k, r), want in cases.items():
         cfg = conv2d_config(_layer(n, h, h, c, k, r, r, pad=r // 2))
@@ -773,10 +787,9 @@ def test_narrow_tiles_padded_past_k_take_192_rows_where_they_fill_a_wave():
     slower at 128), 64-row tiles, or a caller's tile, schedule or split."""
     assert NARROW_TALL_WIDTH == 160
     cases = {  # (n, h, c, k, r): (block_n, block_k, tiles, stages)
-        (32, 56, 144, 24, 1): (24, 64, 523, 8),
         (32, 28, 240, 40, 1): (40, 64, 131, 7),
         (32, 28, 192, 32, 1): (32, 64, 131, 7),
-        (32, 112, 16, 96, 1): (96, 16, 2091, 4),  # 4: _stores_overlapped
+        (32, 112, 16, 96, 1): (96, 16, 2091, 2),  # 2: the resident filter's ring
         (32, 28, 96, 144, 3): (144, 32, 131, 8),
         (32, 28, 128, 80, 3): (80, 64, 131, 5),
     }
@@ -793,6 +806,9 @@ def test_narrow_tiles_padded_past_k_take_192_rows_where_they_fill_a_wave():
                   _layer(1, 56, 56, 24, 144, 1, 1, pad=0)):  # 64-row tiles
         assert conv2d_config(layer).block_m != 192
     narrow = _layer(32, 56, 56, 144, 24, 1, 1, pad=0)
+    # Its filter loaded each K step (the caller's choice): 192 rows, 8 stages.
+    loaded = conv2d_config(narrow, b_resident=False)
+    assert (loaded.block_m, loaded.num_tiles, loaded.stages) == (192, 523, 8)
     assert conv2d_config(narrow, block_m=128).block_m == 128
     assert conv2d_config(narrow, schedule="cooperative").block_m == 128
     assert conv2d_config(narrow, split_k=2, split_k_ordered=True).block_m == 128
@@ -801,25 +817,29 @@ def test_narrow_tiles_padded_past_k_take_192_rows_where_they_fill_a_wave():
 def test_a_one_step_pointwise_layer_overlaps_its_stores():
     """A pointwise layer of one K step on cooperative tiles, of 16 channels or with its C
     stage the whole tile, takes two alternating C stages and 4 ring stages, the widest C
-    stage beside them (_stores_overlapped); not a layer whose C stages are pieces
+    stage beside them (_stores_overlapped; a resident filter of more than two rounds a
+    CTA then takes the ring to 2 stages); not a layer whose C stages are pieces
     alternating already, a 3x3 one, or where the caller chose the ring, the C stage or
     the tile. Measured on the H200."""
     assert (STORE_BOUND_BLOCK_K, STORE_BOUND_STAGES) == (16, 4)
-    cases = {  # (n, h, c, k): (block_m, block_n, epilogue_cols)
-        (32, 112, 16, 96): (192, 96, 32),
-        (4, 112, 16, 96): (192, 96, 32),
-        (32, 28, 16, 96): (192, 96, 32),
-        (32, 56, 16, 64): (128, 64, 64),
+    cases = {  # (n, h, c, k): (block_m, block_n, epilogue_cols, stages)
+        (32, 112, 16, 96): (192, 96, 32, 2),
+        (4, 112, 16, 96): (192, 96, 32, 4),  # 262 tiles: two rounds
+        (32, 28, 16, 96): (192, 96, 32, 4),  # 131 tiles: one round, not resident
+        (32, 56, 16, 64): (128, 64, 64, 2),
         # Whole-tile C stages, alternating from tile to tile.
-        (32, 112, 32, 16): (192, 16, 16),
-        (32, 56, 24, 144): (192, 144, 144),
-        (32, 56, 64, 64): (128, 64, 64),
-        (8, 56, 64, 64): (128, 64, 64),
+        (32, 112, 32, 16): (192, 16, 16, 2),
+        (32, 56, 24, 144): (192, 144, 144, 2),
+        (32, 56, 64, 64): (128, 64, 64, 2),
+        (8, 56, 64, 64): (128, 64, 64, 4),  # 196 tiles
     }
     for (n, h, c, k), want in cases.items():
         cfg = conv2d_config(_layer(n, h, h, c, k, 1, 1, pad=0))
-        assert (cfg.block_m, cfg.block_n, cfg.epilogue_cols) == want, (n, h, c, k)
-        assert (cfg.k_steps, cfg.stages, cfg.epilogue_buffers) == (1, 4, 2)
+        assert (cfg.block_m, cfg.block_n, cfg.epilogue_cols, cfg.stages) == want, (n, h, c, k)
+        assert (cfg.k_steps, cfg.epilogue_buffers) == (1, 2)
+        # The ring stays 4 deep with the filter loaded each tile.
+        loaded = conv2d_config(_layer(n, h, h, c, k, 1, 1, pad=0), b_resident=False)
+        assert (loaded.stages, loaded.epilogue_buffers) == (4, 2)
         assert cfg.shared_bytes <= MAX_SHARED
     # N=32 28x28x32 -> 192 stages C in 64-column pieces that alternate already
     # (_alternating_c_stages, beside 9 ring stages): a whole stage on 4 lost there.
@@ -879,32 +899,51 @@ def test_a_one_step_layer_of_c_8_mod_16_takes_2x1_clusters():
     assert (many.cluster, many.b_resident, many.num_tiles) == (2, True, 3136)
 
 
-def test_a_one_tile_filter_stays_resident_where_a_cta_takes_more_than_one_tile():
-    """One column block, one K step, cooperative tiles, more tiles than CTAs, alone or in
-    2x1 clusters: b_resident (each ring slot loads the filter once); not one tile per CTA,
-    K in two column blocks or more K steps, or where the caller chose it, a cluster or
-    the tile. Measured on the H200."""
-    cases = {  # (n, h, c, k): (block_m, block_n, tiles)
-        (32, 112, 32, 16): (192, 16, 2091),
-        (32, 112, 16, 96): (192, 96, 2091),
-        (32, 56, 64, 64): (128, 64, 784),
-        (32, 28, 32, 192): (128, 192, 196),
-        (32, 112, 40, 192): (128, 192, 3136),  # in 2x1 clusters: C = 40
-        (32, 56, 24, 144): (192, 144, 523),  # the same (4 slots, 4 rounds: loaded each)
+def test_a_one_column_filter_stays_resident_where_a_cta_takes_more_than_one_tile():
+    """One column block, cooperative tiles, more tiles than CTAs, alone or in 2x1
+    clusters: b_resident (each ring slot loads its K step of the filter once). Past two
+    rounds a CTA the ring holds two tiles of K steps (2 stages for one step, 6 for three)
+    and a filter of 2 or 3 K steps, resident only then, takes 128-row tiles for 192-row
+    ones where the busiest CTA takes no more rows. Not one tile per CTA, K in two column
+    blocks, 4 K steps or more, or where the caller chose it, the ring, a cluster or the
+    tile. Measured on the H200."""
+    assert (RESIDENT_MAX_STEPS, RESIDENT_TILES_AHEAD, RESIDENT_SHALLOW_ROUNDS) == (3, 2, 2)
+    cases = {  # (n, h, c, k): (block_m, block_n, tiles, k_steps, stages)
+        (32, 112, 32, 16): (192, 16, 2091, 1, 2),
+        (32, 112, 16, 96): (192, 96, 2091, 1, 2),
+        (32, 56, 64, 64): (128, 64, 784, 1, 2),
+        (32, 112, 40, 192): (128, 192, 3136, 1, 2),  # in 2x1 clusters: C = 40
+        (32, 56, 24, 144): (192, 144, 523, 1, 2),  # the same
+        # Two rounds or fewer: the ring as it was.
+        (32, 28, 32, 192): (128, 192, 196, 1, 9),
+        (4, 112, 32, 16): (192, 16, 262, 1, 4),
+        # Several K steps: 6 rounds of 128 rows against 4 of 192 (768 rows both), and N=64
+        # 12 against 8 (1536); N=24 5 of 128 (640) against 3 of 192 (576): 192 rows.
+        (32, 56, 144, 24): (128, 24, 784, 3, 6),
+        (32, 56, 128, 24): (128, 24, 784, 2, 4),
+        (64, 56, 144, 40): (128, 40, 1568, 3, 6),
+        (24, 56, 192, 48): (192, 48, 392, 3, 6),
     }
     for (n, h, c, k), want in cases.items():
         cfg = conv2d_config(_layer(n, h, h, c, k, 1, 1, pad=0))
-        assert (cfg.block_m, cfg.block_n, cfg.num_tiles) == want, (n, h, c, k)
-        assert (cfg.b_resident, cfg.n_blocks, cfg.k_steps) == (True, 1, 1)
-        assert cfg.cluster_size == 1 + (c % 16 == 8)
+        assert (cfg.block_m, cfg.block_n, cfg.num_tiles, cfg.k_steps, cfg.stages) == want, (
+            n, h, c, k)
+        assert (cfg.b_resident, cfg.n_blocks) == (True, 1)
+        assert cfg.stages % cfg.k_steps == 0
+        assert cfg.cluster_size == 1 + (c % 16 == 8 and cfg.k_steps == 1)
+        assert cfg.shared_bytes <= MAX_SHARED
     for layer in (_layer(8, 56, 56, 24, 144, 1, 1, pad=0),  # 131 tiles on 132 CTAs
                   _layer(16, 28, 28, 40, 240, 1, 1, pad=0),  # 2 column blocks
                   _layer(32, 56, 56, 256, 64, 1, 1, pad=0),  # 4 K steps
+                  _layer(16, 56, 56, 144, 24, 1, 1, pad=0),  # 3 K steps, 262 tiles
                   _layer(32, 56, 56, 64, 64)):  # 3x3: 9 K steps
         assert not conv2d_config(layer).b_resident, layer
     layer = _layer(32, 112, 112, 32, 16, 1, 1, pad=0)
     for options in ({"b_resident": False}, {"cluster": 1}, {"block_m": 192}):
         assert not conv2d_config(layer, **options).b_resident, options
+    # The caller's ring: kept, the filter loaded each tile.
+    chosen = conv2d_config(_layer(32, 56, 56, 144, 24, 1, 1, pad=0), stages=6)
+    assert (chosen.b_resident, chosen.block_m, chosen.stages) == (False, 192, 6)
 
 
 def test_a_k_no_width_divides_and_too_few_covering_tiles_take_two_128_wide_blocks():
@@ -949,7 +988,7 @@ def test_a_c_stage_narrower_than_a_cooperative_tile_alternates_with_a_second():
     # A C stage the tile's whole width: one (but on a layer of one K step, two alternating
     # from tile to tile: _stores_overlapped).
     assert staging(conv2d_config(pointwise(32, 56, 56, 256, 64))) == (128, 64, 64, 1, 8)
-    assert staging(conv2d_config(pointwise(32, 56, 56, 64, 64))) == (128, 64, 64, 2, 4)
+    assert staging(conv2d_config(pointwise(32, 56, 56, 64, 64))) == (128, 64, 64, 2, 2)
     layer = pointwise(32, 28, 28, 32, 192)
     assert conv2d_config(layer, schedule="pingpong", block_n=64).epilogue_buffers == 1
     for options in ({"stages": 6}, {"epilogue_n": 64}, {"epilogue_buffers": 1}):

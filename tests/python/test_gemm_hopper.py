@@ -200,6 +200,14 @@ CASES = [
     # ... and shared in one 2x1 cluster (4 rounds a CTA on 3 slots).
     GemmConfig(1000, 128, 56, block_n=128, stages=3, epilogue_n=0, epilogue_buffers=2,
                b_resident=True, cluster=2, ctas=2),
+    # A resident B of 3 K steps on 6 slots (slot s holds step s % 3): K = 40 in 16-wide
+    # blocks copied 8 columns at a time (the last block's second piece past K, never
+    # loaded), 6 row blocks (the last 60 rows) on 2 CTAs; and K = 200 in 4 K steps of 64
+    # (the last 8 columns of K) on 4 slots, K x N, in one 2x1 cluster.
+    GemmConfig(700, 40, 40, block_m=128, block_n=40, block_k=16, a_copy_k=8, stages=6,
+               epilogue_n=0, b_resident=True, ctas=2),
+    GemmConfig(1000, 64, 200, b_layout="kn", block_n=64, stages=4, epilogue_n=64,
+               b_resident=True, cluster=2, ctas=2),
     GemmConfig(300, 576, 200, block_n=288, stages=3, epilogue_n=32, ctas=2),
     GemmConfig(520, 640, 264, block_n=320, stages=3, epilogue_n=32, cluster=2, ctas=4),
     # Split-K through reduce-add stores (C += A @ B): even parts, a last part shorter than
@@ -390,8 +398,13 @@ def test_gemm_issues_the_expected_instructions(built):
             last = leads - {str(cfg.block_m)}
             assert str(cfg.block_m) in leads and len(last) == 1
             (lead,) = last
-            assert (lead in {str(zero_lead - s * slot_units) for s in range(cfg.stages)}
-                    or re.fullmatch(rf"\({zero_lead} - \(.* \* {slot_units}\)\)", lead))
+            # (an expression: a slot's offset less a multiple of the slot, the slot
+            # folded where the K steps divide the stages: 1536 - ((3j + 2) % 6) * 256 is
+            # 1024 - (j & 1) * 768)
+            offsets = {zero_lead - s * slot_units for s in range(cfg.stages)}
+            folded = re.fullmatch(r"\((\d+) - \(.* \* (\d+)\)\)", lead)
+            assert str(lead) in {str(o) for o in offsets} or (
+                folded and int(folded[1]) in offsets and int(folded[2]) % slot_units == 0)
     a_copy, b_copy = tvm_tma.explain(gemm_kernel(cfg)).copies[:2]
     assert a_copy.plan.tensor_map.swizzle == (0 if cfg.a_copy_k else swizzle)
     assert b_copy.plan.tensor_map.swizzle == (3 if cfg.b_layout == "kn" else swizzle)
@@ -515,14 +528,18 @@ def test_gemm_issues_the_expected_instructions(built):
     tile_bytes = cfg.a_tile_bytes + cfg.b_tile_bytes
     if cfg.a_zero_bytes:
         half = tile_bytes - cfg.a_tile_bytes // cfg.a_pieces
-        if 1 in mainloop_step_copies(cfg):  # a rolled mainloop picks it at run time
+        if cfg.b_resident:  # B's bytes on a slot's first use, less the piece last
+            assert f"condval = {tile_bytes};" in src
+            assert f"condval = {cfg.a_tile_bytes};" in src
+            assert re.search(rf"\(\(uint\)\(condval_\d+ - {tile_bytes - half}\)\)", src)
+        elif 1 in mainloop_step_copies(cfg):  # a rolled mainloop picks it at run time
             assert f"condval = {tile_bytes};" in src and f"condval = {half};" in src
         else:  # an unrolled one announces each step's bytes as a constant
             assert f"(uint){tile_bytes})" in src and f"(uint){half})" in src
         assert re.search(rf"\(\(uint\*\)dyn_ptr\)\[\(.*\) \+ {cfg.a_zero_start // 4}\)\] = "
                          r"\(uint\)0;", src)
         assert "fence.proxy.async.shared::cta;" in src
-    elif cfg.b_resident and cfg.work_units > cfg.workers * cfg.stages:
+    elif cfg.b_resident and cfg.work_units * cfg.k_steps > cfg.workers * cfg.stages:
         # A resident B: both tiles' bytes on a slot's first use, A's alone after.
         assert f"condval = {tile_bytes};" in src
         assert f"condval = {cfg.a_tile_bytes};" in src
@@ -761,6 +778,32 @@ def test_a_resident_b_is_loaded_on_each_slots_first_use_only():
     assert "B_tensormap" in lines[commit + 3]
 
 
+def test_a_resident_b_of_several_k_steps_keeps_one_step_in_each_slot():
+    """b_resident with 3 K steps on 6 slots: slot s always holds K step s % 3, so each
+    step's B copy (columns 0, 16, 32 of K) runs only in the first two rounds (j < 2), and
+    its slot expects A's and B's bytes then, A's alone after; the last K step, whose
+    second 8-column piece lies past K = 40, expects that piece's bytes less in both."""
+    cfg = GemmConfig(700, 40, 40, block_m=128, block_n=40, block_k=16, a_copy_k=8,
+                     stages=6, epilogue_n=0, b_resident=True, ctas=2)
+    assert (cfg.k_steps, cfg.a_tile_bytes, cfg.b_tile_bytes, cfg.a_zero_bytes) == (
+        3, 4096, 1280, 2048)
+    lines = [line.strip() for line in compile_kernel(gemm_kernel(cfg)).cuda_source.splitlines()
+             if "__device__" not in line]
+    commits = [i for i, line in enumerate(lines) if "arrive_expect_tx" in line]
+    assert len(commits) == 3
+    for step, commit in enumerate(commits):
+        name = "condval" if step == 0 else f"condval_{step}"
+        assert lines[commit - 5:commit] == ["if (j < 2) {", f"{name} = 5376;", "} else {",
+                                            f"{name} = 4096;", "}"]
+        expected = f"((uint)({name} - 2048))" if step == 2 else f"((uint){name})"
+        assert lines[commit].endswith(f"{expected});"), lines[commit]
+        b_copy = next(i for i in range(commit, len(lines)) if "B_tensormap" in lines[i])
+        assert lines[b_copy - 1] == "if (j < 2) {"
+        assert f"(&(B_tensormap))), {16 * step}, 0," in lines[b_copy]
+    with pytest.raises(ValueError, match="the K steps must divide the stages"):
+        replace(cfg, stages=4).check()
+
+
 def test_whole_tile_c_stages_alternate_from_one_tile_to_the_next():
     """Two C stages each the tile's whole width: a plain cooperative loop stores round j's
     tile from stage j % 2 (every stmatrix and the TMA store's source at (j & 1) times a
@@ -886,8 +929,11 @@ def test_whole_tile_c_stages_alternate_from_one_tile_to_the_next():
     (dict(swap_ab=True, block_n=24, epilogue_n=0, cluster=2),
      "cluster=2 with block_n=24: each CTA's share of the B tile must be whole 8-row groups"),
     # A resident B: the only B tile, whole units, this CTA's own loads.
-    (dict(b_resident=True), "b_resident with n=256, k=256: B must be one tile (n <= "
-                            "block_n=256, k <= block_k=64)"),
+    (dict(n=512, b_resident=True), "b_resident with n=512: B must be one column block "
+                                   "(n <= block_n=256)"),
+    (dict(b_resident=True, stages=3), "b_resident with 4 K steps (k=256, block_k=64) on stages=3: "
+                            "the K steps must divide the stages, so each slot holds one K "
+                            "step's B"),
     (dict(n=128, k=64, block_n=128, b_resident=True, stream_k=True, ctas=2),
      "b_resident with split_k, stream_k or tail_split: every unit a whole tile"),
     (dict(n=128, k=64, block_n=128, b_resident=True, cluster_n=2),

@@ -96,6 +96,14 @@ COVERING_SHARE = 0.9
 #: and their ring depth.
 STORE_BOUND_BLOCK_K = 16
 STORE_BOUND_STAGES = 4
+#: :func:`_resident_filter`: the most K steps of a filter it keeps in the ring (3 measured:
+#: 1x1 layers of 72 to 192 channels in), the tiles of K steps its ring then holds (the
+#: tile being multiplied and the next: deeper rings of a resident filter ran slower) and
+#: the rounds of tiles a CTA must take past which it does so (at two or fewer the
+#: shallow ring was even or lost).
+RESIDENT_MAX_STEPS = 3
+RESIDENT_TILES_AHEAD = 2
+RESIDENT_SHALLOW_ROUNDS = 2
 #: Most K steps of an im2col layer's tiles in :func:`_narrow_wave` (3x3 over 128 channels:
 #: 18 steps of 64; 25 to 36 steps were mixed, 12 of 18 layers slower).
 IM2COL_NARROW_WAVE_MAX_STEPS = 18
@@ -330,8 +338,8 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     best = _epilogue_and_stages(chosen, options)
     best = _stores_overlapped(geometry, best, options)
     best = _padded_k_in_pairs(geometry, best, options)
-    best = _resident_filter(best, options)
     best = _alternating_c_stages(best, options)
+    best = _resident_filter(best, options)
     check_config(geometry, best)
     return best
 
@@ -424,31 +432,58 @@ def _padded_k_in_pairs(geometry: Conv2dGeometry, cfg: GemmConfig,
 
 
 def _resident_filter(cfg: GemmConfig, options: dict) -> GemmConfig:
-    """Where the filter is one B tile (one column block, one K step) and a CTA takes more
-    than one tile: ``b_resident``, each ring slot loading it on its first use only (in a
-    2x1 cluster each CTA its half, multicast), so each later tile is one TMA load (A),
-    not two. Unless the caller chose it, a cluster or the tile.
+    """Where the filter is one column block and a CTA takes more than one tile:
+    ``b_resident``, each ring slot loading its K step of the filter on its first use only
+    (in a 2x1 cluster each CTA its half, multicast), so each later K step is one TMA load
+    (A), not two. Where a CTA takes more than :data:`RESIDENT_SHALLOW_ROUNDS` tiles the
+    ring holds only :data:`RESIDENT_TILES_AHEAD` tiles of K steps (2 stages for one K
+    step, 6 for three), and a filter of 2 to :data:`RESIDENT_MAX_STEPS` K steps (kept
+    resident only then) takes 128-row tiles where the rules above gave 192 and the
+    busiest CTA takes no more rows of them (:func:`_rows_a_cta_takes`). Unless the
+    caller chose it, the ring, a cluster or the tile.
 
-    H200, graph replays, ABBA, time loaded / resident: one CTA, N=32 1x1 112x112x32 -> 16
-    (2091 tiles of 192 x 16) 1.17x (1.15 -> 1.35x cuDNN), 112x112x16 -> 96 (2091 of 192 x
-    96) 1.14x (0.97 -> 1.11x), 112x112x40 -> 192 1.37x; in 2x1 clusters (C = 8 mod 16),
-    N=32 112x112x24 -> 64 (3136 of 128 x 64) 1.09x the one-CTA resident tiles (1.23x
-    cuDNN), 112x112x40 -> 192 1.10x (1.05x), N=16 112x112x40 -> 80 1.08x, 112x112x56 ->
-    112 1.04x; within 1% where a CTA takes a few large tiles (56x56x64 -> 64, 28x28x32 ->
-    192, N=16 56x56x48 -> 144, N=8 56x56x24 -> 144), where the ring's slots outnumber a
-    CTA's tiles and the filter is loaded for each anyway."""
-    if cfg.n_blocks != 1 or cfg.k_steps != 1 or cfg.num_tiles <= cfg.ctas:
+    H200, graph replays, ABBA, time loaded / resident (4 ring stages both): one CTA, N=32
+    1x1 112x112x32 -> 16 (2091 tiles of 192 x 16) 1.17x, 112x112x16 -> 96 1.14x,
+    112x112x40 -> 192 1.37x; in 2x1 clusters (C = 8 mod 16), N=32 112x112x24 -> 64 1.09x
+    the one-CTA resident tiles, 112x112x40 -> 192 1.10x, N=16 112x112x40 -> 80 1.08x,
+    112x112x56 -> 112 1.04x. The ring then, 4 stages -> 2, on 35 one-step layers of more
+    than two rounds (MobileNet/EfficientNet pointwise, N=8 to 64; 14 of them held out):
+    1.068x geomean, N=8 112x112x40 -> 80 1.19x (0.81 -> 0.97x cuDNN), N=8 112x112x16 -> 96
+    1.18x (0.97 -> 1.15x), N=48 56x56x8 -> 144 1.14x, N=32 56x56x16 -> 64 1.19x; four lost
+    2-6% (N=48 112x112x24 -> 64 0.94x, N=32 0.97x); at two rounds or fewer (N=4, N=16
+    56x56) 0.955-1.01x: not taken there. Three K steps (1x1 56x56x96 to 192 channels -> 24
+    to 48), against 192-row tiles loading the filter on 6 to 12 stages: 128-row resident
+    tiles on 6 stages 1.109x geomean at N=32 (56x56x144 -> 24 and -> 40 1.23x: 0.95 ->
+    1.17x cuDNN), 192-row ones 1.072x; held out N=64 56x56x144 -> 24 1.05x, 56x56x128 -> 24
+    (2 steps) 1.05x, N=48 56x56x96 -> 32 1.22x, N=32 56x56x128 -> 24 1.14x; 128-row tiles
+    of more rows a CTA lost (N=24 56x56x192 -> 48, 5 rounds of 128 rows against 3 of 192:
+    0.92x), as did a layer of 1.5 rounds (N=48 28x28x120 -> 48: 0.95x)."""
+    if cfg.n_blocks != 1 or cfg.k_steps > RESIDENT_MAX_STEPS or cfg.num_tiles <= cfg.ctas:
         return cfg
     if cfg.schedule != "cooperative" or cfg.cluster_n != 1 or cfg.b_resident:
         return cfg
     if ({"b_resident", "cluster", "cluster_n"} | TILING_CHOICES) & set(options):
         return cfg
     resident = replace(cfg, b_resident=True)
+    if cfg.num_tiles > RESIDENT_SHALLOW_ROUNDS * cfg.ctas:
+        resident = replace(resident, stages=RESIDENT_TILES_AHEAD * cfg.k_steps)
+        shorter = replace(resident, block_m=128)
+        if cfg.k_steps > 1 and cfg.block_m == 192 and _rows_a_cta_takes(
+                shorter) <= _rows_a_cta_takes(resident):
+            resident = shorter
+    elif cfg.k_steps > 1:
+        return cfg
     try:
         resident.check()
     except ValueError:
         return cfg
-    return resident
+    return resident if resident.shared_bytes <= MAX_SHARED else cfg
+
+
+def _rows_a_cta_takes(cfg: GemmConfig) -> int:
+    """The rows of the busiest CTA's tiles (its rounds times the tile's rows): what a
+    layer of one column block costs, each round a tile's rows of A loaded and C stored."""
+    return -(-cfg.work_units // cfg.workers) * cfg.block_m
 
 
 def _exact_wave(geometry: Conv2dGeometry, chosen: GemmConfig, options: dict) -> GemmConfig:

@@ -197,10 +197,12 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
     half_last_block = cfg.a_zero_bytes > 0
     last_step, half_piece_bytes = cfg.k_steps - 1, cfg.a_tile_bytes // pieces
     promotion = cfg.l2_promotion
-    # A resident B (one tile, one K step: every step is the last): loaded on each slot's
-    # first use only; the slot's later uses expect A's bytes alone.
+    # A resident B (one column block; K steps dividing the stages, so a slot always holds
+    # the same K step's B): loaded on each slot's first use only; the slot's later uses
+    # expect A's bytes alone. With one K step every step is the last.
     resident, stages = cfg.b_resident, cfg.stages
     first_use_bytes = tile_bytes - (half_piece_bytes if half_last_block else 0)
+    last_step_only = half_last_block and cfg.k_steps > 1
 
     # fmt: off
     @T.inline
@@ -243,7 +245,11 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
             s = T.meta_var(ring.slot(it))
             k0 = T.meta_var((k_step0 + ks) * bk)
             ring.producer_acquire(it)
-            if resident:
+            if resident and last_step_only:
+                ring.producer_commit(it, T.if_then_else(
+                    it < stages, tile_bytes, tile_bytes - cfg.b_tile_bytes) - T.if_then_else(
+                    k_step0 + ks == last_step, half_piece_bytes, 0))
+            elif resident:
                 ring.producer_commit(it, T.if_then_else(it < stages, first_use_bytes,
                                                         first_use_bytes - cfg.b_tile_bytes))
             elif half_last_block:
@@ -287,8 +293,9 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                                       dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
                                       l2_promotion=promotion, tensormap=a_map)
             if resident:
-                # The only B tile: loaded on the slot's first use only (the same use in
-                # every CTA of a cluster), its later uses keep it.
+                # This slot's B (the only column block, the slot's K step): loaded on
+                # the slot's first use only (the same use in every CTA of a cluster), its
+                # later uses keep it.
                 if it < stages:
                     load_b(ring, b_ring, B, s, it, k0, nb, rank, place, b_map)
             else:

@@ -191,9 +191,10 @@ class GemmConfig:
     #: product_n`` (N x M).
     swap_ab: bool = False
     #: Load the B tile into each ring slot once, on the slot's first use, and leave it
-    #: there: where every unit is the same B tile (one column block, one K step: a
-    #: pointwise conv2d's filter whole, ``n <= block_n`` and ``k <= block_k``) the later
-    #: uses of a slot load only A. The slot's barrier then expects A's bytes alone.
+    #: there: where B is one column block (a pointwise conv2d's filter, ``n <= block_n``)
+    #: of one K step, or of K steps dividing the stages (slot ``s`` then always holds K
+    #: step ``s % k_steps``), the later uses of a slot load only A. The slot's barrier
+    #: then expects A's bytes alone.
     b_resident: bool = False
 
     def __post_init__(self) -> None:
@@ -821,12 +822,17 @@ class GemmConfig:
                              f"worker each (at least split_k workers)")
 
     def _check_b_resident(self) -> None:
-        """A resident B tile must be the only B tile: one column block and one K step,
-        every unit whole (no split, stream-K or tail parts), loaded by this CTA alone (no
-        cluster multicasting into its slots), unswapped."""
-        if self.n_blocks != 1 or self.k_steps != 1:
-            raise ValueError(f"b_resident with n={self.n}, k={self.k}: B must be one tile "
-                             f"(n <= block_n={self.block_n}, k <= block_k={self.block_k})")
+        """A resident B must be the whole of B in the ring: one column block, and one K
+        step or K steps dividing the ring's stages (slot ``s`` then always holds K step
+        ``s % k_steps``), every unit whole (no split, stream-K or tail parts), loaded by
+        this CTA alone (no cluster multicasting into its slots), unswapped."""
+        if self.n_blocks != 1:
+            raise ValueError(f"b_resident with n={self.n}: B must be one column block "
+                             f"(n <= block_n={self.block_n})")
+        if self.stages % self.k_steps:
+            raise ValueError(f"b_resident with {self.k_steps} K steps (k={self.k}, "
+                             f"block_k={self.block_k}) on stages={self.stages}: the K steps "
+                             f"must divide the stages, so each slot holds one K step's B")
         if self.split_k != 1 or self.stream_k or self.tail_split != 1:
             raise ValueError("b_resident with split_k, stream_k or tail_split: every unit a "
                              "whole tile")
