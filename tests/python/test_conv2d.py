@@ -202,6 +202,13 @@ SMALL = [
      _layer(3, 25, 23, 144, 24, 1, 1, pad=0), {"ctas": 2}),
     ("resident-filter-2-steps-2x20x20x104-k40-ctas3",
      _layer(2, 20, 20, 104, 40, 1, 1, pad=0), {"ctas": 3}),
+    # Two whole-tile C stages beside the resident filter's 2 ring stages
+    # (conv2d._second_whole_c_stage): 10 tiles of 192 x 144 on 3 CTAs (4 rounds, M =
+    # 1800: the last row block 72 rows), and of 192 x 112 on one 2x1 cluster (C = 56).
+    ("second-c-stage-2x30x30x48-k144-ctas3", _layer(2, 30, 30, 48, 144, 1, 1, pad=0),
+     {"ctas": 3}),
+    ("second-c-stage-pairs-2x30x30x56-k112-ctas2", _layer(2, 30, 30, 56, 112, 1, 1, pad=0),
+     {"ctas": 2}),
     # K = 320 in 192-wide tiles: the second column block is ragged (128 of 192 columns).
     ("k320-bn192-2x8x8x64", _layer(2, 8, 8, 64, 320), {"block_n": 192}),
     # K = 320 by the default rule: two 160-wide tiles per row block, C staged 32 columns at
@@ -944,6 +951,34 @@ def test_a_one_column_filter_stays_resident_where_a_cta_takes_more_than_one_tile
     # The caller's ring: kept, the filter loaded each tile.
     chosen = conv2d_config(_layer(32, 56, 56, 144, 24, 1, 1, pad=0), stages=6)
     assert (chosen.b_resident, chosen.block_m, chosen.stages) == (False, 192, 6)
+
+
+def test_a_whole_c_stage_gets_a_second_beside_the_shallow_ring_of_a_resident_filter():
+    """A one-step layer whose lone C stage is the whole tile, its filter resident on the
+    2-stage ring (past two rounds a CTA): a second whole C stage, the two alternating from
+    tile to tile (_second_whole_c_stage); not at two rounds or fewer (the ring of 4 leaves
+    no room), nor where the caller chose the C stage. Measured on the H200."""
+    cases = {  # (n, h, c, k): (block_m, block_n, cluster, tiles)
+        (8, 112, 56, 112): (192, 112, 2, 523),
+        (32, 56, 48, 144): (192, 144, 1, 523),
+        (32, 56, 56, 112): (192, 112, 2, 523),
+        (64, 28, 40, 240): (128, 240, 2, 392),
+    }
+    for (n, h, c, k), want in cases.items():
+        layer = _layer(n, h, h, c, k, 1, 1, pad=0)
+        cfg = conv2d_config(layer)
+        assert (cfg.block_m, cfg.block_n, cfg.cluster, cfg.num_tiles) == want, (n, h, c, k)
+        assert (cfg.b_resident, cfg.stages, cfg.epilogue_cols, cfg.epilogue_buffers) == (
+            True, 2, cfg.block_n, 2)
+        assert cfg.shared_bytes <= MAX_SHARED
+        # Without it: one stage (two do not fit beside the ring of 3 or 4).
+        loaded = conv2d_config(layer, b_resident=False)
+        assert loaded.stages >= 3 and loaded.epilogue_buffers == 1
+        assert replace(loaded, epilogue_buffers=2).shared_bytes > MAX_SHARED
+        chosen = conv2d_config(layer, epilogue_buffers=1)
+        assert (chosen.b_resident, chosen.epilogue_buffers) == (True, 1)
+    few = conv2d_config(_layer(16, 56, 56, 48, 144, 1, 1, pad=0))  # 262 tiles: two rounds
+    assert (few.b_resident, few.stages, few.epilogue_buffers) == (True, 4, 1)
 
 
 def test_a_k_no_width_divides_and_too_few_covering_tiles_take_two_128_wide_blocks():

@@ -298,10 +298,14 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       :func:`~.tiling.in_fullest_narrow_wave`: N=32 7x7x1152 -> 320 on 125 tiles of
       64 x 64, 1.25x cuDNN against 0.68x; 89 held-out 1x1 layers 1.17x geomean, 14
       held-out 3x3 layers 1.20x).
-    * **b_resident**: where the filter is one B tile (one column block, one K step) and a
-      CTA takes more than one tile, each ring slot loads it on its first use only
-      (:func:`_resident_filter`: N=32 1x1 112x112x32 -> 16 1.17x, 112x112x40 -> 192
-      1.37x; in the 2x1 clusters above 1.04-1.10x more).
+    * **b_resident**: where the filter is one column block of at most 3 K steps and a
+      CTA takes more than one tile, each ring slot loads its K step of it on its first
+      use only (:func:`_resident_filter`: N=32 1x1 112x112x32 -> 16 1.17x, 112x112x40 ->
+      192 1.37x; in the 2x1 clusters above 1.04-1.10x more); past two rounds a CTA on a
+      ring of two tiles' K steps (1.068x geomean on 35 one-step layers), 128-row tiles
+      for 2-3 K steps where the busiest CTA takes no more rows (N=32 56x56x144 -> 24
+      1.23x), and a second whole-tile C stage beside that ring
+      (:func:`_second_whole_c_stage`: N=32 56x56x56 -> 112 1.13x).
     * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
       count).
 
@@ -471,6 +475,7 @@ def _resident_filter(cfg: GemmConfig, options: dict) -> GemmConfig:
         if cfg.k_steps > 1 and cfg.block_m == 192 and _rows_a_cta_takes(
                 shorter) <= _rows_a_cta_takes(resident):
             resident = shorter
+        resident = _second_whole_c_stage(resident, options)
     elif cfg.k_steps > 1:
         return cfg
     try:
@@ -478,6 +483,25 @@ def _resident_filter(cfg: GemmConfig, options: dict) -> GemmConfig:
     except ValueError:
         return cfg
     return resident if resident.shared_bytes <= MAX_SHARED else cfg
+
+
+def _second_whole_c_stage(cfg: GemmConfig, options: dict) -> GemmConfig:
+    """A one-step layer's lone C stage the tile's whole width, beside the shallow ring of
+    a resident filter: a second one, the two alternating from tile to tile (as
+    :func:`_stores_overlapped` gives where 4 ring stages fit beside them), where it fits,
+    unless the caller chose the C stage.
+
+    H200, graph replays, ABBA, one whole stage / two (2 ring stages both): N=8 1x1
+    112x112x56 -> 112 (523 tiles of 192 x 112) 1.125x, N=32 56x56x48 -> 144 (523 of 192 x
+    144) 1.153x; held out, 12 layers 1.057x geomean: N=32 56x56x56 -> 112 1.13x (0.87 ->
+    0.99x cuDNN), N=64 28x28x40 -> 240 1.12x, N=32 56x56x48 -> 120 1.11x, 112x112x56 ->
+    112 at N=16 to 64 1.00-1.02x, one lost (N=64 56x56x48 -> 144 0.985x)."""
+    if cfg.k_steps != 1 or cfg.epilogue_buffers != 1 or cfg.epilogue_cols != cfg.block_n:
+        return cfg
+    if C_STAGE_CHOICES & set(options):
+        return cfg
+    second = replace(cfg, epilogue_buffers=2)
+    return second if second.shared_bytes <= MAX_SHARED else cfg
 
 
 def _rows_a_cta_takes(cfg: GemmConfig) -> int:
