@@ -825,7 +825,8 @@ class GemmConfig:
         """A resident B must be the whole of B in the ring: one column block, and one K
         step or K steps dividing the ring's stages (slot ``s`` then always holds K step
         ``s % k_steps``), every unit whole (no split, stream-K or tail parts), loaded by
-        this CTA alone (no cluster multicasting into its slots), unswapped."""
+        this CTA or shared along M in a 2x1 cluster (each CTA multicasting its half; not
+        a 1xN cluster, whose CTAs' B tiles differ), unswapped."""
         if self.n_blocks != 1:
             raise ValueError(f"b_resident with n={self.n}: B must be one column block "
                              f"(n <= block_n={self.block_n})")
