@@ -58,6 +58,37 @@ class Conv2dGeometry:
         (N*H*W, C) matrix (the planner loads it in tiled mode, not im2col)."""
         return (self.r, self.s, self.stride, self.padding) == (1, 1, (1, 1), (0, 0))
 
+    def patches_folded(self) -> Conv2dGeometry:
+        """The same convolution over the same memory, with each patch axis folded: the
+        geometry the im2col loads read (the planner folds the view alike,
+        ``tvm_tma.planner.im2col.fold_patches``).
+
+        An axis whose filter extent is its stride (W: ``s == v > 1``, or the one patch of
+        an image as wide as the filter), undilated and unpadded, over an image of a whole
+        number of patches (``W == Q * s``), reads each
+        input pixel once, in non-overlapping runs of ``s`` pixels: pixel run ``q`` of a
+        row, ``s * C`` contiguous elements of NHWC, is one pixel of ``s * C`` channels of
+        a ``W / s``-wide image, and the filter one tap wide (KRSC's ``(s, c)`` is that
+        pixel's channel ``s * C + c``: the filter's memory does not move). Along H
+        (``r == u > 1``, ``H == P * r``) image n's patch row p is image ``n * P + p`` of
+        ``r`` rows, read by an ``r``-row filter at its one output row. The GEMM
+        (``M = N*P*Q``, ``K = R*S*C``, every element of A, B and Y) is unchanged.
+
+        Why: an im2col load walks pixels at the traversal stride, at most 8 (a ViT's 16 x
+        16 patches at stride 16 have no im2col map unfolded), and reads one tap's channels
+        (a 4 x 4 stride-4 stem over 8 channels: 16-byte loads unfolded, 64-byte folded).
+        A folded C may also be no multiple of 8 before folding: RGB in 16-wide patches
+        is 48 channels a folded pixel."""
+        (u, v), (dh, dw), (ph, pw) = self.stride, self.dilation, self.padding
+        n, h, w, c, r, s = self.n, self.h, self.w, self.c, self.r, self.s
+        if s > 1 and (v == s or self.q == 1) and dw == 1 and pw == 0 and w == self.q * s:
+            w, c, s, v = w // s, s * c, 1, 1
+        if r > 1 and (u == r or self.p == 1) and dh == 1 and ph == 0 and h == self.p * r:
+            n, h, u = n * self.p, r, 1
+        if (n, h, w, c, r, s) == (self.n, self.h, self.w, self.c, self.r, self.s):
+            return self
+        return Conv2dGeometry(n, h, w, c, self.k, r, s, (u, v), self.padding, self.dilation)
+
     @property
     def p(self) -> int:
         """Output rows."""

@@ -291,6 +291,17 @@ SMALL = [
     ("tail-two-c-stages-4x12x12x64-k128", _layer(4, 12, 12, 64, 128),
      {"block_n": 128, "tail_split": 2, "ctas": 4, "epilogue_n": 64,
       "epilogue_buffers": 2}),
+    # Patch layers (filter = stride, no padding), folded (Conv2dGeometry.patches_folded):
+    # a ViT's 16 x 16 patches of 8 channels (one 16-row tap of 128 channels a folded
+    # pixel: 64-wide K blocks straddling the unfolded taps; M = 30), of RGB (C = 3: 48
+    # channels a folded pixel, 16-wide K blocks), and 2 x 2 stride 2 over 9 rows (the
+    # last row left over: W folds, H keeps stride 2).
+    ("patches-16x16-stride16-2x48x80x8-k64", _layer(2, 48, 80, 8, 64, 16, 16, stride=16,
+                                                    pad=0), {}),
+    ("patches-rgb-16x16-stride16-2x32x32x3-k64", _layer(2, 32, 32, 3, 64, 16, 16,
+                                                        stride=16, pad=0), {}),
+    ("patches-w-only-2x2-stride2-2x9x8x24-k32", _layer(2, 9, 8, 24, 32, 2, 2, stride=2,
+                                                       pad=0), {}),
 ]
 DEFAULT = [(name, geometry, {}) for name, geometry, _ in BENCHMARK.PROBLEMS]
 
@@ -1117,13 +1128,41 @@ def test_conv2d_refuses_a_k_block_that_straddles_taps(geometry, options, copied)
     (_layer(2, 8, 8, 64, 60), "bfloat16", "K=60: the output channels must be a multiple of 8"),
     (_layer(2, 8, 8, 64, 64), "float32", "dtype='float32': conv2d takes 'bfloat16' or "
                                          "'float16'"),
-], ids=["c12", "c4", "k60", "float32"])
+    # RGB in 4 x 4 patches: 12 channels a folded pixel, still no multiple of 8.
+    (_layer(2, 16, 16, 3, 64, 4, 4, stride=4, pad=0), "bfloat16",
+     "C=3: the input channels must be a multiple of 8"),
+    # Stride 16 with padding: no patch axis, no im2col map.
+    (_layer(2, 36, 36, 8, 64, 16, 16, stride=16, pad=2), "bfloat16",
+     "stride (16, 16): an im2col load walks pixels at a stride of at most 8; only a patch "
+     "axis (filter = stride, no padding or dilation, a whole number of patches) folds"),
+], ids=["c12", "c4", "k60", "float32", "rgb-4x4-patches", "stride16-padded"])
 def test_conv2d_refuses_what_it_does_not_handle(geometry, dtype, message):
     with pytest.raises(ValueError, match=re.escape(message)):
         conv2d_config(geometry, dtype)
     with pytest.raises(ValueError, match=re.escape(message)):
         conv2d_kernel(geometry, GemmConfig(geometry.gemm_m, geometry.k, geometry.gemm_k,
                                            dtype=dtype))
+
+
+def test_a_patch_layer_takes_its_k_blocks_from_the_folded_channels():
+    """A ViT patch embedding over 8 channels (16 x 16 patches at stride 16) is read as one
+    16-row tap of 128 channels a folded pixel: 64-wide K blocks in whole copies, where
+    unfolded 8 channels a tap would take 16-wide blocks in 8-column pieces (and stride 16
+    no im2col map at all); RGB folds to 48 channels: 16-wide blocks, three a tap row."""
+    vit = _layer(32, 224, 224, 8, 768, 16, 16, stride=16, pad=0)
+    assert vit.patches_folded() == Conv2dGeometry(448, 16, 14, 128, 768, 16, 1)
+    cfg = conv2d_config(vit)
+    assert (cfg.m, cfg.n, cfg.k, cfg.block_k, cfg.a_copy_k) == (6272, 768, 2048, 64, 0)
+    rgb = conv2d_config(_layer(32, 224, 224, 3, 768, 16, 16, stride=16, pad=0))
+    assert (rgb.k, rgb.block_k, rgb.a_copy_k) == (768, 16, 0)
+    # A ConvNeXt stem (4 x 4, stride 4) over 8 channels: 32 channels a folded pixel.
+    stem = conv2d_config(_layer(8, 224, 224, 8, 96, 4, 4, stride=4, pad=0))
+    assert (stem.block_k, stem.a_copy_k) == (32, 0)
+    # Not a patch axis (padding; an image of no whole number of patches): unfolded.
+    for layer in (_layer(2, 16, 16, 8, 64, 2, 2, stride=2, pad=1),
+                  _layer(2, 9, 9, 8, 64, 2, 2, stride=2, pad=0)):
+        assert layer.patches_folded() is layer
+        assert (conv2d_config(layer).block_k, conv2d_config(layer).a_copy_k) == (16, 8)
 
 
 def test_conv2d_refuses_a_configuration_that_is_not_its_gemm():
@@ -1183,7 +1222,7 @@ def test_conv2d_copies_plan_as_one_a_load_and_tiled_loads_and_stores(built):
     # Ordered split-K stores through two copies, a plain store (part 0) and a reduce-add.
     a_load, b_load, store, *reduce = copies
     assert len(reduce) == (1 if cfg.split_k_ordered or cfg.tail_split > 1 else 0)
-    g = geometry
+    g = geometry.patches_folded()  # the layer as its map walks it (patch axes folded)
     swizzle = {64: 3, 32: 2, 16: 1}[cfg.block_k]
     if g.is_pointwise:
         # 1x1, stride 1, no padding: A is X as an (N*H*W, C) matrix, one tiled 2-D load

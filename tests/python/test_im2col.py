@@ -29,6 +29,11 @@ CASES = [
     Im2colCase(Conv2dGeometry(2, 10, 10, 32, 64, 3, 3, padding=(2, 2), dilation=(2, 2)), 64,
                32, swizzle=2, dtype="bfloat16"),
     Im2colCase(Conv2dGeometry(3, 5, 6, 32, 64, 3, 3, padding=(2, 1)), 64, 32),
+    # Patch layers, folded: 16 x 16 patches at stride 16 (a ViT's, 8 channels: 128 a
+    # folded pixel, 64-wide blocks across the unfolded taps), and 2 x 2 at stride 2 over
+    # 9 rows (W folds to 48 channels; H, a row left over, keeps stride 2).
+    Im2colCase(Conv2dGeometry(2, 64, 80, 8, 16, 16, 16, stride=(16, 16)), 32, 64, swizzle=3),
+    Im2colCase(Conv2dGeometry(2, 9, 8, 24, 16, 2, 2, stride=(2, 2)), 64, 16, swizzle=1),
 ]
 IDS = [f"{c.geometry.describe()}-{c.block_m}x{c.block_k}-sw{c.swizzle}" for c in CASES]
 
@@ -63,6 +68,39 @@ def test_stride_dilation_and_padding_become_corners_and_traversal_strides():
     stem = _load(CASES[6]).plan.tensor_map  # 7x7 stride 2 padding 3
     assert (stem.lower_corner, stem.upper_corner, stem.element_strides) == (
         (-3, -3), (-3, -3), (1, 2, 2, 1))
+
+
+def test_a_patch_layer_folds_its_patches_into_pixels_and_images():
+    """16 x 16 patches at stride 16 of two 8-channel 64 x 80 images: each run of 16
+    pixels is one pixel of 128 channels (W: 5 of them, 256 bytes apart) and each band of
+    16 rows one image of 16 rows (8 images: 2 x 4 bands, 16 rows of 1280 bytes apart),
+    read by a 16-row filter at its one output row (upper corner -15): traversal strides 1
+    where unfolded they would be 16 (no im2col map has them). Row block mb starts at
+    output pixel 32 * mb: folded image 32 * mb // 5, column 32 * mb % 5 (mb is 0 or 1:
+    6 * mb and 2 * mb); column block kb
+    (64 channels) is tap row kb // 2, channels kb % 2 * 64 of the folded pixel."""
+    load = _load(CASES[9])
+    plan = load.plan
+    spec = plan.tensor_map
+    assert (spec.global_dims, spec.global_strides) == ((128, 5, 16, 8), (256, 1280, 20480))
+    assert (spec.lower_corner, spec.upper_corner) == ((0, 0), (0, -15))
+    assert (spec.channels_per_pixel, spec.pixels_per_column, spec.element_strides) == (
+        64, 32, (1, 1, 1, 1))
+    assert [str(c) for c in plan.coordinates] == ["kb % 2 * 64", "mb * 2", "0", "mb * 6"]
+    assert [str(o) for o in plan.im2col_offsets] == ["0", "kb // 2"]
+    assert plan.notes[-1].endswith("folded W in patches of 16 pixels (128 channels a pixel)"
+                                   "; folded H in patches of 16 rows (8 images of 16 rows)")
+    w_only = _load(CASES[10]).plan.tensor_map
+    assert (w_only.global_dims, w_only.element_strides, w_only.upper_corner) == (
+        (48, 4, 9, 2), (1, 1, 2, 1), (0, -1))
+
+
+def test_a_stride_above_8_that_is_no_patch_axis_is_refused():
+    load = _refusal(Conv2dGeometry(1, 36, 36, 8, 8, 16, 16, stride=(16, 16),
+                                   padding=(2, 2)), 32, 8)
+    assert load.rule == "im2col"
+    assert "stride 16 along H (filter 16x16, padding 2x2) is above the im2col traversal " \
+        "stride's 8" in load.detail
 
 
 def test_wide_channel_blocks_are_issued_per_swizzle_span():

@@ -47,6 +47,7 @@ import numpy as np
 import tvm
 
 from ..conv import Conv2dGeometry
+from ..planner.im2col import MAX_TRAVERSAL_STRIDE
 from .gemm import gemm_kernel
 from .gemm_config import K_BLOCKS, MAX_ORDERED_SPLIT, MAX_SHARED, PART_STEPS_FLOOR, GemmConfig
 from .reference import OUTPUT_EPS, error_bound
@@ -124,13 +125,21 @@ def check_geometry(geometry: Conv2dGeometry, dtype: str = "bfloat16") -> None:
     if dtype not in DTYPES:
         raise ValueError(f"dtype={dtype!r}: conv2d takes 'bfloat16' or 'float16' (16-bit "
                          f"inputs, fp32 accumulation)")
-    g = geometry
-    if g.c % CHANNEL_BLOCK:
+    g, folded = geometry, geometry.patches_folded()
+    if folded.c % CHANNEL_BLOCK:
         raise ValueError(f"C={g.c}: the input channels must be a multiple of "
                          f"{CHANNEL_BLOCK}: each A copy (a K block of 64, 32 or 16 columns, "
                          f"or an 8-column piece of one) must lie inside one filter tap "
                          f"(r, s), since one im2col load reads at one tap offset, and its "
-                         f"rows must be 16 bytes at least")
+                         f"rows must be 16 bytes at least (a patch axis, filter = stride "
+                         f"without padding over whole patches, folds its taps into the "
+                         f"channels: Conv2dGeometry.patches_folded)")
+    u, v = folded.stride
+    if max(u, v) > MAX_TRAVERSAL_STRIDE:
+        raise ValueError(f"stride {g.stride}: an im2col load walks pixels at a stride of at "
+                         f"most {MAX_TRAVERSAL_STRIDE}; only a patch axis (filter = stride, no "
+                         f"padding or dilation, a whole number of patches) folds to stride 1 "
+                         f"(Conv2dGeometry.patches_folded)")
     if g.k % 8:
         raise ValueError(f"K={g.k}: the output channels must be a multiple of 8 (16-byte rows "
                          f"of the NPQK output and of the KRSC filter for TMA)")
@@ -321,6 +330,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     unknown = sorted(set(options) - known)
     if unknown:
         raise ValueError(f"{', '.join(unknown)}: not a GemmConfig field")
+    # The rules below see the layer as its im2col loads read it: patch axes folded into
+    # the channels (the same GEMM; a ViT's 16 x 16 stride-16 patches of 8 channels are one
+    # 16-row tap of 128 channels a folded pixel, so 64-wide K blocks).
+    geometry = geometry.patches_folded()
     options.setdefault("block_k", channel_block(geometry))
     options.setdefault("a_copy_k", a_copy_k(geometry))
     base = GemmConfig(geometry.gemm_m, geometry.k, geometry.gemm_k, dtype=dtype,
@@ -893,7 +906,7 @@ def check_config(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
                          f"worker (a part cannot run past K = R*S*C: its im2col copies read "
                          f"inside the filter's taps)")
     cfg.check()
-    _check_block_k(geometry, cfg)
+    _check_block_k(geometry.patches_folded(), cfg)
 
 
 def conv2d_kernel(geometry: Conv2dGeometry, cfg: GemmConfig) -> tvm.tirx.PrimFunc:

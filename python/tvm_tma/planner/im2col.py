@@ -29,7 +29,7 @@ steps along the channels, every alignment rule), then re-expressed in im2col ter
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, fields, replace
 
 import tvm
 
@@ -43,6 +43,8 @@ from .views import SharedView, buffer_tile, region_bounds, static_extents
 CORNER_BITS = {3: 16, 4: 8, 5: 5}
 #: The instruction's tap offsets are unsigned 16-bit.
 MAX_TAP_OFFSET = (1 << 16) - 1
+#: An im2col map's element strides (the traversal strides) are 1 to 8.
+MAX_TRAVERSAL_STRIDE = 8
 
 
 @dataclass(frozen=True)
@@ -62,6 +64,8 @@ class ConvView:
     padding: tuple[int, int]  # (ph, pw)
     out: tuple[int, int]  # (P, Q)
     argument_strides: tuple[Expr, Expr, Expr]
+    #: The patch axes :func:`fold_patches` folded, in words (empty: none).
+    folded: tuple[str, ...] = ()
 
     @property
     def rows(self) -> Expr:
@@ -135,6 +139,7 @@ def recognize(region, argument, prover: Prover) -> ConvView | None:
                 failures.append(error)
     if not fits:
         raise failures[0]
+    fits = list({_identity(conv): conv for conv in fits}.values())  # one after folding
     if len(fits) > 1:
         raise refuse("im2col", f"{view} reads as {len(fits)} different convolutions ("
                      + "; ".join(_describe(conv) for conv in fits[:3]) + f"): X's strides "
@@ -142,7 +147,7 @@ def recognize(region, argument, prover: Prover) -> ConvView | None:
                      "which filter taps and padding lie along H and which along W, so which "
                      "elements are padding is ambiguous; convolve an image of width above 1, "
                      "or without the unit dimension")
-    return fits[0]
+    return _check_traversal(fits[0], view)
 
 
 def _reading(rows: dict, cols: dict, padding: tuple[int, int], argument, strides: tuple,
@@ -163,7 +168,13 @@ def _reading(rows: dict, cols: dict, padding: tuple[int, int], argument, strides
         raise refuse("im2col", f"{view}: its output extents ({p_ext}, {q_ext}) must be static")
     conv = _unit_outputs(conv, view)
     _check_shape(conv, n_view, p_ext, q_ext, view, prover)
-    return conv
+    return fold_patches(conv, prover)
+
+
+def _identity(conv: ConvView) -> tuple:
+    """What tells two readings apart: equal identities read every element alike (two
+    readings of a one-patch image fold into one)."""
+    return tuple(str(getattr(conv, f.name)) for f in fields(ConvView) if f.name != "folded")
 
 
 def _describe(conv: ConvView) -> str:
@@ -196,19 +207,68 @@ def _matches(iterators, slots, prover: Prover) -> list[dict]:
 
 def _unit_outputs(conv: ConvView, view: str) -> ConvView:
     """A convolution with one output row (or column) hides its stride: its view has no P
-    (Q) piece. Any stride that leaves one output position works; take the smallest."""
+    (Q) piece. Any stride that leaves one output position works; take the smallest, or,
+    where the filter covers the unpadded, undilated axis exactly (one patch), the filter's
+    extent, so that :func:`fold_patches` folds the axis as it folds any patch axis."""
     (r, s), (dh, dw), (ph, pw) = conv.filter, conv.dilation, conv.padding
     spans = (as_int(conv.height + 2 * ph - dh * (r - 1)),
              as_int(conv.width + 2 * pw - dw * (s - 1)))
     stride = list(conv.stride)
-    for axis, (out, span) in enumerate(zip(conv.out, spans)):
-        if out == 1 and span is not None and span > 1:
+    for axis, (out, span, extent, dilation, pad) in enumerate(
+            zip(conv.out, spans, (r, s), (dh, dw), (ph, pw))):
+        if out == 1 and span == 1 and extent > 1 and dilation == 1 and pad == 0:
+            stride[axis] = extent
+        elif out == 1 and span is not None and span > 1:
             if span > 8:
                 raise refuse("im2col", f"{view}: one output {'row' if axis == 0 else 'column'}"
                              f" over {span} positions needs a traversal stride of {span} "
                              "(at most 8)")
             stride[axis] = span
     return replace(conv, stride=tuple(stride))
+
+
+def fold_patches(conv: ConvView, prover: Prover) -> ConvView:
+    """The same view with each patch axis folded (``tvm_tma.conv.Conv2dGeometry.
+    patches_folded`` is this for a layer's numbers: the conv kernel picks its K blocks
+    from it). A W axis whose filter width is its stride (``s == v > 1``), undilated and
+    unpadded, over whole patches (``W == Q * s``) of contiguous pixels reads each run of
+    ``s`` pixels (``s * C`` contiguous elements) once: it is one pixel of ``s * C``
+    channels of a ``W / s``-wide image under a one-tap filter. An H axis likewise
+    (``r == u > 1``, ``H == P * r``, images stacked densely) is ``N * P`` images of ``r``
+    rows, one output row each. Every element of the view is where it was (column ``(r,
+    s, c)`` is column ``(r, s * C + c)``): only the map that walks it changes, to
+    traversal strides of 1 (an unfolded stride above 8 has no im2col map) and loads of
+    up to ``s * C`` channels instead of ``C``."""
+    (r, s), (u, v), (dh, dw), (ph, pw) = conv.filter, conv.stride, conv.dilation, conv.padding
+    (p, q), (s_n, s_h, s_w) = conv.out, conv.argument_strides
+    batch, height, width = (_static(e, prover) for e in (conv.batch, conv.height, conv.width))
+    pixel = _static(s_w, prover)
+    folded = []
+    if s == v > 1 and dw == 1 and pw == 0 and width == q * s and pixel == conv.channels:
+        conv = replace(conv, width=q, channels=s * conv.channels, filter=(r, 1),
+                       stride=(u, 1), argument_strides=(s_n, s_h, prover.simplify(s * s_w)))
+        folded.append(f"W in patches of {s} pixels ({conv.channels} channels a pixel)")
+    if (r == u > 1 and dh == 1 and ph == 0 and height == p * r and batch is not None
+            and prover.prove(tvm.tirx.EQ(s_n, s_h * height))):
+        conv = replace(conv, batch=batch * p, height=r, stride=(1, conv.stride[1]),
+                       out=(1, q), argument_strides=(prover.simplify(r * s_h), s_h,
+                                                     conv.argument_strides[2]))
+        folded.append(f"H in patches of {r} rows ({batch * p} images of {r} rows)")
+    return replace(conv, folded=tuple(folded)) if folded else conv
+
+
+def _check_traversal(conv: ConvView, view: str) -> ConvView:
+    """An im2col map walks pixels at its element strides, 1 to 8: a stride above that the
+    folding did not remove has no map (the encoder's ``element-stride`` rule, refused here
+    at planning time, where the view is named)."""
+    for axis, stride in zip("HW", conv.stride):
+        if stride > MAX_TRAVERSAL_STRIDE:
+            raise refuse("im2col", f"{view}: stride {stride} along {axis} (filter "
+                         f"{conv.filter[0]}x{conv.filter[1]}, padding {conv.padding[0]}x"
+                         f"{conv.padding[1]}) is above the im2col traversal stride's "
+                         f"{MAX_TRAVERSAL_STRIDE}; only a patch axis (filter = stride, no "
+                         "padding or dilation, a whole number of patches) folds to stride 1")
+    return conv
 
 
 def _multiple(stride: Expr, unit: Expr, prover: Prover) -> int | None:
@@ -346,4 +406,5 @@ def _as_im2col(conv: ConvView, tiled: TmaPlan, m0, k0, bm: int, oob: str | None,
     return replace(tiled, tensor_map=im2col_spec, coordinates=coordinates,
                    im2col_offsets=offsets, edge_dims=(3,) if tiled.edge_dims else (),
                    notes=(f"im2col: filter {r}x{s}, stride {u}x{v}, padding {ph}x{pw}, "
-                          f"dilation {dh}x{dw}, output {p}x{q}",))
+                          f"dilation {dh}x{dw}, output {p}x{q}"
+                          + "".join(f"; folded {axis}" for axis in conv.folded),))

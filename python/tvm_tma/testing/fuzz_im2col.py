@@ -2,7 +2,8 @@
 
 Case ``index`` of stream ``seed`` (:func:`random_im2col_case`) is a convolution (batch 1..3,
 an H x W image of 1..14 pixels a side, 8..128 channels, a 1..5 filter, stride 1..3,
-padding 0..2, dilation 1..2, float16 or bfloat16) and a tile (32..256 output pixels by one
+padding 0..2, dilation 1..2, float16 or bfloat16; or a fifth of the time a patch layer,
+filter = stride of 1..16 a side over 1..3 patches and 8..32 channels) and a tile (32..256 output pixels by one
 tap's channel block, plain or 32/64/128B-swizzled). :func:`check_im2col_case` plans the
 materializing kernel's load (:mod:`.im2col_kernel`) and runs every tile of the plan on the
 TMA model (:mod:`.im2col_model`) against the im2col matrix computed from the convolution's
@@ -32,16 +33,36 @@ from .tma_model import execute_plan
 DEFAULT_SEED = 20261124
 
 
+#: Share of the cases that are patch layers (filter = stride, no padding: a ViT's or a
+#: ConvNeXt's stem), which the planner folds (``planner.im2col.fold_patches``).
+PATCH_SHARE = 0.2
+
+
+def _patches(rng: random.Random) -> tuple[int, int, int, int]:
+    """(r, s, h, w) of a patch layer: patches of 1 to 16 pixels a side, 1 to 3 of them,
+    sometimes with a pixel left over (that axis cannot fold; above stride 8 it is
+    refused)."""
+    r, s = rng.choice((1, 2, 4, 8, 16)), rng.choice((1, 2, 4, 8, 16))
+    h = r * rng.randint(1, 3) + (rng.random() < 0.2)
+    w = s * rng.randint(1, 3) + (rng.random() < 0.2)
+    return r, s, h, w
+
+
 def random_im2col_case(seed: int, index: int) -> Im2colCase:
     """Case ``index`` of the stream ``seed`` (independent of every other case)."""
     rng = random.Random(f"tvm-tma-im2col:{seed}:{index}")
     while True:
-        r, s = rng.randint(1, 5), rng.randint(1, 5)
-        dilation = (rng.choice((1, 1, 1, 2)), rng.choice((1, 1, 1, 2)))
-        padding = (rng.randint(0, 2), rng.randint(0, 2))
-        stride = (rng.choice((1, 1, 2, 3)), rng.choice((1, 1, 2, 3)))
-        h, w = rng.randint(1, 14), rng.randint(1, 14)
-        c = rng.choice((8, 16, 32, 64, 64, 128))
+        if rng.random() < PATCH_SHARE:
+            r, s, h, w = _patches(rng)
+            dilation, padding, stride = (1, 1), (0, 0), (r, s)
+            c = rng.choice((8, 16, 32))
+        else:
+            r, s = rng.randint(1, 5), rng.randint(1, 5)
+            dilation = (rng.choice((1, 1, 1, 2)), rng.choice((1, 1, 1, 2)))
+            padding = (rng.randint(0, 2), rng.randint(0, 2))
+            stride = (rng.choice((1, 1, 2, 3)), rng.choice((1, 1, 2, 3)))
+            h, w = rng.randint(1, 14), rng.randint(1, 14)
+            c = rng.choice((8, 16, 32, 64, 64, 128))
         try:
             geometry = Conv2dGeometry(rng.randint(1, 3), h, w, c, 16, r, s, stride, padding,
                                       dilation)
@@ -74,7 +95,7 @@ def check_im2col_case(case: Im2colCase, seed: int = 0) -> tuple[str, str]:
         if load.rule not in RULES:
             return "mismatch", f"unknown rule {load.rule}"
         return "refused", load.rule
-    pointwise = case.geometry.is_pointwise
+    pointwise = _reads_as_pointwise(case.geometry)
     if not load.plan.is_im2col and not pointwise:
         return "mismatch", "a convolution's view was planned as a tiled copy"
     execute = execute_im2col if load.plan.is_im2col else execute_plan
@@ -97,6 +118,15 @@ def check_im2col_case(case: Im2colCase, seed: int = 0) -> tuple[str, str]:
                 bad = np.argwhere(got != tile)[0]
                 return "mismatch", f"tile ({mb}, {kb}) differs first at {tuple(bad)}"
     return "accepted", ""
+
+
+def _reads_as_pointwise(geometry: Conv2dGeometry) -> bool:
+    """Whether the view is the activation as a matrix (the planner may load it tiled): a
+    1x1 filter without padding once patch axes fold, each axis at stride 1 or with one
+    output (whose stride the view does not show)."""
+    g = geometry.patches_folded()
+    return (g.r, g.s, g.padding) == (1, 1, (0, 0)) and all(
+        stride == 1 or out == 1 for stride, out in zip(g.stride, (g.p, g.q)))
 
 
 def _loop_vars(plan) -> dict:
