@@ -2,14 +2,15 @@
 
 Case ``index`` of stream ``seed`` (:func:`random_im2col_case`) is a convolution (batch 1..3,
 an H x W image of 1..14 pixels a side, 8..128 channels, a 1..5 filter, stride 1..3,
-padding 0..2, dilation 1..2, float16 or bfloat16; or a fifth of the time a patch layer,
-filter = stride of 1..16 a side over 1..3 patches and 8..32 channels) and a tile (32..256 output pixels by one
-tap's channel block, plain or 32/64/128B-swizzled). :func:`check_im2col_case` plans the
-materializing kernel's load (:mod:`.im2col_kernel`) and runs every tile of the plan on the
-TMA model (:mod:`.im2col_model`) against the im2col matrix computed from the convolution's
-definition; a refusal must name the ``im2col`` (or a box/swizzle) rule. On a GPU,
-:func:`run_im2col_fuzz` (``--gpu``) also runs each accepted case's kernel and compares every
-element: the model is only trusted as far as the hardware agrees with it.
+padding 0..2, dilation 1..2, float16 or bfloat16; or, a fifth of the time, a patch layer:
+filter = stride of 1..16 a side over 1..3 patches of 8..32 channels) and a tile (32..256
+output pixels by one tap's channel block, plain or 32/64/128B-swizzled).
+:func:`check_im2col_case` plans the materializing kernel's load (:mod:`.im2col_kernel`)
+and runs every tile of the plan on the TMA model (:mod:`.im2col_model`) against the
+im2col matrix computed from the convolution's definition; a refusal must name the
+``im2col`` (or a box/swizzle) rule. On a GPU, :func:`run_im2col_fuzz` (``--gpu``) also
+runs each accepted case's kernel and compares every element: the model is only trusted
+as far as the hardware agrees with it.
 
     python -m tvm_tma.testing.fuzz_im2col --cases 300 [--gpu] [--seed N]
 """
