@@ -27,6 +27,12 @@ What it handles today (:func:`check_geometry` refuses the rest, naming the value
   unswizzled slot of wgmma core matrices (``GemmConfig.a_copy_k = 8``); K = R*S*C is then
   8 mod 16 for an odd R*S, and the last K block's MMA reads its missing piece from a
   zeroed region of shared memory, never from a copy past the last tap.
+* **Stride at most 8**, the im2col map's traversal stride, **or a patch axis**: a filter
+  extent equal to its stride, no padding or dilation, a whole number of patches (a ViT's
+  16 x 16 at stride 16). Such an axis folds into the channels (W) or the batch (H)
+  (:meth:`~tvm_tma.conv.Conv2dGeometry.patches_folded`, as the planner folds the view):
+  every rule here, C's above included, sees the folded layer (a ViT over 8 channels has
+  128 a folded pixel: 64-wide K blocks; RGB has 48).
 * **bfloat16 or float16** in and out, fp32 accumulation (the GEMM's types).
 * K (output channels) a multiple of 8 (16-byte rows of the filter and the output); any
   M = N * P * Q (the last row block loads zeros past it and stores nothing there).
