@@ -302,6 +302,12 @@ SMALL = [
                                                         stride=16, pad=0), {}),
     ("patches-w-only-2x2-stride2-2x9x8x24-k32", _layer(2, 9, 8, 24, 32, 2, 2, stride=2,
                                                        pad=0), {}),
+    # C 8 mod 16 on 192-row tiles (conv2d._tall_pairs_of_pieces): a 7x7 stride-2 stem over
+    # 8 channels in 2x1 clusters (5 tiles on 4 CTAs, M = 800: the last 32 rows; 25 K steps
+    # of two 8-column pieces), and a 3x3 layer of 24 channels, 24 wide: no cluster.
+    ("tall-pairs-pieces-stem-2x40x40x8-k64-ctas4", _layer(2, 40, 40, 8, 64, 7, 7, stride=2,
+                                                          pad=3), {"ctas": 4}),
+    ("tall-pieces-2x20x20x24-k24-ctas2", _layer(2, 20, 20, 24, 24), {"ctas": 2}),
 ]
 DEFAULT = [(name, geometry, {}) for name, geometry, _ in BENCHMARK.PROBLEMS]
 
@@ -1163,6 +1169,33 @@ def test_a_patch_layer_takes_its_k_blocks_from_the_folded_channels():
                   _layer(2, 9, 9, 8, 64, 2, 2, stride=2, pad=0)):
         assert layer.patches_folded() is layer
         assert (conv2d_config(layer).block_k, conv2d_config(layer).a_copy_k) == (16, 8)
+
+
+def test_a_layer_of_8_channel_pieces_takes_192_row_tiles_in_pairs():
+    """An im2col layer whose C is 8 mod 16 (16-byte pixels, L2-request bound) on 128-row
+    tiles takes 192-row cooperative ones in 2x1 clusters (the filter multicast), 192 rows
+    alone where the tile does not halve into 8-row groups; not a pointwise layer, nor
+    where the caller chose the tile, the schedule or a cluster."""
+    stem = conv2d_config(_layer(32, 224, 224, 8, 64, 7, 7, stride=2, pad=3))
+    assert (stem.block_m, stem.block_n, stem.cluster, stem.schedule, stem.a_copy_k,
+            stem.num_tiles) == (192, 64, 2, "cooperative", 8, 2091)
+    # Ping-pong 128 x 128 before (a layer of 5 K steps): cooperative 192 x 128 now.
+    vae = conv2d_config(_layer(1, 512, 512, 8, 128))
+    assert (vae.block_m, vae.cluster, vae.schedule) == (192, 2, "cooperative")
+    narrow = conv2d_config(_layer(16, 56, 56, 24, 24))
+    assert (narrow.block_m, narrow.block_n, narrow.cluster) == (192, 24, 1)
+    for layer, options in ((_layer(32, 224, 224, 8, 64, 7, 7, stride=2, pad=3),
+                            {"block_m": 128}),
+                           (_layer(32, 224, 224, 8, 64, 7, 7, stride=2, pad=3),
+                            {"cluster": 1}),
+                           (_layer(32, 224, 224, 8, 64, 7, 7, stride=2, pad=3),
+                            {"schedule": "pingpong"}),
+                           (_layer(32, 56, 56, 24, 144, 1, 1, pad=0), {}),  # pointwise
+                           (_layer(32, 56, 56, 64, 64), {})):  # whole 64-channel blocks
+        chosen = conv2d_config(layer, **options)
+        assert not (chosen.block_m == 192 and chosen.a_copy_k), (layer, options)
+    assert conv2d_config(_layer(32, 224, 224, 8, 64, 7, 7, stride=2, pad=3),
+                         cluster=1).block_m == 128
 
 
 def test_conv2d_refuses_a_configuration_that_is_not_its_gemm():
