@@ -300,7 +300,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       fill whole (:func:`_tall_tiles`: N=32 28x28x128 3x3 1.20-1.23x the 128 x 128
       tiles, 1x1 14x14x1024 -> 512 1.24-1.26x), and for narrow tiles padded past K
       wherever they fill a wave (:func:`_narrow_and_tall`: N=32 3x3 28x28x96 -> 144
-      1.40x cuDNN against 1.03, 1x1 56x56x144 -> 24 0.71 / 0.61).
+      1.40x cuDNN against 1.03, 1x1 56x56x144 -> 24 0.71 / 0.61); and 192-row tiles in
+      2x1 clusters for an im2col layer of 8-channel pieces (C 8 mod 16: 16-byte pixels,
+      L2-request bound; :func:`_tall_pairs_of_pieces`: the ResNet stem over 8 channels at
+      N=32 1.43x, 0.70 -> 1.00x cuDNN).
     * **one exact wave** (a pointwise layer): where the tiles above leave SMs idle or cut
       K into parts, cooperative tiles of 128 (else 64) rows whose width divides K exactly
       and that make one wave 95-100% full, whole K each (:func:`_exact_wave`, the GEMM's
