@@ -308,6 +308,9 @@ SMALL = [
     ("tall-pairs-pieces-stem-2x40x40x8-k64-ctas4", _layer(2, 40, 40, 8, 64, 7, 7, stride=2,
                                                           pad=3), {"ctas": 4}),
     ("tall-pieces-2x20x20x24-k24-ctas2", _layer(2, 20, 20, 24, 24), {"ctas": 2}),
+    # 16-channel K blocks (conv2d._narrow_blocks_in_pairs): 192 x 64 tiles in one 2x1
+    # cluster, 9 tiles (M = 1600: the last 64 rows) on 2 CTAs, 9 K steps.
+    ("narrow-blocks-pairs-4x20x20x16-k64-ctas2", _layer(4, 20, 20, 16, 64), {"ctas": 2}),
 ]
 DEFAULT = [(name, geometry, {}) for name, geometry, _ in BENCHMARK.PROBLEMS]
 
@@ -1196,6 +1199,23 @@ def test_a_layer_of_8_channel_pieces_takes_192_row_tiles_in_pairs():
         assert not (chosen.block_m == 192 and chosen.a_copy_k), (layer, options)
     assert conv2d_config(_layer(32, 224, 224, 8, 64, 7, 7, stride=2, pad=3),
                          cluster=1).block_m == 128
+
+
+def test_a_layer_of_narrow_k_blocks_takes_tall_tiles_and_pairs_past_two_rounds():
+    """An im2col layer of 16- or 32-channel K blocks: 64-wide tiles of one column block
+    take 192 rows where those fill a wave, and 2x1 clusters where a CTA takes more than
+    two rounds of tiles; not at two rounds or fewer, not for 64-channel blocks."""
+    paired = conv2d_config(_layer(32, 56, 56, 16, 64))  # 784 tiles of 128 rows before
+    assert (paired.block_m, paired.block_n, paired.block_k, paired.cluster,
+            paired.num_tiles) == (192, 64, 16, 2, 523)
+    tall = conv2d_config(_layer(32, 28, 28, 32, 64))  # 131 tiles of 192: one round
+    assert (tall.block_m, tall.cluster, tall.num_tiles) == (192, 1, 131)
+    wide = conv2d_config(_layer(32, 112, 112, 32, 32))  # 192 rows already (K 32)
+    assert (wide.block_m, wide.cluster) == (192, 2)
+    assert conv2d_config(_layer(32, 28, 28, 112, 112)).cluster == 1  # 131 tiles
+    assert conv2d_config(_layer(32, 56, 56, 64, 64)).cluster == 1  # 64-channel blocks
+    chosen = conv2d_config(_layer(32, 56, 56, 16, 64), block_m=128)
+    assert (chosen.block_m, chosen.cluster) == (128, 1)
 
 
 def test_conv2d_refuses_a_configuration_that_is_not_its_gemm():

@@ -114,6 +114,10 @@ RESIDENT_SHALLOW_ROUNDS = 2
 #: Most K steps of an im2col layer's tiles in :func:`_narrow_wave` (3x3 over 128 channels:
 #: 18 steps of 64; 25 to 36 steps were mixed, 12 of 18 layers slower).
 IM2COL_NARROW_WAVE_MAX_STEPS = 18
+#: :func:`_narrow_blocks_in_pairs`: the widest K block it takes (32 channels: 64-byte
+#: pixels) and the rounds of tiles a CTA must take past which it pairs CTAs in clusters.
+NARROW_PAIRS_BLOCK_K = 32
+NARROW_PAIRS_ROUNDS = 2
 #: Widest tile :func:`_narrow_and_tall` gives 192 rows (the widest measured: 160).
 NARROW_TALL_WIDTH = 160
 #: Options that say how the work is split (the GEMM's :data:`~.tiling.SPLIT_FIELDS`, but
@@ -361,7 +365,8 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
         chosen = _covering_unless_idle(base, options)
     chosen = _tall_tiles(_half_rows(chosen, options), options)
     chosen = _narrow_wave(geometry, _exact_wave(geometry, chosen, options), options)
-    chosen = _tall_pairs_of_pieces(geometry, chosen, options)
+    chosen = _narrow_blocks_in_pairs(geometry, _tall_pairs_of_pieces(geometry, chosen,
+                                                                     options), options)
     best = _epilogue_and_stages(chosen, options)
     best = _stores_overlapped(geometry, best, options)
     best = _padded_k_in_pairs(geometry, best, options)
@@ -486,13 +491,50 @@ def _tall_pairs_of_pieces(geometry: Conv2dGeometry, chosen: GemmConfig,
             or chosen.tail_split > 1):
         return chosen
     tall = replace(chosen, block_m=192, schedule="cooperative")
-    for candidate in (replace(tall, cluster=2), tall):
-        try:  # checked with its C stage and ring, as conv2d_config goes on to shape them
-            _epilogue_and_stages(candidate, options).check()
-        except ValueError:
-            continue
-        return candidate
+    return next((candidate for candidate in (replace(tall, cluster=2), tall)
+                 if _shapes(candidate, options)), chosen)
+
+
+def _narrow_blocks_in_pairs(geometry: Conv2dGeometry, chosen: GemmConfig,
+                           options: dict) -> GemmConfig:
+    """An im2col layer of 16- or 32-channel K blocks (32- or 64-byte pixels: C below 64
+    or no multiple of 32) is, like the 8-channel pieces of :func:`_tall_pairs_of_pieces`,
+    more loads than MMAs: its 64-wide tiles of one column block take 192 rows where those
+    fill a wave (:data:`~.tiling.TALL_MIN_FILL`; :func:`_narrow_and_tall` takes the
+    widths that are no multiple of 64), and where a CTA takes more than
+    :data:`NARROW_PAIRS_ROUNDS` rounds of tiles its tiles go in 2x1 clusters sharing the
+    filter. H200, graph replays, ABBA, x the default before (x cuDNN after): N=32 3x3
+    56x56x16 -> 64 1.28x (1.57), 56x56x32 -> 64 1.15x (1.35); in clusters alone N=8
+    112x112x16 -> 32 1.08x, N=16 56x56x48 -> 48 (262 tiles) 1.11x, N=4 128x128x80 -> 80
+    1.09x, N=16 112x112x32 -> 32 1.05x; at two rounds or fewer the clusters lost (N=32
+    28x28x112 -> 112 and N=8 112x112x48 -> 96, 131 tiles, 0.96x; N=16 56x56x16 -> 16, 262
+    tiles 16 wide, 0.93x). Not where the caller chose the tile, the schedule, a cluster or
+    a split."""
+    if geometry.is_pointwise or chosen.a_copy_k or chosen.block_k > NARROW_PAIRS_BLOCK_K:
+        return chosen
+    if ({"block_m", "schedule", "cluster", "cluster_n"} | _SPLIT_CHOICES) & set(options):
+        return chosen
+    if (chosen.schedule != "cooperative" or chosen.cluster_size > 1 or chosen.stream_k
+            or chosen.split_k > 1 or chosen.tail_split > 1):
+        return chosen
+    tall = replace(chosen, block_m=192)
+    if (chosen.block_m == 128 and chosen.block_n == 64 and chosen.n_blocks == 1
+            and tall.num_tiles >= TALL_MIN_FILL * chosen.ctas and _shapes(tall, options)):
+        chosen = tall
+    paired = replace(chosen, cluster=2)
+    if chosen.num_tiles > NARROW_PAIRS_ROUNDS * chosen.ctas and _shapes(paired, options):
+        return paired
     return chosen
+
+
+def _shapes(candidate: GemmConfig, options: dict) -> bool:
+    """Whether ``candidate`` is a valid configuration once conv2d_config gives it its C
+    stage and ring (:func:`_epilogue_and_stages`)."""
+    try:
+        _epilogue_and_stages(candidate, options).check()
+    except ValueError:
+        return False
+    return True
 
 
 def _resident_filter(cfg: GemmConfig, options: dict) -> GemmConfig:
