@@ -307,7 +307,9 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       1.40x cuDNN against 1.03, 1x1 56x56x144 -> 24 0.71 / 0.61); and 192-row tiles in
       2x1 clusters for an im2col layer of 8-channel pieces (C 8 mod 16: 16-byte pixels,
       L2-request bound; :func:`_tall_pairs_of_pieces`: the ResNet stem over 8 channels at
-      N=32 1.43x, 0.70 -> 1.00x cuDNN).
+      N=32 1.43x, 0.70 -> 1.00x cuDNN); for one of 16- or 32-channel K blocks, 192 rows
+      on 64-wide tiles where they fill a wave and 2x1 clusters past two rounds
+      (:func:`_narrow_blocks_in_pairs`: N=64 56x56x16 -> 64 3x3 1.29x).
     * **one exact wave** (a pointwise layer): where the tiles above leave SMs idle or cut
       K into parts, cooperative tiles of 128 (else 64) rows whose width divides K exactly
       and that make one wave 95-100% full, whole K each (:func:`_exact_wave`, the GEMM's
