@@ -53,11 +53,11 @@ import tvm_tma  # noqa: F401  (registers dispatch="tma")
 from tvm_tma.conv import Conv2dGeometry
 from tvm_tma.kernels.conv2d import (
     DTYPES,
-    STORE_BOUND_STAGES,
     conv2d_config,
     conv2d_error_bound,
     conv2d_kernel,
 )
+from tvm_tma.kernels.conv2d_tiling import STORE_BOUND_STAGES
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
 from tvm_tma.kernels.tiling import exact_wave, in_tail_parts

@@ -16,8 +16,16 @@ import pytest
 
 import tvm_tma
 from tvm_tma.conv import Conv2dGeometry
-from tvm_tma.kernels import conv2d as conv2d_module
+from tvm_tma.kernels import conv2d_tiling as conv2d_module
 from tvm_tma.kernels.conv2d import (
+    conv2d_config,
+    conv2d_error_bound,
+    conv2d_kernel,
+    conv2d_reference,
+    random_inputs,
+    run,
+)
+from tvm_tma.kernels.conv2d_tiling import (
     COVERING_SHARE,
     HALF_ROWS_MAX_STEPS,
     IM2COL_NARROW_WAVE_MAX_STEPS,
@@ -30,13 +38,7 @@ from tvm_tma.kernels.conv2d import (
     SHORT_K_STEPS,
     STORE_BOUND_BLOCK_K,
     STORE_BOUND_STAGES,
-    conv2d_config,
-    conv2d_error_bound,
-    conv2d_kernel,
-    conv2d_reference,
     covering_width,
-    random_inputs,
-    run,
 )
 from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
 from tvm_tma.kernels.reference import error_bound

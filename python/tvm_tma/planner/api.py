@@ -140,7 +140,7 @@ def _plan_pointwise(conv: ConvView, global_region, tiled, im2col, prover: Prover
     benchmarks/RESULTS.md section 8), within the run-to-run spread. It also takes a K block
     that runs past C (its columns past the matrix read zeros), which the im2col mode
     refuses (rule ``im2col``): conv2d gives a pointwise layer such blocks where C is no
-    multiple of them (``kernels.conv2d.channel_block``). Both plans are made:
+    multiple of them (``kernels.conv2d_tiling.channel_block``). Both plans are made:
     the tiled one is taken when it needs no more issues than the im2col one (over a
     cropped image, say, a run of pixels is no run of memory and the tiled planner cannot
     box it), the im2col one otherwise, and when both are refused, the im2col refusal (the

@@ -1,0 +1,957 @@
+"""How the conv2d kernel tiles a layer: what it runs (:func:`check_geometry`,
+:func:`check_config`) and the configuration :func:`conv2d_config` picks, rule by rule, each
+rule with the measurements that chose it.
+
+The layer is seen as its im2col loads read it (:meth:`~tvm_tma.conv.Conv2dGeometry.
+patches_folded`): the GEMM M = N*P*Q, N = K, K = R*S*C with B the filter as N x K, whose
+K blocks must each lie in one filter tap (one im2col load reads at one tap offset).
+:mod:`.conv2d` builds, references and runs the kernel; it re-exports what is here.
+"""
+
+from __future__ import annotations
+
+from dataclasses import fields, replace
+
+from ..conv import Conv2dGeometry
+from ..planner.im2col import MAX_TRAVERSAL_STRIDE
+from .gemm_config import K_BLOCKS, MAX_ORDERED_SPLIT, MAX_SHARED, PART_STEPS_FLOOR, GemmConfig
+from .tiling import (
+    C_STAGE_CHOICES,
+    HALF_ROWS_SHORT_STEPS,
+    SPLIT_FIELDS,
+    TALL_MIN_FILL,
+    TILING_CHOICES,
+    c_stage_widths,
+    estimate,
+    half_rows_fill,
+    in_fullest_narrow_wave,
+    in_one_exact_wave,
+    in_ordered_parts,
+    in_tail_parts,
+    narrow_half_rows,
+    stream_k_pays,
+    with_alternating_c_stages,
+)
+
+#: Input/output element types the kernel takes (the GEMM's: 16-bit, one 128-, 64- or
+#: 32-byte swizzle row per 64-, 32- or 16-column K block).
+DTYPES = ("bfloat16", "float16")
+#: Channels C must be a multiple of: the narrowest A copy (8 columns, one 16-byte piece of
+#: a 16-column K block), which must lie inside one filter tap's C channels.
+CHANNEL_BLOCK = 8
+#: Columns of the pieces a K block is copied in where C is 8 mod 16 (``a_copy_k``).
+PIECE = 8
+#: Stages conv2d_config fills shared memory with, at most: narrow K blocks have small slots
+#: (128 x 256 x 16: 12 KiB), and more stages past this only narrow the C stage.
+MAX_STAGES = 12
+#: K steps (filter taps x channels / block_k) at most of a layer that takes ping-pong
+#: 128 x 128 tiles (:func:`conv2d_config`): the 1x1 layers of a ResNet bottleneck.
+SHORT_K_STEPS = 16
+#: K steps at most of a layer whose too few 128-row tiles give way to 64-row ones
+#: (:func:`_half_rows`): a 1x1 layer of 2048 channels (32 steps) gains, a 3x3 layer of
+#: 512 (72) loses.
+HALF_ROWS_MAX_STEPS = 32
+#: Share of the narrower tiles' count (or of a wave) that tiles covering a narrow K must
+#: keep to be taken (:func:`_covering_unless_idle`): 25 tiles against 26 is a rounding of
+#: the same rows; 98 against a wave of 132 (0.74) lost 4-7%.
+COVERING_SHARE = 0.9
+#: :func:`_stores_overlapped`: the K block of the layers it takes whatever their C stage
+#: (at most 16 channels in, one K step; other one-step layers: where C is staged whole)
+#: and their ring depth.
+STORE_BOUND_BLOCK_K = 16
+STORE_BOUND_STAGES = 4
+#: :func:`_resident_filter`: the most K steps of a filter it keeps in the ring (3 measured:
+#: 1x1 layers of 72 to 192 channels in), the tiles of K steps its ring then holds (the
+#: tile being multiplied and the next: deeper rings of a resident filter ran slower) and
+#: the rounds of tiles a CTA must take past which it does so (at two or fewer the
+#: shallow ring was even or lost).
+RESIDENT_MAX_STEPS = 3
+RESIDENT_TILES_AHEAD = 2
+RESIDENT_SHALLOW_ROUNDS = 2
+#: Most K steps of an im2col layer's tiles in :func:`_narrow_wave` (3x3 over 128 channels:
+#: 18 steps of 64; 25 to 36 steps were mixed, 12 of 18 layers slower).
+IM2COL_NARROW_WAVE_MAX_STEPS = 18
+#: :func:`_narrow_blocks_in_pairs`: the widest K block it takes (32 channels: 64-byte
+#: pixels) and the rounds of tiles a CTA must take past which it pairs CTAs in clusters.
+NARROW_PAIRS_BLOCK_K = 32
+NARROW_PAIRS_ROUNDS = 2
+#: Widest tile :func:`_narrow_and_tall` gives 192 rows (the widest measured: 160).
+NARROW_TALL_WIDTH = 160
+#: Options that say how the work is split (the GEMM's :data:`~.tiling.SPLIT_FIELDS`, but
+#: ``stream_k_waves``, which alone shapes only a stream-K the caller did not ask for):
+#: given any, conv2d_config keeps them and adds no split, stream-K or short-K schedule.
+_SPLIT_CHOICES = SPLIT_FIELDS - {"stream_k_waves"}
+#: GemmConfig fields that follow from the geometry, not from options.
+_FROM_GEOMETRY = ("m", "n", "k", "dtype", "b_layout")
+
+
+def check_geometry(geometry: Conv2dGeometry, dtype: str = "bfloat16") -> None:
+    """Refuse, naming the value, a layer the kernel does not handle yet (see the module
+    docstring). The planner refuses at build time what only the im2col map decides (a
+    padding outside the 8-bit corner range of a rank-4 im2col map, for one)."""
+    if dtype not in DTYPES:
+        raise ValueError(f"dtype={dtype!r}: conv2d takes 'bfloat16' or 'float16' (16-bit "
+                         f"inputs, fp32 accumulation)")
+    g, folded = geometry, geometry.patches_folded()
+    if folded.c % CHANNEL_BLOCK:
+        raise ValueError(f"C={g.c}: the input channels must be a multiple of "
+                         f"{CHANNEL_BLOCK}: each A copy (a K block of 64, 32 or 16 columns, "
+                         f"or an 8-column piece of one) must lie inside one filter tap "
+                         f"(r, s), since one im2col load reads at one tap offset, and its "
+                         f"rows must be 16 bytes at least (a patch axis, filter = stride "
+                         f"without padding over whole patches, folds its taps into the "
+                         f"channels: Conv2dGeometry.patches_folded)")
+    u, v = folded.stride
+    if max(u, v) > MAX_TRAVERSAL_STRIDE:
+        raise ValueError(f"stride {g.stride}: an im2col load walks pixels at a stride of at "
+                         f"most {MAX_TRAVERSAL_STRIDE}; only a patch axis (filter = stride, no "
+                         f"padding or dilation, a whole number of patches) folds to stride 1 "
+                         f"(Conv2dGeometry.patches_folded)")
+    if g.k % 8:
+        raise ValueError(f"K={g.k}: the output channels must be a multiple of 8 (16-byte rows "
+                         f"of the NPQK output and of the KRSC filter for TMA)")
+
+
+#: What one K step costs a pointwise layer besides its own columns, in columns: the
+#: price :func:`channel_block` weighs fewer steps against the zeros of a last block past
+#: C with. H100, same run, x cuDNN, 64-wide blocks against blocks dividing C: N=32 1x1
+#: 56x56x144 -> 24 3 steps against 9 of 16 1.53x (0.60 / 0.39), 28x28x240 -> 40 4 against
+#: 15 of 16 1.47x, 14x14x480 -> 80 8 against 15 of 32 1.07x, 14x14x672 -> 112 11 against
+#: 21 of 32 1.13x; 56x56x96 -> 24 2 against 3 of 32 0.88x and at N=8 0.91-0.92x. A step
+#: worth more than 8 columns (144) and less than 32 (96): 16.
+K_STEP_COLUMNS = 16
+
+
+def pointwise_k_blocks(geometry: Conv2dGeometry) -> bool:
+    """Whether a K block may run past C: a pointwise layer (1x1, stride 1, no padding,
+    :attr:`~tvm_tma.conv.Conv2dGeometry.is_pointwise`), whose A view is X itself as an
+    (N*H*W, C) matrix that the planner loads in tiled mode. K is C, and the columns of a
+    K block past it read zeros (the copy's edge, ``oob="zero"``) in A and B alike: no K
+    block has another tap's channels to avoid. (An im2col load, a strided or padded 1x1
+    layer's, keeps each K block inside C: the planner's ``im2col`` rule.)"""
+    return geometry.is_pointwise
+
+
+def channel_block(geometry: Conv2dGeometry) -> int:
+    """The K block of a layer: the widest of 64, 32 and 16 channels that divides C (one
+    im2col load per K block reads one filter tap), or 16 in two 8-column pieces where C
+    is 8 mod 16 (:func:`a_copy_k`). A pointwise layer's K blocks need not divide C
+    (:func:`pointwise_k_blocks`: the last one is zero-filled past C): it takes the one of
+    fewest columns moved, a K step counting :data:`K_STEP_COLUMNS` columns besides its own
+    (ties to the wider)."""
+    if pointwise_k_blocks(geometry):
+        return min(K_BLOCKS, key=lambda w: (-(-geometry.c // w) * (K_STEP_COLUMNS + w), -w))
+    return next((w for w in K_BLOCKS if geometry.c % w == 0), K_BLOCKS[-1])
+
+
+def a_copy_k(geometry: Conv2dGeometry) -> int:
+    """``GemmConfig.a_copy_k`` of a layer: 0 (one copy per K block) where a K block fits
+    in a tap (every K block of a pointwise layer does), :data:`PIECE` where C is 8 mod
+    16."""
+    return 0 if pointwise_k_blocks(geometry) or geometry.c % K_BLOCKS[-1] == 0 else PIECE
+
+
+def _check_block_k(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
+    copied = cfg.a_copy_k or cfg.block_k
+    if cfg.block_k in K_BLOCKS and geometry.c % copied and not pointwise_k_blocks(geometry):
+        raise ValueError(f"block_k={cfg.block_k}, a_copy_k={cfg.a_copy_k}: each A copy "
+                         f"({copied} columns) must lie inside one filter tap's "
+                         f"C={geometry.c} channels (one im2col load reads at one tap "
+                         f"offset): a K block of 64, 32 or 16 dividing C, or 16 in "
+                         f"8-column pieces (block_k={channel_block(geometry)}, "
+                         f"a_copy_k={a_copy_k(geometry)} here)")
+
+
+def _epilogue_and_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
+    """``cfg`` with the C stage width and the ring depth: as many stages as shared memory
+    holds (at most :data:`MAX_STAGES`), with the widest C stage (a whole number of 64-column
+    atoms dividing block_n) that costs no stage; a block_n that is no multiple of 64 (160)
+    is staged 32 columns at a time (64B swizzle, the one width :meth:`GemmConfig.check`
+    allows it), one no multiple of 32 (24) whole. Either one given in ``options`` is kept
+    (given stages, the widest C stage that fits beside them)."""
+    widths = c_stage_widths(cfg.block_n)
+    if "epilogue_n" in options:
+        widths = [cfg.epilogue_cols]
+    candidates = []
+    for width in widths:
+        shaped = replace(cfg, epilogue_n=0 if width == cfg.block_n else width)
+        if "stages" not in options:
+            ring = MAX_SHARED - replace(shaped, stages=0).shared_bytes
+            slot = shaped.a_tile_bytes + shaped.b_tile_bytes
+            shaped = replace(shaped, stages=min(MAX_STAGES, max(2, ring // slot)))
+        candidates.append(shaped)
+    # Fits first, then the most stages, then the widest C stage (max keeps the first).
+    return max(candidates,
+               key=lambda c: (c.shared_bytes <= MAX_SHARED, c.stages))
+
+
+def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
+                  **options) -> GemmConfig:
+    """The GEMM configuration of a conv2d layer: M = N*P*Q, N = K, K = R*S*C, B as N x K.
+
+    ``options`` are :class:`GemmConfig` fields (``block_n``, ``block_k``, ``stages``,
+    ``epilogue_n``, ``schedule``, ``cluster``, ``ctas``, ...); each one given is kept, the
+    rest chosen:
+
+    * **block_k**: the widest of 64, 32 and 16 that divides C (:func:`channel_block`), so
+      each K block, one im2col load, lies inside one filter tap (C = 96: 32, three K blocks
+      per tap; C = 48: 16). A given one must divide C too. Where C is 8 mod 16: 16, with
+      **a_copy_k** 8 (two 8-column copies per K block, :func:`a_copy_k`). A pointwise
+      layer (one tap, X loaded as a matrix) takes the block of fewest columns moved
+      whether it divides C or not (:data:`K_STEP_COLUMNS`; C = 144: 64, three K blocks,
+      the last zero-filled past C).
+    * **block_n** (output channels per tile), **cluster**, **split_k**, **stream_k**, as
+      the H100 sweeps measured (benchmarks/RESULTS.md section 8): of the widths dividing
+      K exactly (multiples of 32 from 256 down to 128) whose tiles give at least half
+      the CTAs one, the cheapest by the GEMM's wave model (kernels/tiling), the widest
+      in ordered K parts a candidate too where its tiles are fewer, and stream-K where
+      the model takes it: 14x14x256 128 (98 tiles); UNet 64x64x320 and 32x32x640 160;
+      8x16x16x1280 160 (128 tiles in one wave, 1.4x the 80 of 128 x 256); 4x16x16x1280
+      40 tiles of 128 x 256 in 3 ordered parts (1.4x the 80 of 128 x 128). No cluster
+      (one cost 14x14x256 24% and 7x7x512 20%), but 2x1 clusters for a pointwise layer
+      of one K step whose C is 8 mod 16, more tiles than CTAs (:func:`_padded_k_in_pairs`:
+      N=32 56x56x24 -> 144 1.29x, 112x112x24 -> 64 1.49x). Where no such width divides a K of at
+      most 256 channels, one tile exactly K wide spans it (:func:`covering_width`: 24,
+      80, 112, 144), so A is read once, unless that leaves idle SMs the 64-wide tiles
+      would fill (:func:`_covering_unless_idle`: N=32 1x1 14x14x480 -> 80 0.85x cuDNN
+      against 0.63x, 3x3 56x56x64 -> 96 1.08 / 0.67), where a K of 193 to 256 takes two
+      128-wide column blocks (N=16 28x28x40 -> 240 1.14x the 192-wide ones); wider K,
+      two 192-wide tiles in 2x1 clusters; else 64-wide tiles. Where
+      only 64-wide tiles give half the CTAs one, the widest exact tiles in one round where
+      the wave model prices them cheaper (N=1 UNet 64x64x320: 64 tiles of 128 x 160,
+      1.02x cuDNN, against 160 of 128 x 64, 0.75x).
+    * **schedule**: ping-pong 128 x 128 tiles for a layer of at most
+      :data:`SHORT_K_STEPS` K steps (ResNet's 1x1 layers: 1.04-1.86x the cooperative
+      tiles), but cooperative ones with the tiles past the last full wave in ordered K
+      parts where the GEMM's wave model offers that (:func:`_short_k_tiles`: N=32
+      14x14x1024 -> 768 1.13-1.15x the ping-pong tiles); ping-pong too where a layer
+      of more than 64 output channels falls back to 64-wide tiles with at most one per
+      CTA (in 1x2 clusters sharing A where the column blocks pair up).
+    * **split_k** where even the widest exact tile leaves at most half the SMs a tile
+      and K has the steps: that tile is kept and K cut into ordered parts
+      (``split_k_ordered``: part 0 stores, the others add after it; as many parts as the
+      CTAs hold with one unit each, each at least 4 K steps, part 0 the short one where
+      they do not divide the K steps: :attr:`GemmConfig.ordered_parts`): 7x7x512 in 26
+      tiles of 128 x 256 and 5 parts ran at 1.17-1.24x cuDNN, in 4 parts 0.97-0.99x,
+      against 0.84x for the 64-wide tiles in clusters (H100, same runs); on tiles half
+      as wide where those parts are too few or capped by the K steps
+      (:func:`_enough_units`).
+    * **epilogue_n / stages**: as many ring stages as shared memory holds (227 KiB), with
+      the widest C stage that costs no stage (128 x 256: C in 128-column halves, 4 stages,
+      the GEMM's measured default; 128 x 128: 6; 128 x 64: 8; 128 x 192: 64-column C, 5;
+      128 x 160: 32-column 64B-swizzled C, 6), at most :data:`MAX_STAGES` (the small
+      slots of 32- and 16-wide K blocks); a pointwise layer of one K step on
+      cooperative tiles, of at most 16 channels in or with a C stage the whole tile: 4
+      stages and two alternating C stages, a whole-tile one alternating from tile to tile
+      (:func:`_stores_overlapped`: N=32 112x112x16 -> 96 0.96-0.98x cuDNN against
+      0.79-0.81x, N=4 1.23 against 0.96; 112x112x32 -> 16 1.23x one stage); and
+      wherever the C stage is narrower than a cooperative tile, two of them alternating,
+      unless that leaves fewer than
+      :data:`~.tiling.ALTERNATING_MIN_STAGES` ring stages (:func:`_alternating_c_stages`: N=32
+      1x1 28x28x32 -> 192 1.15x cuDNN against 0.94x, 14x14x96 -> 576 1.09 / 0.89,
+      SD UNet N=8 3x3 32x32x320 -> 640 1.54 / 1.45).
+    * **block_m**: 128, but 64 (cooperative, one consumer warpgroup a tile) for a layer of
+      at most :data:`HALF_ROWS_MAX_STEPS` K steps whose 128-row tiles fill at most half
+      the CTAs (in ordered parts past 16; :func:`_half_rows`): the 1x1
+      layers of small batches, N=1 7x7x512 -> 2048 1.29-1.68x cuDNN against 0.99-1.24x;
+      64 x 64 where even 64 x 128 tiles fill at most half the CTAs
+      (:func:`~.tiling.narrow_half_rows`: N=1 14x14x1024 -> 512 1.09x cuDNN against
+      0.78x, N=8 14x14x1024 -> 256 1.52 / 1.24); and 192 x 128 (cooperative, three
+      consumer warpgroups) where 128-row tiles leave a partial wave that 192-row ones
+      fill whole (:func:`_tall_tiles`: N=32 28x28x128 3x3 1.20-1.23x the 128 x 128
+      tiles, 1x1 14x14x1024 -> 512 1.24-1.26x), and for narrow tiles padded past K
+      wherever they fill a wave (:func:`_narrow_and_tall`: N=32 3x3 28x28x96 -> 144
+      1.40x cuDNN against 1.03, 1x1 56x56x144 -> 24 0.71 / 0.61); and 192-row tiles in
+      2x1 clusters for an im2col layer of 8-channel pieces (C 8 mod 16: 16-byte pixels,
+      L2-request bound; :func:`_tall_pairs_of_pieces`: the ResNet stem over 8 channels at
+      N=32 1.43x, 0.70 -> 1.00x cuDNN); for one of 16- or 32-channel K blocks, 192 rows
+      on 64-wide tiles where they fill a wave and 2x1 clusters past two rounds
+      (:func:`_narrow_blocks_in_pairs`: N=64 56x56x16 -> 64 3x3 1.29x).
+    * **one exact wave** (a pointwise layer): where the tiles above leave SMs idle or cut
+      K into parts, cooperative tiles of 128 (else 64) rows whose width divides K exactly
+      and that make one wave 95-100% full, whole K each (:func:`_exact_wave`, the GEMM's
+      :func:`~.tiling.in_one_exact_wave`): SD UNet's N=1 32x32x1280 -> 640 on 128 tiles
+      of 64 x 80 (0.77x cuDNN against 0.59x), N=2 on 128 x 80 (0.96-1.12x against 0.84x).
+    * **the fullest narrow wave** (last; an im2col layer only up to
+      :data:`IM2COL_NARROW_WAVE_MAX_STEPS` K steps): cooperative 64-row tiles of whole
+      K, of the width dividing K whose tiles make the fullest wave of half to all the
+      CTAs, where they are more than the tiles above (:func:`_narrow_wave`, the GEMM's
+      :func:`~.tiling.in_fullest_narrow_wave`: N=32 7x7x1152 -> 320 on 125 tiles of
+      64 x 64, 1.25x cuDNN against 0.68x; 89 held-out 1x1 layers 1.17x geomean, 14
+      held-out 3x3 layers 1.20x).
+    * **b_resident**: where the filter is one column block of at most 3 K steps and a
+      CTA takes more than one tile, each ring slot loads its K step of it on its first
+      use only (:func:`_resident_filter`: N=32 1x1 112x112x32 -> 16 1.17x, 112x112x40 ->
+      192 1.37x; in the 2x1 clusters above 1.04-1.10x more); past two rounds a CTA on a
+      ring of two tiles' K steps (1.068x geomean on 35 one-step layers), 128-row tiles
+      for 2-3 K steps where the busiest CTA takes no more rows (N=32 56x56x144 -> 24
+      1.23x), and a second whole-tile C stage beside that ring
+      (:func:`_second_whole_c_stage`: N=32 56x56x56 -> 112 1.13x).
+    * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
+      count).
+
+    The wave model was fit mostly on GEMMs: ``benchmarks/conv2d.py --sweep``
+    times the alternatives (widths, stages, clusters, ping-pong).
+    """
+    check_geometry(geometry, dtype)
+    for name in _FROM_GEOMETRY:
+        if name in options:
+            raise ValueError(f"{name}={options[name]!r}: set by the geometry (M = N*P*Q, "
+                             f"N = K, K = R*S*C, B as N x K) and the dtype argument")
+    known = {f.name for f in fields(GemmConfig)}
+    unknown = sorted(set(options) - known)
+    if unknown:
+        raise ValueError(f"{', '.join(unknown)}: not a GemmConfig field")
+    # The rules below see the layer as its im2col loads read it: patch axes folded into
+    # the channels (the same GEMM; a ViT's 16 x 16 stride-16 patches of 8 channels are one
+    # 16-row tap of 128 channels a folded pixel, so 64-wide K blocks).
+    geometry = geometry.patches_folded()
+    options.setdefault("block_k", channel_block(geometry))
+    options.setdefault("a_copy_k", a_copy_k(geometry))
+    base = GemmConfig(geometry.gemm_m, geometry.k, geometry.gemm_k, dtype=dtype,
+                      b_layout="nk", **options)
+    _check_block_k(geometry, base)
+    if _short_k(base, options):
+        # A layer of few K steps is its epilogues as much as its MMAs: two warpgroups on
+        # 128 x 128 tiles of their own overlap one's epilogue with the other's MMAs. H100,
+        # same runs, ping-pong against the cooperative default (x cuDNN): 1x1 layers at
+        # N=32 56x56x256->128 (4 K steps) 1.17 / 1.06, 28x28x128->512 (2) 1.25 / 1.12,
+        # 14x14x256->1024 (4) 1.11 / 1.07, 28x28x512->128 (8) 0.96-0.98 / 0.91, 7x7x512
+        # ->2048 (8) 0.97 / 0.87, 14x14x1024->256 (16) 1.04 / 1.02; N=8 28x28x512->128
+        # 1.17 / 0.63 (in 2 ordered parts of 4 K steps); 56x56x64->256 (1) 1.17 / 1.16.
+        chosen = _short_k_tiles(base)
+    else:
+        chosen = _covering_unless_idle(base, options)
+    chosen = _tall_tiles(_half_rows(chosen, options), options)
+    chosen = _narrow_wave(geometry, _exact_wave(geometry, chosen, options), options)
+    chosen = _narrow_blocks_in_pairs(geometry, _tall_pairs_of_pieces(geometry, chosen,
+                                                                     options), options)
+    best = _epilogue_and_stages(chosen, options)
+    best = _stores_overlapped(geometry, best, options)
+    best = _padded_k_in_pairs(geometry, best, options)
+    best = _alternating_c_stages(best, options)
+    best = _resident_filter(best, options)
+    check_config(geometry, best)
+    return best
+
+
+def _alternating_c_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
+    """Two alternating C stages where a cooperative tile's C stage is narrower than the
+    tile, with as many ring stages as fit beside them, unless fewer than
+    :data:`~.tiling.ALTERNATING_MIN_STAGES` do or the caller chose the ring or the C stage
+    (:func:`~.tiling.with_alternating_c_stages`, the GEMM's last refinement too).
+
+    H200, graph replays, x cuDNN, same runs (one stage -> two): 1x1 N=32 28x28x32 ->
+    192 (1 K step) 0.94 -> 1.15, 14x14x64 -> 384 (1) 0.93 -> 1.07, 14x14x96 -> 576 (3)
+    0.89 -> 1.09, 14x14x112 -> 672 (2) 1.43 -> 1.71, 64x64x640 -> 320 (10) 0.85 -> 0.92,
+    N=8 32x32x1280 -> 640 (20) 0.98 -> 1.06, N=32 7x7x2048 -> 512 (32) 1.26 -> 1.30; 3x3
+    N=8 32x32x320 -> 640 (45) 1.45 -> 1.54, N=4 64x64x320 1.69 -> 1.76, N=32 28x28x128
+    (18) 1.48 -> 1.52. Of the 39 layers it takes, 1.08x geomean, one lost: N=32 1x1
+    14x14x1024 -> 512 (192 x 128, 16 K steps, 5 ring stages -> 4) 1.04 -> 1.01. 128 x
+    256 tiles (4 stages -> 3) tied (N=1 3x3 256x256x256 1.050 / 1.045, N=32 56x56x256
+    1.045 / 1.041): not taken. A C stage the whole tile wide alternates nothing within a
+    tile (N=32 1x1 56x56x64 -> 64: 1.21 / 1.19): not taken."""
+    if C_STAGE_CHOICES & set(options):
+        return cfg
+    return with_alternating_c_stages(cfg)
+
+
+def _stores_overlapped(geometry: Conv2dGeometry, cfg: GemmConfig,
+                       options: dict) -> GemmConfig:
+    """A pointwise layer of one K step on cooperative tiles, of at most 16 input channels
+    or with its C stage the whole tile: two alternating C stages (``epilogue_buffers=2``:
+    a tile's store drains while the next tile's accumulators are staged; a whole-tile
+    stage alternates from one tile to the next) and :data:`STORE_BOUND_STAGES` ring
+    stages (its loads, one K block a tile, are a small part of its stores, and a deep
+    ring of them runs many tiles ahead of the stores), with the widest C stage beside
+    them. Unless the caller chose the ring, the C stage or the tile.
+
+    H200, x cuDNN, same runs (graph replays), default -> this: N=32 112x112x16 -> 96
+    0.79-0.81 -> 0.96-0.98, N=16 0.84 -> 1.02, N=8 0.82 -> 0.93, N=4 0.96 -> 1.23, N=2
+    1.47 -> 1.78 (192 x 96 tiles), N=32 28x28x16 -> 96 1.08 -> 1.30, N=32 56x56x16 -> 64
+    (128 x 64) 0.82 -> 0.88, N=8 1.70 -> 1.76, N=1 (64 x 64) 1.54 -> 1.59; one loss, N=1
+    112x112x16 -> 96 (128 x 64) 0.98 -> 0.95 (3.38 against 3.48 us). Whole-tile C stages
+    (ABBA, time one stage / two): N=32 112x112x32 -> 16 (192 x 16, 2091 tiles) 1.23x,
+    56x56x24 -> 144 (192 x 144) 1.10x, 56x56x64 -> 64 (128 x 64) 1.04x; at N=8 and 1
+    (a round or two of tiles) within 2%. Where C is staged in pieces that alternate
+    already, a whole stage on 4 ring stages lost (N=32 28x28x32 -> 192, 128 x 192: 0.95x
+    the 64-column pieces on 9): left to :func:`_alternating_c_stages`."""
+    if not geometry.is_pointwise or cfg.k_steps != 1:
+        return cfg
+    if cfg.block_k != STORE_BOUND_BLOCK_K and cfg.epilogue_cols != cfg.block_n:
+        return cfg
+    if cfg.schedule != "cooperative" or (C_STAGE_CHOICES | TILING_CHOICES) & set(options):
+        return cfg
+    overlapped = replace(cfg, epilogue_buffers=2, stages=STORE_BOUND_STAGES)
+    overlapped = _epilogue_and_stages(overlapped, {"stages": STORE_BOUND_STAGES})
+    return overlapped if overlapped.shared_bytes <= MAX_SHARED else cfg
+
+
+def _padded_k_in_pairs(geometry: Conv2dGeometry, cfg: GemmConfig,
+                       options: dict) -> GemmConfig:
+    """A pointwise layer of one K step whose C is 8 mod 16 (rows of X and of the filter
+    an odd number of 16-byte chunks: 24, 40 or 56 channels, each K block zero-filled past
+    C by the TMA) on cooperative tiles, more than one per CTA: 2x1 clusters, each CTA
+    loading half of the B tile (the filter, one tile for every CTA where K is one column
+    block) and multicasting it to both. Unless the caller chose a cluster or the tile.
+
+    H200, graph replays, ABBA, time one CTA / 2x1 cluster (x cuDNN after): N=32 56x56x24
+    -> 144 (523 tiles of 192 x 144) 1.29x (1.13-1.14x cuDNN), N=16 1.26x (1.26); N=32
+    28x28x40 -> 240 (196 of 128 x 240) 1.15x (1.10-1.13), N=16 (128 x 128) 1.16x (0.89);
+    held out: N=32 112x112x24 -> 64 1.49x (0.96), 112x112x40 -> 192 1.49x (0.93), 56x56x40
+    -> 80 1.28x, N=8 112x112x40 -> 80 1.25x, N=16 112x112x56 -> 112 1.16x, N=32
+    112x112x56 -> 256 1.08x, 56x56x8 -> 144 1.13x, N=16 56x56x40 -> 48 1.13x; N=4
+    56x56x40 -> 240 0.99x. Not taken: one tile per CTA (N=8 56x56x24 -> 144, 131 tiles:
+    0.95x); C = 48 (96-byte rows), 4 of 5 slower (N=16 28x28x48 -> 72 0.85x, 56x56x48 ->
+    16 0.84x, -> 144 0.93x, -> 256 0.97x; N=32 56x56x48 -> 240 1.08x); whole 32- and
+    64-channel blocks (N=32 56x56x64 -> 64 0.82x, 28x28x32 -> 192 0.93x, 112x112x32 ->
+    16 1.08x, 112x112x16 -> 96 1.09x). The filter then stays in the ring too where a CTA
+    takes more tiles than the ring has slots (:func:`_resident_filter`)."""
+    if (not geometry.is_pointwise or cfg.k_steps != 1 or geometry.c % 16 != 8
+            or cfg.schedule != "cooperative" or cfg.cluster != 1 or cfg.cluster_n != 1):
+        return cfg
+    if ({"cluster", "cluster_n"} | TILING_CHOICES) & set(options):
+        return cfg
+    if cfg.num_tiles <= cfg.ctas:
+        return cfg
+    paired = replace(cfg, cluster=2)
+    try:
+        paired.check()
+    except ValueError:
+        return cfg
+    return paired
+
+
+def _tall_pairs_of_pieces(geometry: Conv2dGeometry, chosen: GemmConfig,
+                          options: dict) -> GemmConfig:
+    """An im2col layer whose C is 8 mod 16 (each 16-column K block two 8-channel im2col
+    copies of 16-byte pixels: a stem over RGB padded to 8 channels, 3x3 layers of 24 or 40
+    channels) on 128-row tiles takes 192-row cooperative tiles in 2x1 clusters, each CTA
+    loading half of the B tile and multicasting it to both; 192 rows alone where the
+    width does not halve into 8-row groups (24, 40). Such a layer is bound by L2 requests,
+    not by its MMAs: a 16-byte pixel is one request, and `ncu` of N=8 224x224x8 -> 64 7x7
+    stride 2 (H100) shows L2 68% busy, 6.96 M requests for 240 MB, the SMs 12% busy. A
+    192-row tile serves a third more rows a B tile, and the cluster halves B's requests.
+
+    H100, graph replays, ABBA, time 128-row tiles / this (x cuDNN after): N=32 224x224x8
+    -> 64 7x7 stride 2 1.43x (0.70 -> 1.00), N=8 1.33x (0.74 -> 0.98), N=32 224x224x8 ->
+    32 3x3 stride 2 1.68x (0.68 -> 1.15), N=8 1.38x, N=32 112x112x8 -> 32 3x3 1.59x, N=4
+    256x256x8 -> 64 1.61x, N=1 512x512x8 -> 128 (against ping-pong 128 x 128) 1.49x, N=1
+    640x640x8 -> 16 stride 2 1.25x, N=8 640x640x8 -> 32 6x6 stride 2 1.13x, N=1 224x224x8
+    -> 64 7x7 (66 tiles, fewer than the SMs) 1.03x; 192 rows alone: N=16 56x56x24 -> 24
+    3x3 1.18x, N=8 112x112x40 -> 40 1.12x (still 0.53-0.63x cuDNN there: a 24- or 40-wide
+    tile is mostly loads); the cluster alone 1.00-1.50x, 192 rows alone 1.07-1.23x. Not
+    where the caller chose the tile, the schedule, a cluster or a split."""
+    if geometry.is_pointwise or chosen.a_copy_k != PIECE or chosen.block_m != 128:
+        return chosen
+    if ({"block_m", "schedule", "cluster", "cluster_n"} | _SPLIT_CHOICES) & set(options):
+        return chosen
+    if (chosen.cluster_size > 1 or chosen.stream_k or chosen.split_k > 1
+            or chosen.tail_split > 1):
+        return chosen
+    tall = replace(chosen, block_m=192, schedule="cooperative")
+    return next((candidate for candidate in (replace(tall, cluster=2), tall)
+                 if _shapes(candidate, options)), chosen)
+
+
+def _narrow_blocks_in_pairs(geometry: Conv2dGeometry, chosen: GemmConfig,
+                           options: dict) -> GemmConfig:
+    """An im2col layer of 16- or 32-channel K blocks (32- or 64-byte pixels: C below 64
+    or no multiple of 32) is, like the 8-channel pieces of :func:`_tall_pairs_of_pieces`,
+    more loads than MMAs: its 64-wide tiles of one column block take 192 rows where those
+    fill a wave (:data:`~.tiling.TALL_MIN_FILL`; :func:`_narrow_and_tall` takes the
+    widths that are no multiple of 64), and where a CTA takes more than
+    :data:`NARROW_PAIRS_ROUNDS` rounds of tiles its tiles go in 2x1 clusters sharing the
+    filter. H200, graph replays, ABBA, x the default before (x cuDNN after): N=32 3x3
+    56x56x16 -> 64 1.28x (1.57), 56x56x32 -> 64 1.15x (1.35); in clusters alone N=8
+    112x112x16 -> 32 1.08x, N=16 56x56x48 -> 48 (262 tiles) 1.11x, N=4 128x128x80 -> 80
+    1.09x, N=16 112x112x32 -> 32 1.05x; at two rounds or fewer the clusters lost (N=32
+    28x28x112 -> 112 and N=8 112x112x48 -> 96, 131 tiles, 0.96x; N=16 56x56x16 -> 16, 262
+    tiles 16 wide, 0.93x). Not where the caller chose the tile, the schedule, a cluster or
+    a split."""
+    if geometry.is_pointwise or chosen.a_copy_k or chosen.block_k > NARROW_PAIRS_BLOCK_K:
+        return chosen
+    if ({"block_m", "schedule", "cluster", "cluster_n"} | _SPLIT_CHOICES) & set(options):
+        return chosen
+    if (chosen.schedule != "cooperative" or chosen.cluster_size > 1 or chosen.stream_k
+            or chosen.split_k > 1 or chosen.tail_split > 1):
+        return chosen
+    tall = replace(chosen, block_m=192)
+    if (chosen.block_m == 128 and chosen.block_n == 64 and chosen.n_blocks == 1
+            and tall.num_tiles >= TALL_MIN_FILL * chosen.ctas and _shapes(tall, options)):
+        chosen = tall
+    paired = replace(chosen, cluster=2)
+    if chosen.num_tiles > NARROW_PAIRS_ROUNDS * chosen.ctas and _shapes(paired, options):
+        return paired
+    return chosen
+
+
+def _shapes(candidate: GemmConfig, options: dict) -> bool:
+    """Whether ``candidate`` is a valid configuration once conv2d_config gives it its C
+    stage and ring (:func:`_epilogue_and_stages`)."""
+    try:
+        _epilogue_and_stages(candidate, options).check()
+    except ValueError:
+        return False
+    return True
+
+
+def _resident_filter(cfg: GemmConfig, options: dict) -> GemmConfig:
+    """Where the filter is one column block and a CTA takes more than one tile:
+    ``b_resident``, each ring slot loading its K step of the filter on its first use only
+    (in a 2x1 cluster each CTA its half, multicast), so each later K step is one TMA load
+    (A), not two. Where a CTA takes more than :data:`RESIDENT_SHALLOW_ROUNDS` tiles the
+    ring holds only :data:`RESIDENT_TILES_AHEAD` tiles of K steps (2 stages for one K
+    step, 6 for three), and a filter of 2 to :data:`RESIDENT_MAX_STEPS` K steps (kept
+    resident only then) takes 128-row tiles where the rules above gave 192 and the
+    busiest CTA takes no more rows of them (:func:`_rows_a_cta_takes`). Unless the
+    caller chose it, the ring, a cluster or the tile.
+
+    H200, graph replays, ABBA, time loaded / resident (4 ring stages both): one CTA, N=32
+    1x1 112x112x32 -> 16 (2091 tiles of 192 x 16) 1.17x, 112x112x16 -> 96 1.14x,
+    112x112x40 -> 192 1.37x; in 2x1 clusters (C = 8 mod 16), N=32 112x112x24 -> 64 1.09x
+    the one-CTA resident tiles, 112x112x40 -> 192 1.10x, N=16 112x112x40 -> 80 1.08x,
+    112x112x56 -> 112 1.04x. The ring then, 4 stages -> 2, on 35 one-step layers of more
+    than two rounds (MobileNet/EfficientNet pointwise, N=8 to 64; 14 of them held out):
+    1.068x geomean, N=8 112x112x40 -> 80 1.19x (0.81 -> 0.97x cuDNN), N=8 112x112x16 -> 96
+    1.18x (0.97 -> 1.15x), N=48 56x56x8 -> 144 1.14x, N=32 56x56x16 -> 64 1.19x; four lost
+    2-6% (N=48 112x112x24 -> 64 0.94x, N=32 0.97x); at two rounds or fewer (N=4, N=16
+    56x56) 0.955-1.01x: not taken there. Three K steps (1x1 56x56x96 to 192 channels -> 24
+    to 48), against 192-row tiles loading the filter on 6 to 12 stages: 128-row resident
+    tiles on 6 stages 1.109x geomean at N=32 (56x56x144 -> 24 and -> 40 1.23x: 0.95 ->
+    1.17x cuDNN), 192-row ones 1.072x; held out N=64 56x56x144 -> 24 1.05x, 56x56x128 -> 24
+    (2 steps) 1.05x, N=48 56x56x96 -> 32 1.22x, N=32 56x56x128 -> 24 1.14x; 128-row tiles
+    of more rows a CTA lost (N=24 56x56x192 -> 48, 5 rounds of 128 rows against 3 of 192:
+    0.92x), as did a layer of 1.5 rounds (N=48 28x28x120 -> 48: 0.95x)."""
+    if cfg.n_blocks != 1 or cfg.k_steps > RESIDENT_MAX_STEPS or cfg.num_tiles <= cfg.ctas:
+        return cfg
+    if cfg.schedule != "cooperative" or cfg.cluster_n != 1 or cfg.b_resident:
+        return cfg
+    if ({"b_resident", "cluster", "cluster_n"} | TILING_CHOICES) & set(options):
+        return cfg
+    resident = replace(cfg, b_resident=True)
+    if cfg.num_tiles > RESIDENT_SHALLOW_ROUNDS * cfg.ctas:
+        resident = replace(resident, stages=RESIDENT_TILES_AHEAD * cfg.k_steps)
+        shorter = replace(resident, block_m=128)
+        if cfg.k_steps > 1 and cfg.block_m == 192 and _rows_a_cta_takes(
+                shorter) <= _rows_a_cta_takes(resident):
+            resident = shorter
+        resident = _second_whole_c_stage(resident, options)
+    elif cfg.k_steps > 1:
+        return cfg
+    try:
+        resident.check()
+    except ValueError:
+        return cfg
+    return resident if resident.shared_bytes <= MAX_SHARED else cfg
+
+
+def _second_whole_c_stage(cfg: GemmConfig, options: dict) -> GemmConfig:
+    """A one-step layer's lone C stage the tile's whole width, beside the shallow ring of
+    a resident filter: a second one, the two alternating from tile to tile (as
+    :func:`_stores_overlapped` gives where 4 ring stages fit beside them), where it fits,
+    unless the caller chose the C stage.
+
+    H200, graph replays, ABBA, one whole stage / two (2 ring stages both): N=8 1x1
+    112x112x56 -> 112 (523 tiles of 192 x 112) 1.125x, N=32 56x56x48 -> 144 (523 of 192 x
+    144) 1.153x; held out, 12 layers 1.057x geomean: N=32 56x56x56 -> 112 1.13x (0.87 ->
+    0.99x cuDNN), N=64 28x28x40 -> 240 1.12x, N=32 56x56x48 -> 120 1.11x, 112x112x56 ->
+    112 at N=16 to 64 1.00-1.02x, one lost (N=64 56x56x48 -> 144 0.985x)."""
+    if cfg.k_steps != 1 or cfg.epilogue_buffers != 1 or cfg.epilogue_cols != cfg.block_n:
+        return cfg
+    if C_STAGE_CHOICES & set(options):
+        return cfg
+    second = replace(cfg, epilogue_buffers=2)
+    return second if second.shared_bytes <= MAX_SHARED else cfg
+
+
+def _rows_a_cta_takes(cfg: GemmConfig) -> int:
+    """The rows of the busiest CTA's tiles (its rounds times the tile's rows): what a
+    layer of one column block costs, each round a tile's rows of A loaded and C stored."""
+    return -(-cfg.work_units // cfg.workers) * cfg.block_m
+
+
+def _exact_wave(geometry: Conv2dGeometry, chosen: GemmConfig, options: dict) -> GemmConfig:
+    """A pointwise layer's tiles as one wave of tiles dividing K exactly, 128 or 64 rows
+    (:func:`~.tiling.in_one_exact_wave`, measured on SD UNet's 1x1 layers at N=1 to 8:
+    N=1 32x32x1280 -> 640 on 64 x 80 tiles 0.77x cuDNN against 0.59x, N=2 on 128 x 80
+    0.96-1.12x against 0.84x), unless the caller chose the tile, schedule, ring, cluster
+    or split. An im2col layer keeps its tiles (not measured)."""
+    if not geometry.is_pointwise or TILING_CHOICES & set(options):
+        return chosen
+    return in_one_exact_wave(chosen)
+
+
+def _narrow_wave(geometry: Conv2dGeometry, chosen: GemmConfig, options: dict) -> GemmConfig:
+    """A pointwise layer's tiles as the fullest one wave of narrow 64-row tiles with the
+    whole K each, where they are more than the tiles chosen
+    (:func:`~.tiling.in_fullest_narrow_wave`, measured on 113 1x1 layers of MobileNets,
+    EfficientNets, ResNet-50 and SD UNet at N=1 to 64: 1.17x geomean on the 89 held out),
+    unless the caller chose the tile, schedule, ring, cluster or split. An im2col layer
+    takes them only up to :data:`IM2COL_NARROW_WAVE_MAX_STEPS` K steps: on 40 3x3 layers
+    the 17 within it gained 0.99-1.53x (1.18x geomean) and 12 of the 18 past it lost; 14
+    held out within it gained 1.04-1.59x (1.20x geomean; RESULTS.md 6x, 6y)."""
+    if TILING_CHOICES & set(options):
+        return chosen
+    wave = in_fullest_narrow_wave(chosen)
+    if not geometry.is_pointwise and wave.k_steps > IM2COL_NARROW_WAVE_MAX_STEPS:
+        return chosen
+    return wave
+
+
+def _short_k(base: GemmConfig, options: dict) -> bool:
+    """Whether the layer takes ping-pong 128 x 128 tiles for its few K steps (at most
+    :data:`SHORT_K_STEPS`; 128 a width dividing K), the caller having chosen neither the
+    tile, the schedule nor the split."""
+    chosen = (_SPLIT_CHOICES | {"block_n", "schedule"}) & set(options)
+    return not chosen and base.k_steps <= SHORT_K_STEPS and base.n % 128 == 0
+
+
+def _short_k_tiles(base: GemmConfig) -> GemmConfig:
+    """128 x 128 tiles for a layer of few K steps: ping-pong, or cooperative with the tiles
+    past the last full wave cut into ordered K parts where the GEMM's wave model offers
+    that (:func:`~.tiling.in_tail_parts`: at least 16 K steps, the tiles left over at most
+    half the CTAs). N=32 1x1 14x14x1024 -> 512 (196 tiles, 16 K steps: 64 left over, in 2
+    parts) ran at 0.81-0.87x cuDNN against 0.75-0.79x on ping-pong tiles (H100, three
+    runs, graph replays; the GEMM 6272 x 512 x 1024's default too); that layer now takes
+    192-row tiles (:func:`_tall_tiles`: 0.98x), and 14x14x1024 -> 768 keeps the tail."""
+    tail = in_tail_parts(replace(base, block_n=128, schedule="cooperative"))
+    return tail if tail is not None else replace(base, block_n=128, schedule="pingpong")
+
+
+def _covering_unless_idle(base: GemmConfig, options: dict) -> GemmConfig:
+    """The tiling of :func:`_by_width`, whose tile spans all of a narrow K where no width
+    divides it (:func:`covering_width`), unless the narrower tiles it replaces kept more SMs
+    busy: after the 64-row rule (:func:`_half_rows`) the covering tiles must be at least
+    :data:`COVERING_SHARE` as many as those, or as a wave. H100, x cuDNN, same run: N=1 1x1
+    56x56x24 -> 144 49 tiles of 64 x 160 0.60-0.64 against 75 of 128 x 64 0.98-1.03, N=1
+    112x112x16 -> 96 98 of 128 x 96 1.31-1.41 against 196 of 128 x 64 1.40-1.44; at (nearly)
+    equal counts the covering tiles win (N=32 14x14x480 -> 80, 98 of 64 x 96 0.85 against 98
+    of 128 x 64 0.63; N=8 the same, 25 against 26, 1.02-1.12 / 0.85-0.89)."""
+    covering = _by_width(base, options)
+    narrow = _by_width(base, options, cover=False)
+    if covering == narrow:
+        return covering
+    spread = _half_rows(covering, options).num_tiles
+    if spread >= COVERING_SHARE * min(_half_rows(narrow, options).num_tiles, base.ctas):
+        return covering
+    return narrow
+
+
+def _by_width(base: GemmConfig, options: dict, cover: bool = True) -> GemmConfig:
+    """The tile width, cluster, split and schedule of a layer by the measured rules of
+    :func:`conv2d_config` (the wave model's pick of the exact widths, ordered K parts of
+    the widest tiles where they are too few, the 64-wide ping-pong fallback)."""
+    width, cluster, split = _measured_tiling(base, options, cover)
+    chosen = replace(base, block_n=width)
+    if "cluster" not in options:
+        chosen = replace(chosen, cluster=cluster if chosen.ctas % cluster == 0 else 1)
+    fallback = ("schedule" not in options and "block_n" not in options and width == 64
+                and chosen.num_tiles <= chosen.ctas and base.n > 64 and not chosen.stream_k)
+    caller_chose = {"split_k", "split_k_ordered", "cluster", "cluster_n"} & set(options)
+    exact = _exact_widths(base)
+    widest = replace(base, block_n=exact[0]) if fallback and exact else None
+    if widest is not None and not caller_chose:
+        widest = _enough_units(widest, exact)
+    parts = widest.ordered_parts if widest is not None and not caller_chose else 1
+    if split > 1:
+        # The widest tiles in ordered parts priced below narrower ones in plain waves by
+        # the wave model (4x16x16x1280: 40 tiles of 128 x 256 in 3 parts, 1.35x cuDNN,
+        # against 80 of 128 x 128 at 0.95-0.97x, H100, same runs).
+        chosen = replace(chosen, split_k=split, split_k_ordered=True)
+    elif parts > 1:
+        # A layer whose wide tiles are too few (7x7x512: 26 of 128 x 256) keeps them and
+        # cuts K into ordered parts instead of falling back to 64-wide tiles: 4 parts
+        # ran 7x7x512 at 381.7 TFLOP/s against 326 for the 64-wide tiles in 1x2 clusters
+        # (0.95x and 0.84x cuDNN in the same run, H100); 5 parts (12 + 4 x 15 K steps)
+        # at 469-473.
+        chosen = replace(widest, split_k=parts, split_k_ordered=True)
+    elif fallback:
+        # A layer left on 64-wide tiles because wider ones are too few (7x7x512): each
+        # CTA has at most one tile, and one warpgroup computing it whole ran 4-6% faster
+        # than two sharing it (289.5 / 291.8 against 278.3 / 274.6 TFLOP/s, H100).
+        chosen = replace(chosen, schedule="pingpong")
+        if ("cluster" not in options and "cluster_n" not in options
+                and chosen.n_blocks % 2 == 0 and chosen.ctas % 2 == 0):
+            # Two CTAs of adjacent column blocks share each A tile (two thirds of a
+            # 128x64x64 K step's bytes): 7x7x512 326-331 against 267-291 TFLOP/s
+            # without (H100; 1x4 clusters no faster than 1x2).
+            chosen = replace(chosen, cluster_n=2)
+    elif (not caller_chose and "stream_k" not in options and chosen.schedule == "cooperative"
+          and chosen.cluster_size == 1 and stream_k_pays(chosen)):
+        # The GEMM's rule (the wave model, kernels/tiling): a partial last wave of
+        # tiles with many K steps is shared out. UNet-like 8x32x32x1280 (320 tiles of
+        # 128 x 256, 180 K steps): 789.5 TFLOP/s against 716.7 in plain waves, 1.05x and
+        # 0.95x cuDNN (H100, same run).
+        chosen = replace(chosen, stream_k=True)
+    return chosen
+
+
+def _enough_units(widest: GemmConfig, exact: list[int]) -> GemmConfig:
+    """The widest exact tiles (to be cut into ordered K parts), or tiles half as wide
+    where the widest are too few for their parts to fill the SMs:
+
+    * where the widest, even in parts, give at most a quarter of the CTAs a unit: a
+      layer of one or two row blocks (batch 1) has so few tiles that the parts' K steps,
+      capped at 4 a part, leave most SMs idle, and twice the tiles run twice the units.
+      H100, x cuDNN, half as wide / the widest, two runs of each (graph replays): N=1
+      14x14x256 36 units of 128 x 128 1.26-1.29 / 18 of 128 x 256 0.93; N=1 7x7x512 60 /
+      30 units 1.95-1.98 / 1.43-1.45; N=2 7x7x512 2.01-2.05 / 1.49-1.51; N=1 7x7x2048 ->
+      512 1x1 32 / 16 units 0.86-0.90 / 0.66-0.68; N=4 the same 1.05-1.09 / 0.76-0.79;
+      N=1 28x28x128 56 units of 128 x 64 1.22-1.24 / 28 of 128 x 128 1.07.
+    * where the K steps, not the CTAs, cap the widest tiles' parts (4 steps a part
+      leave fewer parts than the CTAs hold): half-width tiles are as many units in fewer,
+      longer parts, each later part a wait and an add fewer. H100, x cuDNN, same runs:
+      N=8 14x14x256 3x3 (13 tiles of 128 x 256, 36 K steps: 9 parts) 26 tiles of 128 x
+      128 in 5 parts 1.23-1.36 against 0.84-0.94, its stride-2 twin 1.35 / 0.92; N=8
+      7x7x2048 -> 512 1x1 (8 tiles, 32 steps) 16 in 8 parts 0.86 against 0.63. Where the
+      CTAs cap them the widest stay: N=8 7x7x512 3x3 (8 tiles in 15 parts) 1.23 against
+      1.19 for 16 of 128 x 128 in 8; N=32 7x7x2048 -> 512 (26 tiles in 5) 1.02 against
+      0.85 for 52 in 2."""
+    units = widest.num_tiles * widest.ordered_parts
+    steps_cap = (widest.k_steps // PART_STEPS_FLOOR
+                 < min(MAX_ORDERED_SPLIT, widest.ctas // widest.num_tiles))
+    half = widest.block_n // 2
+    if (4 * units <= widest.ctas or steps_cap) and half in exact:
+        return replace(widest, block_n=half)
+    return widest
+
+
+def _tall_tiles(chosen: GemmConfig, options: dict) -> GemmConfig:
+    """192 x 128 tiles (three consumer warpgroups of 64 rows) in place of 128-row ones
+    where the wave model prices them cheaper: a layer whose 128-row tiles leave a partial
+    wave that 192-row tiles fill whole. Each 192-row K step costs 1.57 of a 128 x 128 one
+    (:data:`~.tiling.ROWS_STEP_FACTOR`), so they win only where they save a round. H100,
+    same runs, x cuDNN, 192 x 128 against the rule before (graph replays): N=32 28x28x128
+    3x3 131 tiles in one wave 1.33 against 196 of 128 x 128 1.05; its stride-2 twin
+    56x56x128 1.29 / 1.06; 1x1 14x14x1024 -> 512 0.98 against 0.82 (128 x 128, the tail in
+    2 parts); 1x1 28x28x512 -> 128 1.09 / 0.95 (ping-pong). The model keeps the layers
+    where they lost: 28x28x512 -> 256 (262 tiles, two rounds against three of 128 x 128:
+    0.82 / 0.95), 7x7x512 -> 2048 (144 tiles: 0.65 / 0.96), 14x14x256 3x3 (66 tiles: 0.80 /
+    1.01). Only for K blocks of 64 channels and widths of 128 dividing K (what was
+    measured), not where the caller chose the tile, the schedule or the split."""
+    if ({"block_m", "block_n", "schedule"} | _SPLIT_CHOICES) & set(options):
+        return chosen
+    if _narrow_and_tall(chosen):
+        return replace(chosen, block_m=192, schedule="cooperative")
+    if (chosen.block_m != 128 or chosen.block_k != 64 or chosen.a_copy_k or chosen.n % 128
+            or chosen.cluster_size > 1 or chosen.stream_k or chosen.split_k > 1):
+        return chosen
+    tall = replace(chosen, block_m=192, block_n=128, schedule="cooperative", tail_split=1)
+    return tall if estimate(tall).cost < estimate(chosen).cost else chosen
+
+
+def _narrow_and_tall(chosen: GemmConfig) -> bool:
+    """Whether 128-row tiles of one column block at most :data:`NARROW_TALL_WIDTH` wide,
+    padded past K (K not a multiple of 64), take 192 rows (three consumer warpgroups), their
+    192-row tiles at least a wave :data:`~.tiling.TALL_MIN_FILL` full. A narrow tile's K
+    step is mostly its A tile, and its MMAs are small: a third more rows a tile is a third
+    fewer tiles, each B tile and epilogue serving more rows, and three warpgroups issuing
+    MMAs. H100, x cuDNN, 192 / 128 rows, same runs: 3x3 N=8 56x56x64 -> 96 1.54-1.56 /
+    1.08-1.10, N=32 1.25-1.28 / 1.08-1.09, N=32 28x28x128 -> 80 1.25-1.35 / 0.92-0.98, N=32
+    28x28x96 -> 144 1.40-1.41 / 1.03-1.04; 1x1 N=32 56x56x144 -> 24 0.70-0.72 / 0.61, N=32
+    28x28x240 -> 40 1.00 / 0.89-0.91, N=8 56x56x24 -> 144 0.94-0.95 / 0.66-0.79, N=32
+    112x112x16 -> 96 0.92 / 0.84-0.85, N=32 112x112x32 -> 16 1.00-1.01 / 0.87-0.88, N=32
+    28x28x192 -> 32 1.00-1.05 / 0.89-0.92. Where K is a multiple of 64 they were measured
+    too and are not taken: 64 wide at N=32 even (56x56x256 -> 64 1x1 1.04-1.05 / 1.07-1.09,
+    56x56x64 3x3 1.19-1.20 / 1.20-1.21), 128 wide slower (VGG 112x112x128 3x3 N=32 0.90-0.92
+    / 0.93-0.94, VAE 512x512x128 0.85-0.89 / 0.95-0.96; :func:`_tall_tiles` prices those)."""
+    return (chosen.block_m == 128 and chosen.n_blocks == 1 and chosen.n % 64
+            and chosen.block_n <= NARROW_TALL_WIDTH and not chosen.a_copy_k
+            and chosen.cluster_size == 1 and not chosen.stream_k and chosen.split_k == 1
+            and chosen.tail_split == 1
+            and replace(chosen, block_m=192).num_tiles >= TALL_MIN_FILL * chosen.ctas)
+
+
+def _half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
+    """64-row tiles (one consumer warpgroup each) for a layer of few K steps whose 128-row
+    tiles (128 wide where 128 divides K, else the width the layer took: 64, one spanning
+    K, :func:`covering_width`, or an exact one such as K = 320's 160) fill at most half
+    the CTAs:
+
+    * at most :data:`~.tiling.HALF_ROWS_SHORT_STEPS` K steps (the GEMM's bound): 64-row
+      tiles where they fit in one wave (:func:`~.tiling.half_rows_fill`). A short layer
+      is latency as much as MMAs; a 64-row K step is half the MMAs, and a layer of a few
+      images has rows for twice the tiles (or, under 64 rows, wastes half as many).
+      H100, x cuDNN, 64-row tiles / the 128-row default, same runs: N=8
+      14x14x1024 -> 512 1x1 1.12-1.35 / 0.75-0.91, N=8 14x14x1024 -> 256 0.86-1.22 /
+      0.56-0.83, N=8 7x7x512 -> 2048 0.98 / 0.79, N=1 7x7x512 -> 2048 (49 rows) 1.36-1.68
+      / 0.99-1.24, N=1 14x14x256 -> 1024 1.24-1.51 / 0.93-1.18, N=1 28x28x512 -> 128
+      1.18-1.23 / 0.92-0.95, N=1 56x56x64 3x3 64 x 64 tiles 1.23-1.44 / 0.92-1.09, and
+      eleven more 1x1 layers at N=1 and 8 (benchmarks/RESULTS.md section 8); SD UNet's
+      N=1 64x64x640 -> 320 1x1, 128 tiles of 64 x 160, 1.06-1.09 / 0.73-0.75 (H200).
+    * at most :data:`HALF_ROWS_MAX_STEPS`: 64-row tiles in ordered K parts
+      (:attr:`GemmConfig.ordered_parts`), where they still fill at most half the CTAs
+      and the 128-row tiles are at least 128 wide: 7x7x2048 -> 512 1x1 (32 K steps) at
+      N=8 in 4 parts 0.95-0.99 against 128 x 128 in 8 0.86, at N=4 1.08 / 0.90, at N=1
+      0.97 / 0.88. N=32 of it keeps its 26 tiles of 128 x 256 in 5 parts (100 64-row
+      tiles 0.90 against 1.02), and N=1 28x28x128 3x3 its 128 x 64 tiles (1.24 against
+      1.16 for 64 x 128).
+    Longer layers keep 128-row tiles (N=1 7x7x512 3x3, 72 K steps: 64 x 128 in 8 parts
+    1.77 against 2.05)."""
+    if ({"block_m", "block_n", "schedule"} | _SPLIT_CHOICES) & set(options):
+        return chosen
+    if chosen.k_steps > HALF_ROWS_MAX_STEPS or chosen.stream_k or chosen.cluster_size > 1:
+        return chosen
+    if chosen.block_n == 64:
+        width = 64
+    elif chosen.n % 128 == 0:
+        width = 128
+    else:
+        # One tile spanning K (24, 80, 160 or 192 channels, say), or the exact width the
+        # layer took (K = 320 in two column blocks of 160).
+        width = chosen.block_n
+    whole = replace(chosen, block_m=128, block_n=width, schedule="cooperative",
+                    split_k=1, split_k_ordered=False)
+    half = replace(whole, block_m=64)
+    if not half_rows_fill(whole, half):
+        return chosen
+    if half.k_steps <= HALF_ROWS_SHORT_STEPS:
+        return narrow_half_rows(half) if width == 128 else _split_covering(half)
+    parts = half.ordered_parts
+    if parts > 1 and chosen.block_n >= 128:
+        return replace(half, split_k=parts, split_k_ordered=True)
+    return chosen
+
+
+def _split_covering(half: GemmConfig) -> GemmConfig:
+    """64-row tiles spanning a narrow K (:func:`covering_width`) as column blocks of half
+    the width (a multiple of 8), and again, while the tiles before each halving leave most
+    SMs idle: the rule of :func:`~.tiling.narrow_half_rows` (64 x 128 as 64 x 64) for the
+    widths it does not take, each halving under :func:`~.tiling.half_rows_fill`. A layer
+    this small is each CTA's loads: half the width is fewer bytes a CTA, and twice the
+    CTAs pull them. N=1 1x1 14x14x672 -> 112: 8 tiles of 64 x 56 where 64 x 112 made 4 (64
+    x 64 tiles, the rule before exact widths, ran it at 1.39-1.44x cuDNN against
+    0.84-0.86x for 4 tiles of 128 x 64, H100). Halving again (H200, same run, x cuDNN,
+    again / once): N=32 7x7x672 -> 192 100 of 64 x 48 0.98-1.02 / 0.81-0.84, N=8 14x14x480
+    -> 112 64 x 32 1.83-1.91 / 1.65-1.70, N=8 14x14x576 -> 96 64 x 24 1.09-1.15 /
+    1.01-1.04, N=8 and N=1 7x7x672 -> 192 64 x 24 0.90-0.96 / 0.84-0.90, and five more
+    layers at N=1 and 8 by 2-8%; it lost 3-5% on five (N=1, 8 and 32 7x7x960 -> 160 on 64
+    x 40, 0.73-0.79 / 0.75-0.81; N=1 and 8 14x14x672 -> 112 on 64 x 32, 0.89-0.93 /
+    0.93-0.98). Not for a layer of one K step, whose tile is mostly its epilogue: N=1
+    56x56x24 -> 144 ran 98 split tiles of 64 x 72 at 0.91-0.94x against 1.05-1.07x for the
+    ping-pong 128 x 64 tiles it keeps (H100, same run)."""
+    if half.n_blocks > 1 or half.block_n <= 64 or half.k_steps < 2:
+        return half
+    split = half
+    while True:
+        blocks = 2 * split.n_blocks
+        narrower = replace(split, block_n=-(-half.n // (8 * blocks)) * 8)
+        if narrower.n_blocks != blocks or not half_rows_fill(split, narrower):
+            return split
+        split = narrower
+
+
+def _exact_widths(base: GemmConfig) -> list[int]:
+    """Tile widths that divide K exactly, widest first: multiples of 32 from 256 down to
+    128, then 64 (whose accumulators fit a consumer warpgroup)."""
+    return [w for w in (*range(256, 127, -32), 64)
+            if base.n % w == 0 and replace(base, block_n=w).accumulators <= 128]
+
+
+def _measured_tiling(base: GemmConfig, options: dict,
+                     cover: bool = True) -> tuple[int, int, int]:
+    """(block_n, cluster, ordered K parts) by the measured rule of :func:`conv2d_config`
+    (``cover``: the covering width a candidate, see :func:`_covering_unless_idle`)."""
+    if "block_n" in options:
+        return base.block_n, 1, 1
+
+    def holds(width: int) -> bool:
+        return replace(base, block_n=width).accumulators <= 128
+
+    exact = _exact_widths(base)
+    filling = [w for w in exact if 2 * replace(base, block_n=w).num_tiles >= base.ctas]
+    wide = [w for w in filling if w >= 128]
+    if wide:
+        # The cheapest by the GEMM's wave model (ties to the wider): 8x16x16x1280 takes
+        # 128 tiles of 128 x 160 (one wave) over 80 of 128 x 256 (a wave 61% full); and
+        # where the widest tiles are too few to fill the SMs, they in ordered K parts
+        # are a candidate too (the GEMM's, kernels/tiling).
+        tilings = [replace(base, block_n=w) for w in wide]
+        if (exact[0] not in wide and base.schedule == "cooperative"
+                and not _SPLIT_CHOICES & set(options)):
+            parts = in_ordered_parts(replace(base, block_n=exact[0]))
+            tilings += [parts] if parts is not None else []
+        best = min(tilings, key=_wave_cost)
+        return best.block_n, 1, best.split_k
+    if filling and exact[0] >= 128 and not _SPLIT_CHOICES & set(options):
+        # Only 64-wide tiles give half the CTAs one: the widest exact tiles in one round
+        # are a candidate too, where the wave model prices them cheaper (a 64-wide K step
+        # costs nearly a 128-wide one's loads: tiling.STEP_COST). N=1 UNet 64x64x320 3x3:
+        # 64 tiles of 128 x 160 1.02x cuDNN against 160 of 128 x 64 0.75x (H100, same run).
+        narrow, widest = (replace(base, block_n=w) for w in (filling[-1], exact[0]))
+        if _wave_cost(widest) < _wave_cost(narrow):
+            return widest.block_n, 1, 1
+    if filling or exact:
+        return (filling or exact)[-1], 1, 1
+    covering = covering_width(base) if cover else None
+    if covering is not None and holds(covering) and (
+            2 * replace(base, block_n=covering).num_tiles >= base.ctas
+            or base.k_steps <= HALF_ROWS_SHORT_STEPS):
+        # No width divides K, but one tile spans all of it: each A tile is read once,
+        # not once per column block. H100, x cuDNN, same run, against the 64-wide tiles
+        # (two or three column blocks): N=32 1x1 14x14x480 -> 80 0.85 / 0.63, 14x14x576
+        # -> 96 1.65 / 1.16, 14x14x672 -> 112 0.90 / 0.75 (then 64-row tiles,
+        # _half_rows), 56x56x24 -> 144 0.62 / 0.54 (128 x 160).
+        return covering, 1, 1
+    # No such width divides K: two 128-wide column blocks where K is 193 to 256 (the
+    # covering tiles too few), the second more than half full, where 192-wide ones in 2x1
+    # clusters left it mostly padding (H200, same run, ABBA, time 192 / 128: N=16 1x1 28x28 K =
+    # 240 1.14x, 232 1.29x, 200 1.17x, 216 1.41x; N=4 56x56x40 -> 240 1.10x; N=2 14x14x40
+    # -> 240 1.84x, its 128 x 128 tiles becoming 64 x 64 ones by the rules after);
+    if 192 < base.n <= 256 and holds(128):
+        return 128, 1, 1
+    # padded 192-wide tiles in 2x1 clusters where K is wider (measured on K = 320 before
+    # 160-wide tiles existed).
+    if base.n > 192 and holds(192):
+        return 192, 2, 1
+    return 64, 1, 1
+
+
+def covering_width(base: GemmConfig) -> int | None:
+    """The tile width that spans all K output channels in one column block, where K is at
+    most 256: K itself (a multiple of 8, any of which is a tile width; one no multiple of
+    32 stages C whole); else None. H100, x cuDNN, same run, K wide against the multiple of
+    32 (at least 64) this rule took before: N=32 1x1 56x56x144 -> 24 0.96-0.97 / 0.70,
+    56x56x96 -> 24 1.34-1.38 / 0.95-1.00, 112x112x32 -> 16 0.95-0.99 / 0.74-0.77, 28x28x192
+    -> 32 1.14-1.20 / 0.98-1.01, 28x28x240 -> 40 1.19 / 1.00-1.02, 14x14x480 -> 80 1.65-1.67
+    / 1.36-1.40, 14x14x672 -> 112 0.93-0.94 / 0.79-0.81, 56x56x24 -> 144 0.83-0.85 /
+    0.69-0.72, 3x3 28x28x128 -> 80 1.50-1.51 / 1.30-1.34; N=8 56x56x144 -> 24 1.59-1.62 /
+    1.23-1.26. Taken where its tiles give half the CTAs one, or the layer is short enough
+    for plain 64-row tiles (:func:`_half_rows`) to spread them."""
+    return base.n if base.n <= 256 else None
+
+
+def _wave_cost(cfg: GemmConfig) -> float:
+    """The wave model's estimate of ``cfg``'s tiles (kernels/tiling): in plain waves or
+    K parts, or with stream-K where :func:`~.tiling.stream_k_pays` would take it."""
+    cost = estimate(cfg).cost
+    if cfg.split_k == 1 and stream_k_pays(cfg):
+        cost = min(cost, estimate(replace(cfg, stream_k=True)).cost)
+    return cost
+
+
+def check_config(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
+    """Refuse a configuration that is not the GEMM of ``geometry`` (or one the kernel does
+    not run as a convolution), naming the value."""
+    check_geometry(geometry, cfg.dtype)
+    for name, want in (("m", geometry.gemm_m), ("n", geometry.k), ("k", geometry.gemm_k)):
+        if getattr(cfg, name) != want:
+            raise ValueError(f"{name}={getattr(cfg, name)}: the GEMM of {geometry.describe()} "
+                             f"has {name} = {want} (M = N*P*Q, N = K, K = R*S*C)")
+    if cfg.b_layout != "nk":
+        raise ValueError(f"b_layout={cfg.b_layout!r}: the KRSC filter is the GEMM's B as "
+                         f"N x K ('nk')")
+    if cfg.split_k != 1 and not cfg.split_k_ordered:
+        raise ValueError(f"split_k={cfg.split_k}: conv2d computes Y = conv(X, F); plain "
+                         f"split-K adds into Y (Y +=): take split_k_ordered=True (part 0 "
+                         f"stores, the other parts add after it)")
+    if cfg.k_steps % cfg.split_k and not cfg.part_shortfall:
+        raise ValueError(f"split_k={cfg.split_k}: the {cfg.k_steps} K steps of "
+                         f"{geometry.describe()} must divide into equal parts, or into a "
+                         f"shorter part 0 and equal others with at most one unit per worker "
+                         f"({cfg.work_units} units on {cfg.workers} workers) or one part per "
+                         f"worker (a part cannot run past K = R*S*C: its im2col copies read "
+                         f"inside the filter's taps)")
+    cfg.check()
+    _check_block_k(geometry.patches_folded(), cfg)
