@@ -207,22 +207,21 @@ def _matches(iterators, slots, prover: Prover) -> list[dict]:
 
 def _unit_outputs(conv: ConvView, view: str) -> ConvView:
     """A convolution with one output row (or column) hides its stride: its view has no P
-    (Q) piece. Any stride that leaves one output position works; take the smallest, or,
-    where the filter covers the unpadded, undilated axis exactly (one patch), the filter's
-    extent, so that :func:`fold_patches` folds the axis as it folds any patch axis."""
+    (Q) piece. Any stride that leaves one output position works; take the smallest (a
+    filter covering the unpadded axis exactly is one patch: :func:`fold_patches` folds
+    it whatever the stride)."""
     (r, s), (dh, dw), (ph, pw) = conv.filter, conv.dilation, conv.padding
     spans = (as_int(conv.height + 2 * ph - dh * (r - 1)),
              as_int(conv.width + 2 * pw - dw * (s - 1)))
     stride = list(conv.stride)
-    for axis, (out, span, extent, dilation, pad) in enumerate(
-            zip(conv.out, spans, (r, s), (dh, dw), (ph, pw))):
-        if out == 1 and span == 1 and extent > 1 and dilation == 1 and pad == 0:
-            stride[axis] = extent
+    for axis, (out, span) in enumerate(zip(conv.out, spans)):
+        if out == 1 and span == 1:
+            stride[axis] = 1  # two readings of one position agree
         elif out == 1 and span is not None and span > 1:
-            if span > 8:
+            if span > MAX_TRAVERSAL_STRIDE:
                 raise refuse("im2col", f"{view}: one output {'row' if axis == 0 else 'column'}"
                              f" over {span} positions needs a traversal stride of {span} "
-                             "(at most 8)")
+                             f"(at most {MAX_TRAVERSAL_STRIDE})")
             stride[axis] = span
     return replace(conv, stride=tuple(stride))
 
@@ -230,8 +229,9 @@ def _unit_outputs(conv: ConvView, view: str) -> ConvView:
 def fold_patches(conv: ConvView, prover: Prover) -> ConvView:
     """The same view with each patch axis folded (``tvm_tma.conv.Conv2dGeometry.
     patches_folded`` is this for a layer's numbers: the conv kernel picks its K blocks
-    from it). A W axis whose filter width is its stride (``s == v > 1``), undilated and
-    unpadded, over whole patches (``W == Q * s``) of contiguous pixels reads each run of
+    from it). A W axis whose filter width is its stride (``s == v > 1``, or one patch:
+    ``Q == 1``), undilated and unpadded, over whole patches (``W == Q * s``) of contiguous
+    pixels reads each run of
     ``s`` pixels (``s * C`` contiguous elements) once: it is one pixel of ``s * C``
     channels of a ``W / s``-wide image under a one-tap filter. An H axis likewise
     (``r == u > 1``, ``H == P * r``, images stacked densely) is ``N * P`` images of ``r``
@@ -244,12 +244,13 @@ def fold_patches(conv: ConvView, prover: Prover) -> ConvView:
     batch, height, width = (_static(e, prover) for e in (conv.batch, conv.height, conv.width))
     pixel = _static(s_w, prover)
     folded = []
-    if s == v > 1 and dw == 1 and pw == 0 and width == q * s and pixel == conv.channels:
+    if (s > 1 and (v == s or q == 1) and dw == 1 and pw == 0 and width == q * s
+            and pixel == conv.channels):
         conv = replace(conv, width=q, channels=s * conv.channels, filter=(r, 1),
                        stride=(u, 1), argument_strides=(s_n, s_h, prover.simplify(s * s_w)))
         folded.append(f"W in patches of {s} pixels ({conv.channels} channels a pixel)")
-    if (r == u > 1 and dh == 1 and ph == 0 and height == p * r and batch is not None
-            and prover.prove(tvm.tirx.EQ(s_n, s_h * height))):
+    if (r > 1 and (u == r or p == 1) and dh == 1 and ph == 0 and height == p * r
+            and batch is not None and prover.prove(tvm.tirx.EQ(s_n, s_h * height))):
         conv = replace(conv, batch=batch * p, height=r, stride=(1, conv.stride[1]),
                        out=(1, q), argument_strides=(prover.simplify(r * s_h), s_h,
                                                      conv.argument_strides[2]))
