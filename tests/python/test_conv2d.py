@@ -1220,6 +1220,53 @@ def test_a_layer_of_narrow_k_blocks_takes_tall_tiles_and_pairs_past_two_rounds()
     assert (chosen.block_m, chosen.cluster) == (128, 1)
 
 
+def _plausible_layer(rng) -> Conv2dGeometry | None:
+    """A layer a user might run: batch 1..64, common and odd image sizes, 8..2048
+    channels, 1x1 to 7x7 filters at stride 1 or 2 with same or no padding, or (15%) a
+    patch layer of 2..16 pixels over 8 or 16 channels, or RGB in 8- or 16-pixel patches.
+    None where it is no layer."""
+    n = rng.choice([1, 1, 2, 4, 8, 16, 32, 64])
+    hw = rng.choice([7, 14, 28, 56, 112, 224, 13, 17, 19, 33, 38, 64, 80, 100, 128, 160])
+    h, w = hw, rng.choice([hw, hw, hw + rng.randint(1, 9), max(1, hw // 2)])
+    c = rng.choice([8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160, 192, 240,
+                    256, 320, 384, 512, 640, 1024, 1280, 2048])
+    k = rng.choice([8, 16, 24, 32, 40, 48, 64, 80, 96, 112, 128, 144, 160, 192, 240, 256,
+                    320, 384, 512, 640, 1024, 1152, 1280, 2048])
+    if rng.random() < 0.15:
+        c = rng.choice([3, 8, 16])
+        r = rng.choice([8, 16] if c == 3 else [2, 4, 8, 14, 16])  # RGB: 24 or 48 folded
+        h = w = r * rng.choice([2, 7, 14])
+        stride, pad = r, 0
+    else:
+        r = rng.choice([1, 1, 3, 3, 3, 5, 7])
+        stride, pad = rng.choice([1, 1, 1, 2]), rng.choice([r // 2, r // 2, 0])
+    try:
+        layer = Conv2dGeometry(n, h, w, c, k, r, r, (stride, stride), (pad, pad))
+    except ValueError:
+        return None
+    return layer if layer.gemm_m * layer.k * layer.gemm_k <= 2 ** 36 else None
+
+
+def test_the_default_configuration_of_plausible_layers_plans_every_copy():
+    """Forty layers drawn as a user might write them (patch layers, RGB, odd images,
+    8-channel pieces and narrow blocks among them): conv2d_config's choice builds and the
+    dispatch plans every copy of it (A, B, the store, a split's reduce) with no refusal.
+    (1,500 such layers did, off CI.)"""
+    import random
+
+    rng = random.Random(20261128)
+    planned = 0
+    while planned < 40:
+        layer = _plausible_layer(rng)
+        if layer is None:
+            continue
+        cfg = conv2d_config(layer)
+        refused = [c for c in tvm_tma.explain(conv2d_kernel(layer, cfg)).copies
+                   if not c.planned]
+        assert not refused, (layer.describe(), refused[0].rule, refused[0].detail)
+        planned += 1
+
+
 def test_conv2d_refuses_a_configuration_that_is_not_its_gemm():
     g = _layer(2, 8, 8, 64, 64)
     cfg = conv2d_config(g)
