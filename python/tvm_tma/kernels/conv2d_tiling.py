@@ -442,12 +442,8 @@ def _tall_pairs_of_pieces(geometry: Conv2dGeometry, chosen: GemmConfig,
     3x3 1.18x, N=8 112x112x40 -> 40 1.12x (still 0.53-0.63x cuDNN there: a 24- or 40-wide
     tile is mostly loads); the cluster alone 1.00-1.50x, 192 rows alone 1.07-1.23x. Not
     where the caller chose the tile, the schedule, a cluster or a split."""
-    if geometry.is_pointwise or chosen.a_copy_k != PIECE or chosen.block_m != 128:
-        return chosen
-    if ({"block_m", "schedule", "cluster", "cluster_n"} | _SPLIT_CHOICES) & set(options):
-        return chosen
-    if (chosen.cluster_size > 1 or chosen.stream_k or chosen.split_k > 1
-            or chosen.tail_split > 1):
+    if (geometry.is_pointwise or chosen.a_copy_k != PIECE or chosen.block_m != 128
+            or not _reshapeable(chosen, options)):
         return chosen
     tall = replace(chosen, block_m=192, schedule="cooperative")
     return next((candidate for candidate in (replace(tall, cluster=2), tall)
@@ -469,12 +465,8 @@ def _narrow_blocks_in_pairs(geometry: Conv2dGeometry, chosen: GemmConfig,
     28x28x112 -> 112 and N=8 112x112x48 -> 96, 131 tiles, 0.96x; N=16 56x56x16 -> 16, 262
     tiles 16 wide, 0.93x). Not where the caller chose the tile, the schedule, a cluster or
     a split."""
-    if geometry.is_pointwise or chosen.a_copy_k or chosen.block_k > NARROW_PAIRS_BLOCK_K:
-        return chosen
-    if ({"block_m", "schedule", "cluster", "cluster_n"} | _SPLIT_CHOICES) & set(options):
-        return chosen
-    if (chosen.schedule != "cooperative" or chosen.cluster_size > 1 or chosen.stream_k
-            or chosen.split_k > 1 or chosen.tail_split > 1):
+    if (geometry.is_pointwise or chosen.a_copy_k or chosen.block_k > NARROW_PAIRS_BLOCK_K
+            or chosen.schedule != "cooperative" or not _reshapeable(chosen, options)):
         return chosen
     tall = replace(chosen, block_m=192)
     if (chosen.block_m == 128 and chosen.block_n == 64 and chosen.n_blocks == 1
@@ -484,6 +476,16 @@ def _narrow_blocks_in_pairs(geometry: Conv2dGeometry, chosen: GemmConfig,
     if chosen.num_tiles > NARROW_PAIRS_ROUNDS * chosen.ctas and _shapes(paired, options):
         return paired
     return chosen
+
+
+def _reshapeable(chosen: GemmConfig, options: dict) -> bool:
+    """Whether a rule may give ``chosen`` other rows or a cluster: the caller chose none
+    of the tile's rows, the schedule, a cluster or a split, and the rules before chose
+    no cluster, stream-K or K split."""
+    if ({"block_m", "schedule", "cluster", "cluster_n"} | _SPLIT_CHOICES) & set(options):
+        return False
+    return not (chosen.cluster_size > 1 or chosen.stream_k or chosen.split_k > 1
+                or chosen.tail_split > 1)
 
 
 def _shapes(candidate: GemmConfig, options: dict) -> bool:
