@@ -145,6 +145,19 @@ class Conv2dGeometry:
                             (self.h * row, u * row, v * pixel, dh * row, dw * pixel, 1)])
 
     @property
+    def tap_channels(self) -> int:
+        """One filter tap's channels as the im2col loads read them: C, or ``S * C`` where
+        the W patch axis folds (:meth:`patches_folded`)."""
+        return self.patches_folded().c
+
+    @property
+    def taps_view_shape(self) -> tuple[int, int, int]:
+        """The view as (output pixels, filter taps, channels): the same matrix and layout
+        as :attr:`view_shape`, each tap's channels a dimension of their own, so a load may
+        run past them (reading zeros): a K block wider than the tap's channels."""
+        return (self.gemm_m, self.gemm_k // self.tap_channels, self.tap_channels)
+
+    @property
     def filter_shape(self) -> tuple[int, int]:
         """The KRSC filter as the GEMM's B operand (N x K, K-major)."""
         return (self.k, self.gemm_k)

@@ -93,6 +93,8 @@ def config_before_narrow_wave(layer: Conv2dGeometry) -> GemmConfig:
 
 
 #: Small layers, each with what it exercises: (id, geometry, conv2d_config options).
+#: 16-wide K blocks in 8-column pieces, where the default pads each tap (C of 24 and more).
+PIECES = {"block_k": 16, "a_copy_k": 8}
 SMALL = [
     # M = 504: the last of 4 row blocks has 120 rows (rows past M read zeros, stores skip);
     # by default the same layer takes 8 tiles of 64 rows, the last 56 (few tiles, 9 K
@@ -241,7 +243,8 @@ SMALL = [
     ("c16-bk16-2x9x7x16-k64", _layer(2, 9, 7, 16, 64), {}),
     ("c96-bk32-2x8x8x96-k128", _layer(2, 8, 8, 96, 128), {}),
     ("c48-bk16-fp16-pad2x1-3x6x10x48-k64", Conv2dGeometry(3, 6, 10, 48, 64, 3, 3,
-                                                        padding=(2, 1)), {"dtype": "float16"}),
+                                                        padding=(2, 1)),
+     {"dtype": "float16", "block_k": 16}),
     ("c96-bk32-stride2-cluster-4x12x12x96-k128", _layer(4, 12, 12, 96, 128, stride=2),
      {"cluster": 2, "ctas": 4}),
     # C 8 mod 16: 16-wide K blocks copied in two 8-column pieces (each inside one tap) into
@@ -249,14 +252,29 @@ SMALL = [
     # the MMA reads zeros for the other), C = 8 in fp16 with 32 output channels (a ragged
     # 64-wide tile), C = 40 with a 2x2 stride-2 filter (K = 160: no half block, pieces
     # straddling taps), C = 24 in 2x1 clusters and with stream-K (runs ending mid-tile).
-    ("c24-pieces-2x9x7x24-k64", _layer(2, 9, 7, 24, 64), {}),
+    # (C = 8 takes pieces by default; C of 24 and more pads its taps, below, unless asked.)
+    ("c24-pieces-2x9x7x24-k64", _layer(2, 9, 7, 24, 64), PIECES),
     ("c8-pieces-fp16-3x8x8x8-k32", _layer(3, 8, 8, 8, 32), {"dtype": "float16"}),
     ("c40-pieces-2x2-stride2-2x9x9x40-k48", _layer(2, 9, 9, 40, 48, 2, 2, stride=2, pad=0),
-     {}),
+     PIECES),
     ("c24-pieces-cluster-4x12x12x24-k64", _layer(4, 12, 12, 24, 64),
-     {"cluster": 2, "ctas": 4}),
+     {"cluster": 2, "ctas": 4, **PIECES}),
     ("c24-pieces-streamk-2x7x7x24-k128", _layer(2, 7, 7, 24, 128),
-     {"block_n": 128, "stream_k": True, "ctas": 5}),
+     {"block_n": 128, "stream_k": True, "ctas": 5, **PIECES}),
+    # Each tap's channels padded to whole K blocks (tap_columns): A and B read as (rows,
+    # taps, channels), one load a tap, zeros past its channels. C = 24 in 32 columns
+    # (ragged M), C = 40 stride 2 in 64, C = 80 in three 32-wide blocks (96), C = 56 5x5
+    # padding 2 in 64, C = 8 in one 16-wide block (told: no pieces); with stream-K (runs
+    # ending mid-tap) and in 1x2 clusters sharing A.
+    ("taps32-c24-2x9x7x24-k64", _layer(2, 9, 7, 24, 64), {}),
+    ("taps64-c40-stride2-2x12x12x40-k40", _layer(2, 12, 12, 40, 40, stride=2), {}),
+    ("taps96-c80-2x9x9x80-k80", _layer(2, 9, 9, 80, 80), {"ctas": 8}),
+    ("taps64-c56-5x5-2x9x9x56-k112", _layer(2, 9, 9, 56, 112, 5, 5, pad=2), {"ctas": 8}),
+    ("taps16-c8-2x16x16x8-k32", _layer(2, 16, 16, 8, 32), {"block_k": 16, "a_copy_k": 0}),
+    ("taps32-c24-streamk-2x14x14x24-k128", _layer(2, 14, 14, 24, 128),
+     {"block_n": 128, "stream_k": True, "ctas": 8}),
+    ("taps32-c24-cluster1x2-4x12x12x24-k128", _layer(4, 12, 12, 24, 128),
+     {"block_n": 64, "cluster_n": 2, "ctas": 4}),
     # 1xN clusters multicasting the activation: each CTA loads its own rows of the A tile
     # (one im2col load of 32 or 64 pixels from its own first pixel) into every CTA. The
     # 7x7x512 layer at batch 3 in 1x4 clusters (M = 147, ragged; 128-wide tiles, the
@@ -266,7 +284,7 @@ SMALL = [
     ("cluster1x4-ragged-n-3x8x8x64-k160", _layer(3, 8, 8, 64, 160),
      {"block_n": 64, "cluster_n": 4, "ctas": 8}),
     ("c24-pieces-cluster1x2-4x12x12x24-k128", _layer(4, 12, 12, 24, 128),
-     {"block_n": 64, "cluster_n": 2, "ctas": 4}),
+     {"block_n": 64, "cluster_n": 2, "ctas": 4, **PIECES}),
     # Stream-K: the 7x7x512 layer at batch 2 (M = 98, 4 tiles of 72 K steps on 132 CTAs:
     # each tile cut into ~33 runs), and in 2x1 clusters at batch 3 (M = 147: the last
     # cluster's second CTA past M) with 128-wide tiles on 20 CTAs.
@@ -296,8 +314,8 @@ SMALL = [
     # Patch layers (filter = stride, no padding), folded (Conv2dGeometry.patches_folded):
     # a ViT's 16 x 16 patches of 8 channels (one 16-row tap of 128 channels a folded
     # pixel: 64-wide K blocks straddling the unfolded taps; M = 30), of RGB (C = 3: 48
-    # channels a folded pixel, 16-wide K blocks), and 2 x 2 stride 2 over 9 rows (the
-    # last row left over: W folds, H keeps stride 2).
+    # channels a folded pixel, padded to one 64-wide K block), and 2 x 2 stride 2 over 9
+    # rows (the last row left over: W folds, 48 channels padded to 64; H keeps stride 2).
     ("patches-16x16-stride16-2x48x80x8-k64", _layer(2, 48, 80, 8, 64, 16, 16, stride=16,
                                                     pad=0), {}),
     ("patches-rgb-16x16-stride16-2x32x32x3-k64", _layer(2, 32, 32, 3, 64, 16, 16,
@@ -309,7 +327,7 @@ SMALL = [
     # of two 8-column pieces), and a 3x3 layer of 24 channels, 24 wide: no cluster.
     ("tall-pairs-pieces-stem-2x40x40x8-k64-ctas4", _layer(2, 40, 40, 8, 64, 7, 7, stride=2,
                                                           pad=3), {"ctas": 4}),
-    ("tall-pieces-2x20x20x24-k24-ctas2", _layer(2, 20, 20, 24, 24), {"ctas": 2}),
+    ("tall-pieces-2x20x20x24-k24-ctas2", _layer(2, 20, 20, 24, 24), {"ctas": 2, **PIECES}),
     # 16-channel K blocks (conv2d._narrow_blocks_in_pairs): 192 x 64 tiles in one 2x1
     # cluster, 9 tiles (M = 1600: the last 64 rows) on 2 CTAs, 9 K steps.
     ("narrow-blocks-pairs-4x20x20x16-k64-ctas2", _layer(4, 20, 20, 16, 64), {"ctas": 2}),
@@ -1073,15 +1091,29 @@ def test_options_are_kept_and_the_rest_fits_them():
     assert conv2d_config(_layer(2, 8, 8, 64, 64), cluster=1).cluster == 1
 
 
-def test_the_k_block_is_the_widest_of_64_32_16_dividing_c():
-    """Each K block is one im2col load at one filter tap: block_k divides C."""
-    got = {c: (conv2d_config(_layer(2, 8, 8, c, 64)).block_k,
-               conv2d_config(_layer(2, 8, 8, c, 64)).a_copy_k)
-           for c in (8, 16, 24, 32, 40, 48, 64, 80, 96, 128, 160, 320)}
-    # C 8 mod 16: 16-wide K blocks in 8-column pieces (a_copy_k 8), each inside one tap.
-    assert got == {8: (16, 8), 16: (16, 0), 24: (16, 8), 32: (32, 0), 40: (16, 8),
-                   48: (16, 0), 64: (64, 0), 80: (16, 0), 96: (32, 0), 128: (64, 0),
-                   160: (32, 0), 320: (64, 0)}
+def test_the_k_block_moves_the_fewest_columns_padding_each_tap_to_whole_blocks():
+    """Each K block is one im2col load at one filter tap: of 64, 32 and 16 columns the
+    one of fewest columns moved (a K step counting 16 besides its own; ties to fewer
+    columns), each tap's C padded to whole blocks (tap_columns) where the block does not
+    divide it; 8 channels in 8-column pieces of 16-wide blocks."""
+    got = {}
+    for c in (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160, 240, 320):
+        cfg = conv2d_config(_layer(2, 8, 8, c, 64))
+        got[c] = (cfg.block_k, cfg.a_copy_k, cfg.tap_columns)
+        assert cfg.k == 9 * (cfg.tap_columns or c)
+    assert got == {8: (16, 8, 0), 16: (16, 0, 0), 24: (32, 0, 32), 32: (32, 0, 0),
+                   40: (64, 0, 64), 48: (64, 0, 64), 56: (64, 0, 64), 64: (64, 0, 0),
+                   80: (32, 0, 96), 96: (32, 0, 0), 112: (64, 0, 128), 128: (64, 0, 0),
+                   144: (32, 0, 160), 160: (32, 0, 0), 240: (64, 0, 256),
+                   320: (64, 0, 0)}
+    # A given block pads the taps to it; pieces, or no padding, where asked for.
+    assert conv2d_config(_layer(2, 8, 8, 24, 64), block_k=16).tap_columns == 32
+    pieces = conv2d_config(_layer(2, 8, 8, 24, 64), block_k=16, a_copy_k=8)
+    assert (pieces.tap_columns, pieces.k) == (0, 216)
+    with pytest.raises(ValueError, match=re.escape(
+            "tap_columns=64: each filter tap's C=24 channels padded to whole K blocks of 32 "
+            "columns (32)")):
+        conv2d_config(_layer(2, 8, 8, 24, 64), block_k=32, tap_columns=64)
     # Narrow K blocks have small slots: the ring fills shared memory up to MAX_STAGES, with
     # the widest C stage (the whole tile here).
     narrow = conv2d_config(_layer(2, 8, 8, 16, 256), block_n=256)
@@ -1104,14 +1136,21 @@ def test_a_pointwise_layer_takes_64_wide_k_blocks_whatever_c():
                                 672: (64, 11), 960: (64, 15)}.items():
         cfg = conv2d_config(_layer(2, 8, 8, c, 64, 1, 1, pad=0))
         assert (cfg.block_k, cfg.a_copy_k, cfg.k_steps) == (block_k, 0, steps), c
-    # Strided or padded 1x1 layers load A in im2col mode: K blocks inside C.
-    assert conv2d_config(_layer(2, 16, 16, 144, 64, 1, 1, stride=2, pad=0)).block_k == 16
-    assert conv2d_config(_layer(2, 9, 7, 40, 24, 1, 1, stride=2, pad=0)).a_copy_k == 8
-    assert conv2d_config(_layer(2, 8, 8, 144, 64, 1, 1, pad=1)).block_k == 16
-    # A pointwise layer's given K block need not divide C either; a 3x3 layer's must.
-    assert conv2d_config(_layer(2, 8, 8, 96, 64, 1, 1, pad=0), block_k=64).block_k == 64
+    # Strided or padded 1x1 layers load A in im2col mode: K blocks inside a tap, its
+    # channels padded to whole blocks (tap_columns).
+    for layer, (block_k, columns) in (
+            (_layer(2, 16, 16, 144, 64, 1, 1, stride=2, pad=0), (32, 160)),
+            (_layer(2, 9, 7, 40, 24, 1, 1, stride=2, pad=0), (64, 64)),
+            (_layer(2, 8, 8, 144, 64, 1, 1, pad=1), (32, 160))):
+        cfg = conv2d_config(layer)
+        assert (cfg.block_k, cfg.a_copy_k, cfg.tap_columns) == (block_k, 0, columns)
+    # A pointwise layer's given K block need not divide C, and pads nothing; a 3x3
+    # layer's pads each tap (or, told not to, is refused).
+    wide = conv2d_config(_layer(2, 8, 8, 96, 64, 1, 1, pad=0), block_k=64)
+    assert (wide.block_k, wide.tap_columns, wide.k) == (64, 0, 96)
+    assert conv2d_config(_layer(2, 8, 8, 96, 64), block_k=64).tap_columns == 128
     with pytest.raises(ValueError, match="must lie inside one filter tap"):
-        conv2d_config(_layer(2, 8, 8, 96, 64), block_k=64)
+        conv2d_config(_layer(2, 8, 8, 96, 64), block_k=64, tap_columns=0)
 
 
 @pytest.mark.parametrize("geometry, options, copied", [
@@ -1124,7 +1163,7 @@ def test_conv2d_refuses_a_k_block_that_straddles_taps(geometry, options, copied)
     message = (f"block_k={options['block_k']}, a_copy_k=0: each A copy ({copied} columns) "
                f"must lie inside one filter tap's C={geometry.c} channels")
     with pytest.raises(ValueError, match=re.escape(message)):
-        conv2d_config(geometry, **options)
+        conv2d_config(geometry, tap_columns=0, **options)
     with pytest.raises(ValueError, match=re.escape(message)):
         conv2d_kernel(geometry, GemmConfig(geometry.gemm_m, geometry.k, geometry.gemm_k,
                                            **options))
@@ -1159,13 +1198,14 @@ def test_a_patch_layer_takes_its_k_blocks_from_the_folded_channels():
     """A ViT patch embedding over 8 channels (16 x 16 patches at stride 16) is read as one
     16-row tap of 128 channels a folded pixel: 64-wide K blocks in whole copies, where
     unfolded 8 channels a tap would take 16-wide blocks in 8-column pieces (and stride 16
-    no im2col map at all); RGB folds to 48 channels: 16-wide blocks, three a tap row."""
+    no im2col map at all); RGB folds to 48 channels, padded to one 64-wide block a tap
+    row."""
     vit = _layer(32, 224, 224, 8, 768, 16, 16, stride=16, pad=0)
     assert vit.patches_folded() == Conv2dGeometry(448, 16, 14, 128, 768, 16, 1)
     cfg = conv2d_config(vit)
     assert (cfg.m, cfg.n, cfg.k, cfg.block_k, cfg.a_copy_k) == (6272, 768, 2048, 64, 0)
     rgb = conv2d_config(_layer(32, 224, 224, 3, 768, 16, 16, stride=16, pad=0))
-    assert (rgb.k, rgb.block_k, rgb.a_copy_k) == (768, 16, 0)
+    assert (rgb.k, rgb.block_k, rgb.a_copy_k, rgb.tap_columns) == (16 * 64, 64, 0, 64)
     # A ConvNeXt stem (4 x 4, stride 4) over 8 channels: 32 channels a folded pixel.
     stem = conv2d_config(_layer(8, 224, 224, 8, 96, 4, 4, stride=4, pad=0))
     assert (stem.block_k, stem.a_copy_k) == (32, 0)
@@ -1363,7 +1403,13 @@ def test_conv2d_copies_plan_as_one_a_load_and_tiled_loads_and_stores(built):
     for copy in (b_load, store):
         assert copy.planned and not copy.plan.is_im2col, copy.detail
         assert copy.encoder == "cuTensorMapEncodeTiled"
-    assert b_load.plan.tensor_map.global_dims == (g.gemm_k, g.k)
+    if cfg.tap_columns:
+        # (rows, taps, channels) views: past a tap's C the copies' edge (map dim 0).
+        assert b_load.plan.tensor_map.global_dims == (g.c, g.k, g.gemm_k // g.c)
+        assert 0 in a_load.plan.edge_dims and 0 in b_load.plan.edge_dims
+        assert spec.channels_per_pixel == cfg.block_k > g.c % cfg.block_k
+    else:
+        assert b_load.plan.tensor_map.global_dims == (g.gemm_k, g.k)
     # The output (N*P*Q, K): 2-D, or 3-D where the C stage's 64-column atoms go in one box
     # (K cut into 64-channel pieces); where one tile spans K whole, an unswizzled C stage
     # of whole rows the planner may store as wider elements of the same bytes.
@@ -1458,10 +1504,15 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
                           "p"}, names
     x = np.random.default_rng(5).integers(1, 1 << 16, size=g.argument_shape, dtype=np.uint16)
     # Columns past K (a pointwise layer's last K block past C) are zeros: the copy's edge.
+    view = conv_gemm_view(x, (g.r, g.s), g.stride, g.padding, g.dilation)
+    if cfg.tap_columns:  # each tap's channels, then zeros to tap_columns
+        taps, channels = g.taps_view_shape[1:]
+        padded = np.zeros((g.gemm_m, taps, cfg.tap_columns), np.uint16)
+        padded[:, :, :channels] = view.reshape(g.gemm_m, taps, channels)
+        view = padded.reshape(g.gemm_m, cfg.k)
     matrix = np.zeros((cfg.m_blocks * cfg.cluster * cfg.block_m + cfg.block_m,
-                       max(g.gemm_k, cfg.k_steps * cfg.block_k)), np.uint16)
-    matrix[:g.gemm_m, :g.gemm_k] = conv_gemm_view(x, (g.r, g.s), g.stride, g.padding,
-                                                  g.dilation)
+                       max(cfg.k, cfg.k_steps * cfg.block_k)), np.uint16)
+    matrix[:g.gemm_m, :cfg.k] = view
     slots = layout_offsets(a_slot_layout(cfg), (cfg.stages, cfg.block_m, cfg.block_k))
     a_start = cfg.a_ring_start // cfg.element_bytes
     analyzer = Analyzer()
@@ -1475,7 +1526,7 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
             {**values, "rank": rank} for rank in range(cfg.cluster_n)]
         for p in range(cfg.a_pieces):
             k0 = k_step * cfg.block_k + p * width
-            if k0 >= g.gemm_k:
+            if k0 >= cfg.k:
                 continue
             arena = np.full(cfg.shared_bytes, 0xA5, np.uint8)
             for sender in senders:

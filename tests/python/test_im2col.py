@@ -34,8 +34,21 @@ CASES = [
     # 9 rows (W folds to 48 channels; H, a row left over, keeps stride 2).
     Im2colCase(Conv2dGeometry(2, 64, 80, 8, 16, 16, 16, stride=(16, 16)), 32, 64, swizzle=3),
     Im2colCase(Conv2dGeometry(2, 9, 8, 24, 16, 2, 2, stride=(2, 2)), 64, 16, swizzle=1),
+    # The 3-D view (pixels, taps, channels), each tap's channels padded to whole K blocks
+    # (the loads past them read zeros): 24 channels in one 32-wide load, 40 at stride 2
+    # in one 64-wide, 80 in three 32-wide (the last half past C), RGB in 16 x 16 patches
+    # (48 channels a folded pixel) in one 64-wide.
+    Im2colCase(Conv2dGeometry(2, 9, 7, 24, 16, 3, 3, padding=(1, 1)), 64, 32, swizzle=2,
+               tap_columns=32),
+    Im2colCase(Conv2dGeometry(1, 6, 6, 40, 16, 3, 3, stride=(2, 2), padding=(1, 1)), 32, 64,
+               swizzle=3, tap_columns=64),
+    Im2colCase(Conv2dGeometry(1, 6, 6, 80, 16, 3, 3, padding=(1, 1)), 32, 32, swizzle=2,
+               tap_columns=96),
+    Im2colCase(Conv2dGeometry(2, 32, 32, 3, 16, 16, 16, stride=(16, 16)), 32, 64, swizzle=3,
+               tap_columns=64),
 ]
-IDS = [f"{c.geometry.describe()}-{c.block_m}x{c.block_k}-sw{c.swizzle}" for c in CASES]
+IDS = [f"{c.geometry.describe()}-{c.block_m}x{c.block_k}-sw{c.swizzle}"
+       + (f"-taps{c.tap_columns}" if c.tap_columns else "") for c in CASES]
 
 
 def _load(case: Im2colCase):
@@ -58,6 +71,93 @@ def test_a_3x3_view_plans_as_one_im2col_load():
     assert [str(o) for o in plan.im2col_offsets] == ["kb % 3", "kb // 3"]
     assert load.instruction == ("cp.async.bulk.tensor.4d.shared::cluster.global.im2col"
                                 ".mbarrier::complete_tx::bytes")
+
+
+def test_a_3d_view_reads_a_tap_past_its_channels_as_zeros():
+    """24 channels a tap, read as one 32-wide load from the (pixels, taps, channels) view:
+    the map keeps C = 24 and loads 32 channels a pixel (the last 8 past C: the hardware's
+    fill, the copy's edge along map dim 0); M = 126 runs past in the last row block
+    (dim 3). Tap kb is the load's offsets, as from the 2-D view."""
+    case = Im2colCase(Conv2dGeometry(2, 9, 7, 24, 16, 3, 3, padding=(1, 1)), 64, 32,
+                      swizzle=2, tap_columns=32)
+    load = _load(case)
+    plan, spec = load.plan, load.plan.tensor_map
+    assert plan.is_im2col and load.encoder == "cuTensorMapEncodeIm2col"
+    assert (spec.global_dims, spec.global_strides) == ((24, 7, 9, 2), (48, 336, 3024))
+    assert (spec.channels_per_pixel, spec.pixels_per_column, spec.swizzle) == (32, 64, 2)
+    assert (spec.lower_corner, spec.upper_corner) == ((-1, -1), (-1, -1))
+    assert [str(c) for c in plan.coordinates] == ["0", "mb - 1", "-1", "mb"]
+    assert [str(o) for o in plan.im2col_offsets] == ["kb % 3", "kb // 3"]
+    assert plan.edge_dims == (0, 3) and plan.num_issues == 1
+    assert check_im2col_case(case) == ("accepted", "")
+
+
+def _taps_kernel(geometry: Conv2dGeometry, view_shape: tuple, block_k: int, region,
+                 oob: str | None = "zero"):
+    """One load of 32 pixels from a 3-D view of ``geometry``'s activation:
+    ``region(A)`` is the global side."""
+    from tvm.script import tirx as T
+    from tvm.script.tirx import tile as Tx
+    from tvm.tirx.layout import S, TileLayout
+
+    g, nbytes = geometry, 32 * block_k * 2
+    options = {"oob": oob} if oob else {}
+
+    @T.prim_func
+    def load(X_ptr: T.handle):
+        X = T.match_buffer(X_ptr, g.argument_shape, "float16", layout=g.argument_layout)
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([32])
+        dyn = T.alloc_buffer((nbytes + 64,), "uint8", scope="shared.dyn")
+        tile = T.decl_buffer((32, block_k), "float16", dyn.data,
+                             layout=TileLayout(S[32, block_k]))
+        mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=nbytes // 8)
+        A = T.decl_buffer(view_shape, "float16", X.data, elem_offset=g.view_elem_offset,
+                          layout=g.view_layout)
+        if tid == 0:
+            Tx.copy_async(tile[:, :], region(A), dispatch="tma", mbar=mbar.ptr_to([0]),
+                          **options)
+
+    return tvm_tma.explain(load).copies[0]
+
+
+@pytest.mark.parametrize("view_shape, block_k, region, oob, rule, detail", [
+    # Past a tap's channels only with a fill.
+    ((32, 9, 24), 32, lambda A: A[0:32, 4, 0:32], None, "im2col",
+     "columns [0, 0 + 32) of tap 4 must lie in one filter tap's 24 channels; channels past "
+     "them read zeros only with oob=\"zero\" or \"nan\""),
+    # One tap a load.
+    ((32, 9, 24), 32, lambda A: A[0:32, 0:2, 0:16], "zero", "im2col",
+     "a load reads one filter tap; the region takes 2 of them"),
+    ((32, 9, 24), 32, lambda A: A[0:32, 9, 0:32], "zero", "region-bounds",
+     "tap 9 is not provably inside [0, 9)"),
+], ids=["no-oob", "two-taps", "tap-past-the-filter"])
+def test_a_3d_view_load_is_refused_past_what_it_may_read(view_shape, block_k, region, oob,
+                                                        rule, detail):
+    load = _taps_kernel(Conv2dGeometry(1, 4, 8, 24, 16, 3, 3, padding=(1, 1)), view_shape,
+                        block_k, region, oob)
+    assert not load.planned and load.rule == rule and detail in load.detail, load.detail
+
+
+def test_a_folded_patch_view_pads_the_folded_pixel_not_the_unfolded_one():
+    """4 x 4 patches at stride 4 over 8 channels fold W: a tap is 32 channels a folded
+    pixel. The 3-D view (pixels, 4 tap rows, 32) may read 64 of them (the last 32 zeros);
+    the view (pixels, 16 taps, 8) keeps each load inside one unfolded pixel's 8 channels,
+    since past them the folded map reads the next pixel, not zeros."""
+    g = Conv2dGeometry(1, 4, 8, 8, 16, 4, 4, stride=(4, 4))
+    folded = _taps_kernel(g, (2, 4, 32), 64, lambda A: A[0:32, 1, 0:64])
+    assert folded.planned and folded.plan.tensor_map.global_dims == (32, 2, 4, 1)
+    assert folded.plan.tensor_map.channels_per_pixel == 64 and 0 in folded.plan.edge_dims
+    assert [str(o) for o in folded.plan.im2col_offsets] == ["0", "1"]
+    inside = _taps_kernel(g, (2, 16, 8), 8, lambda A: A[0:32, 5, 0:8])
+    assert inside.planned and inside.plan.tensor_map.channels_per_pixel == 8
+    assert [str(c) for c in inside.plan.coordinates][0] == "8"  # pixel 1 of the patch row
+    assert [str(o) for o in inside.plan.im2col_offsets] == ["0", "1"]
+    past = _taps_kernel(g, (2, 16, 8), 16, lambda A: A[0:32, 5, 0:16])
+    assert not past.planned and past.rule == "im2col"
+    assert ("channels [0, 0 + 16) of a 8-channel pixel must lie inside it: the W patch axis "
+            "folds (32 channels a tap)") in past.detail
 
 
 def test_stride_dilation_and_padding_become_corners_and_traversal_strides():

@@ -62,9 +62,11 @@ from .conv2d_tiling import (
     check_config,
     check_geometry,
     conv2d_config,
+    tap_columns,
 )
 from .gemm import gemm_kernel
 from .gemm_config import GemmConfig
+from .operands import AOperand
 from .reference import OUTPUT_EPS, error_bound
 from .stream_k import check_workspace_left_clean, workspace
 
@@ -82,6 +84,7 @@ __all__ = [
     "conv2d_reference",
     "random_inputs",
     "run",
+    "tap_columns",
 ]
 
 
@@ -90,7 +93,12 @@ def conv2d_kernel(geometry: Conv2dGeometry, cfg: GemmConfig) -> tvm.tirx.PrimFun
     activation (N, H, W, C), F the filter as (K, R*S*C) (KRSC, flattened), Y the output as
     (N*P*Q, K) (NPQK, flattened)."""
     check_config(geometry, cfg)
-    return gemm_kernel(cfg, a_operand=geometry)
+    if not cfg.tap_columns:
+        return gemm_kernel(cfg, a_operand=geometry)
+    # K over taps padded to whole K blocks: A read as (pixels, taps, channels).
+    return gemm_kernel(cfg, a_operand=AOperand(
+        geometry.argument_shape, geometry.argument_layout, geometry.view_layout,
+        geometry.view_elem_offset, view_shape=geometry.taps_view_shape))
 
 
 def conv2d_reference(x: np.ndarray, f: np.ndarray,

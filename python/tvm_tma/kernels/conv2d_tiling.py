@@ -132,34 +132,79 @@ def pointwise_k_blocks(geometry: Conv2dGeometry) -> bool:
     return geometry.is_pointwise
 
 
+def _columns_moved(channels: int, width: int) -> int:
+    """What K blocks of ``width`` columns cost ``channels`` channels, in columns: their
+    columns and :data:`K_STEP_COLUMNS` a block."""
+    return -(-channels // width) * (K_STEP_COLUMNS + width)
+
+
 def channel_block(geometry: Conv2dGeometry) -> int:
-    """The K block of a layer: the widest of 64, 32 and 16 channels that divides C (one
-    im2col load per K block reads one filter tap), or 16 in two 8-column pieces where C
-    is 8 mod 16 (:func:`a_copy_k`). A pointwise layer's K blocks need not divide C
-    (:func:`pointwise_k_blocks`: the last one is zero-filled past C): it takes the one of
-    fewest columns moved, a K step counting :data:`K_STEP_COLUMNS` columns besides its own
-    (ties to the wider)."""
+    """The K block of a layer (seen folded, :meth:`~tvm_tma.conv.Conv2dGeometry.
+    patches_folded`): of 64, 32 and 16 columns, the one of fewest columns moved over a
+    tap's C channels, a K step counting :data:`K_STEP_COLUMNS` columns besides its own
+    (ties to fewer columns, then the wider). A block that does not divide C pads each
+    tap's channels to whole blocks (:func:`tap_columns`: one load reads a tap's 24
+    channels as 32 columns, the last 8 zeros). Where C is 8: 16 in two 8-column pieces
+    (:func:`a_copy_k`), each a tap's channels. A pointwise layer's K blocks need not
+    divide C either (:func:`pointwise_k_blocks`: the last one is zero-filled past C):
+    the same price, ties to the wider."""
+    c = geometry.c
     if pointwise_k_blocks(geometry):
-        return min(K_BLOCKS, key=lambda w: (-(-geometry.c // w) * (K_STEP_COLUMNS + w), -w))
-    return next((w for w in K_BLOCKS if geometry.c % w == 0), K_BLOCKS[-1])
+        return min(K_BLOCKS, key=lambda w: (_columns_moved(c, w), -w))
+    if c < K_BLOCKS[-1]:
+        return K_BLOCKS[-1]
+    return min(K_BLOCKS, key=lambda w: (_columns_moved(c, w), -(-c // w) * w, -w))
 
 
 def a_copy_k(geometry: Conv2dGeometry) -> int:
-    """``GemmConfig.a_copy_k`` of a layer: 0 (one copy per K block) where a K block fits
-    in a tap (every K block of a pointwise layer does), :data:`PIECE` where C is 8 mod
-    16."""
-    return 0 if pointwise_k_blocks(geometry) or geometry.c % K_BLOCKS[-1] == 0 else PIECE
+    """``GemmConfig.a_copy_k`` of a layer: :data:`PIECE` where C is 8 (a 16-column K
+    block is two taps' 8-channel pieces), else 0 (one copy per K block; every K block of
+    a pointwise layer, every block of a tap, padded or not)."""
+    return 0 if pointwise_k_blocks(geometry) or geometry.c >= K_BLOCKS[-1] else PIECE
+
+
+def tap_columns(geometry: Conv2dGeometry, block_k: int, copy_k: int = 0) -> int:
+    """``GemmConfig.tap_columns`` of an im2col layer (seen folded) in K blocks of
+    ``block_k`` (and copies of ``copy_k``): 0 where the blocks divide C (or are 8-column
+    pieces), else C padded to whole blocks. The A loads then read the view as (pixels,
+    taps, channels) and B the filter as (K, taps, channels), one tap a load, zeros past
+    its channels; a tap is one load where it was three (C = 24 in 32 columns) or five (C
+    = 40 in 64). H200, same run, TFLOP/s of a layer against the padded-to width's (time
+    x the padded layer's): N=16 3x3 112x112x24 -> 64 103 against 32 channels 308 (2.2x
+    faster padded), 56x56x24 -> 24 2.4x, 112x112x40 -> 40 against 64 channels 2.8x,
+    against 48 (three 16-wide loads) 1.6x; 28x28x80 -> 80 against 96 1.25x, against 128
+    1.18x (the cheaper model choice, 96, measured faster)."""
+    if pointwise_k_blocks(geometry) or copy_k or geometry.c % block_k == 0:
+        return 0
+    return -(-geometry.c // block_k) * block_k
+
+
+def gemm_k(geometry: Conv2dGeometry, columns: int) -> int:
+    """K of the GEMM the kernel runs for a layer (seen folded) with ``tap_columns``
+    ``columns``: R*S*C, or the taps times ``columns``."""
+    return geometry.gemm_k // geometry.c * columns if columns else geometry.gemm_k
 
 
 def _check_block_k(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
+    if cfg.tap_columns:
+        c, bk = geometry.c, cfg.block_k
+        if pointwise_k_blocks(geometry) or not c <= cfg.tap_columns < c + bk:
+            raise ValueError(f"tap_columns={cfg.tap_columns}: each filter tap's C={c} "
+                             f"channels padded to whole K blocks of {bk} columns "
+                             f"({-(-c // bk) * bk}), and not for a pointwise layer (its K "
+                             f"blocks run past C as they are: tap_columns=0)")
+        return
     copied = cfg.a_copy_k or cfg.block_k
     if cfg.block_k in K_BLOCKS and geometry.c % copied and not pointwise_k_blocks(geometry):
         raise ValueError(f"block_k={cfg.block_k}, a_copy_k={cfg.a_copy_k}: each A copy "
                          f"({copied} columns) must lie inside one filter tap's "
                          f"C={geometry.c} channels (one im2col load reads at one tap "
-                         f"offset): a K block of 64, 32 or 16 dividing C, or 16 in "
-                         f"8-column pieces (block_k={channel_block(geometry)}, "
-                         f"a_copy_k={a_copy_k(geometry)} here)")
+                         f"offset): a K block of 64, 32 or 16 dividing C, 16 in "
+                         f"8-column pieces, or tap_columns padding C to whole K blocks "
+                         f"(block_k={channel_block(geometry)}, a_copy_k="
+                         f"{a_copy_k(geometry)}, tap_columns="
+                         f"{tap_columns(geometry, channel_block(geometry), a_copy_k(geometry))}"
+                         f" here)")
 
 
 def _epilogue_and_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
@@ -308,8 +353,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     geometry = geometry.patches_folded()
     options.setdefault("block_k", channel_block(geometry))
     options.setdefault("a_copy_k", a_copy_k(geometry))
-    base = GemmConfig(geometry.gemm_m, geometry.k, geometry.gemm_k, dtype=dtype,
-                      b_layout="nk", **options)
+    options.setdefault("tap_columns", tap_columns(geometry, options["block_k"],
+                                                  options["a_copy_k"]))
+    base = GemmConfig(geometry.gemm_m, geometry.k, gemm_k(geometry, options["tap_columns"]),
+                      dtype=dtype, b_layout="nk", **options)
     _check_block_k(geometry, base)
     if _short_k(base, options):
         # A layer of few K steps is its epilogues as much as its MMAs: two warpgroups on
@@ -937,10 +984,13 @@ def check_config(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
     """Refuse a configuration that is not the GEMM of ``geometry`` (or one the kernel does
     not run as a convolution), naming the value."""
     check_geometry(geometry, cfg.dtype)
-    for name, want in (("m", geometry.gemm_m), ("n", geometry.k), ("k", geometry.gemm_k)):
+    k = gemm_k(geometry.patches_folded(), cfg.tap_columns)
+    for name, want in (("m", geometry.gemm_m), ("n", geometry.k), ("k", k)):
         if getattr(cfg, name) != want:
             raise ValueError(f"{name}={getattr(cfg, name)}: the GEMM of {geometry.describe()} "
-                             f"has {name} = {want} (M = N*P*Q, N = K, K = R*S*C)")
+                             f"has {name} = {want} (M = N*P*Q, N = K, K = R*S*C"
+                             + (f" with each tap's C padded to {cfg.tap_columns}"
+                                if cfg.tap_columns else "") + ")")
     if cfg.b_layout != "nk":
         raise ValueError(f"b_layout={cfg.b_layout!r}: the KRSC filter is the GEMM's B as "
                          f"N x K ('nk')")

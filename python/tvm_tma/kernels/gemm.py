@@ -174,6 +174,15 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
     # share B (CTA ``rank`` sends share ``rank % cluster``): two masks of the rank.
     share, b_share = cfg.a_share_rows, cfg.b_share_rows
     two_d = cluster > 1 and cluster_n > 1
+    taps = cfg.tap_columns
+
+    def k_block(operand, first, rows, k0):
+        # Rows [first, first + rows) of the K block at k0: its columns of a (rows, K)
+        # operand, or, with K over filter taps, tap k0 // taps and the block's channels
+        # of a (rows, taps, channels) one (past the channels: the copy's zero fill).
+        if taps:
+            return operand[first:first + rows, k0 // taps, k0 % taps:k0 % taps + bk]
+        return operand[first:first + rows, k0:k0 + bk]
     row_ctas = sum(1 << (cluster * column) for column in range(cluster_n))
     column_ctas = (1 << cluster) - 1
 
@@ -214,7 +223,7 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
             mine_b = T.meta_var(cluster_place(cfg, rank)[0] * b_share)
             first_b = T.meta_var(nb * bn + cluster_place(cfg, place)[0] * b_share)
             Tx.copy_async(b_ring[s, mine_b:mine_b + b_share, :],
-                          B[first_b:first_b + b_share, k0:k0 + bk],
+                          k_block(B, first_b, b_share, k0),
                           dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
                           l2_promotion=promotion, multicast=b_mask(rank),
                           tensormap=b_map)
@@ -225,7 +234,7 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                               dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
                               l2_promotion=promotion, multicast=rank, tensormap=b_map)
             else:
-                Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
+                Tx.copy_async(b_ring[s, :, :], k_block(B, nb * bn, bn, k0),
                               dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
                               l2_promotion=promotion, multicast=rank, tensormap=b_map)
         elif kn:
@@ -233,7 +242,7 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                           dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
                           l2_promotion=promotion, tensormap=b_map)
         else:
-            Tx.copy_async(b_ring[s, :, :], B[nb * bn:nb * bn + bn, k0:k0 + bk],
+            Tx.copy_async(b_ring[s, :, :], k_block(B, nb * bn, bn, k0),
                           dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
                           l2_promotion=promotion, tensormap=b_map)
 
@@ -264,7 +273,7 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                 first = T.meta_var(mb * bm + a_part(place) * share)
                 if pieces == 1:
                     Tx.copy_async(a_ring[s, mine:mine + share, :],
-                                  A[first:first + share, k0:k0 + bk],
+                                  k_block(A, first, share, k0),
                                   dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
                                   l2_promotion=promotion, multicast=a_mask(rank),
                                   tensormap=a_map)
@@ -279,7 +288,7 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                                           oob="zero", l2_promotion=promotion,
                                           multicast=a_mask(rank), tensormap=a_map)
             elif pieces == 1:
-                Tx.copy_async(a_ring[s, :, :], A[mb * bm:mb * bm + bm, k0:k0 + bk],
+                Tx.copy_async(a_ring[s, :, :], k_block(A, mb * bm, bm, k0),
                               dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
                               l2_promotion=promotion, tensormap=a_map)
             else:
@@ -339,6 +348,8 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
     m, n, k = cfg.m, cfg.n, cfg.k
     (a_dtype, b_dtype), c_dtype = cfg.input_dtypes, cfg.out_dtype
     b_shape = (k, n) if cfg.b_layout == "kn" else (n, k)
+    if cfg.tap_columns:
+        b_shape = (n, _tap_view_shape(cfg, a_operand)[1] * _tap_view_shape(cfg, a_operand)[2])
     if a_operand is None:
         a_shape, a_layout = (m, k), TileLayout(S[m, k])
     elif cfg.swap_ab:
@@ -412,6 +423,18 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
     return with_dependent_launch(gemm)
 
 
+def _tap_view_shape(cfg: GemmConfig, a_operand: AOperand | None) -> tuple[int, int, int]:
+    """(M, taps, channels) of a kernel whose K walks filter taps (``cfg.tap_columns``):
+    the A operand's 3-D view, whose taps times ``tap_columns`` must be K."""
+    shape = getattr(a_operand, "view_shape", None)
+    if shape is None or len(shape) != 3 or shape[0] != cfg.m or (
+            shape[1] * cfg.tap_columns != cfg.k or shape[2] > cfg.tap_columns):
+        raise ValueError(f"tap_columns={cfg.tap_columns}: the A operand's view must be "
+                         f"(M, taps, channels) with M={cfg.m}, taps x {cfg.tap_columns} = "
+                         f"K={cfg.k} and at most {cfg.tap_columns} channels; got {shape}")
+    return tuple(shape)
+
+
 def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
                      ) -> Callable[..., None]:
     """``body(A_arg, B, C, scales, partials, flags, groups)``: the whole kernel after its
@@ -436,8 +459,12 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
     # The A view, read only when a_operand is given (the ifs on a_operand and stream_k in
     # the body are decided while it is parsed).
     view_layout = view_offset = None
+    view_shape = (m, k)
     if a_operand is not None:
         view_layout, view_offset = a_operand.view_layout, a_operand.view_elem_offset
+        view_shape = getattr(a_operand, "view_shape", None) or (m, k)
+    # K over filter taps: B, the (N, taps x channels) argument, read as (N, taps, channels).
+    taps_b = (cfg.n, *_tap_view_shape(cfg, a_operand)[1:]) if cfg.tap_columns else None
     cta_body = make_cta_body(cfg, work)
 
     # fmt: off
@@ -446,8 +473,13 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
         if a_operand is None:
             A = T.meta_var(A_arg)
         else:
-            A = T.decl_buffer((m, k), a_dtype, A_arg.data, elem_offset=view_offset,
+            A = T.decl_buffer(view_shape, a_dtype, A_arg.data, elem_offset=view_offset,
                               layout=view_layout)
+        if cfg.tap_columns > 0:
+            B_taps = T.decl_buffer(taps_b, B.dtype, B.data)
+            B_read = T.meta_var(B_taps)
+        else:
+            B_read = T.meta_var(B)
         T.device_entry()
         if cluster > 1:
             # The CTA's rank in its cluster twice: the scope id (what the dispatch's
@@ -468,7 +500,8 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
             place = T.meta_var(0)
         tid = T.thread_id([cfg.threads])
         dyn = T.alloc_buffer((cfg.shared_bytes,), "uint8", scope="shared.dyn")
-        cta_body(A, B, C, scales, partials, flags, groups, (worker, rank, place, tid, dyn))
+        cta_body(A, B_read, C, scales, partials, flags, groups,
+                 (worker, rank, place, tid, dyn))
     # fmt: on
     return body
 

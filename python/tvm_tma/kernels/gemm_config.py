@@ -196,6 +196,15 @@ class GemmConfig:
     #: step ``s % k_steps``), the later uses of a slot load only A. The slot's barrier
     #: then expects A's bytes alone.
     b_resident: bool = False
+    #: 0: K is one run of columns (A and B as (rows, K) matrices). Else K walks filter taps
+    #: of this many columns each (a conv2d whose K blocks are wider than a tap's channels):
+    #: the A and B loads read 3-D views (rows, taps, channels), K block ``k0`` from tap
+    #: ``k0 // tap_columns`` at channel ``k0 % tap_columns``, and the columns past a tap's
+    #: channels read zeros in both (the copies' edge, ``oob="zero"``), so one load reads a
+    #: whole tap of 24 channels as 32 columns instead of three 8-column pieces. K is the
+    #: taps times ``tap_columns``; the kernel's B argument is (N, taps x channels), the
+    #: operand's view ``(M, taps, channels)`` (``a_operand.view_shape``).
+    tap_columns: int = 0
 
     def __post_init__(self) -> None:
         if self.block_k is None:
@@ -551,6 +560,18 @@ class GemmConfig:
         """Byte offset of the A ring in dynamic shared memory: right after the barriers."""
         return BARRIER_BYTES
 
+    def _check_tap_columns(self) -> None:
+        taps = self.tap_columns
+        if taps < 0 or taps % self.block_k or self.k % taps:
+            raise ValueError(f"tap_columns={taps}: a whole number of K blocks "
+                             f"(block_k={self.block_k}) that divides K={self.k} (the taps "
+                             f"times their padded channels)")
+        if self.a_copy_k or self.b_layout != "nk" or self.swap_ab or self.fp8:
+            raise ValueError(f"tap_columns={taps}: a 16-bit conv2d's K blocks over filter "
+                             f"taps (one A copy per K block, B as N x K, no swap_ab); got "
+                             f"a_copy_k={self.a_copy_k}, b_layout={self.b_layout!r}, "
+                             f"swap_ab={self.swap_ab}, dtype={self.dtype!r}")
+
     @property
     def a_pieces(self) -> int:
         """A copies per ring slot: 1, or 2 with ``a_copy_k`` 8 (one per 8-column piece)."""
@@ -658,6 +679,8 @@ class GemmConfig:
             raise ValueError(f"a_copy_k={self.a_copy_k} with block_k={self.block_k}: 0 (one "
                              f"A copy per K block) or 8 with block_k 16 (two 8-column pieces "
                              f"of one k16 wgmma step, in an unswizzled slot)")
+        if self.tap_columns:
+            self._check_tap_columns()
         if self.stages < 2:
             raise ValueError(f"stages={self.stages}: the ring needs at least 2 slots")
         whole_odd = self.block_n % 32 and self.epilogue_cols == self.block_n

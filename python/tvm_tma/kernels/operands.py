@@ -13,7 +13,8 @@ mainloop and the epilogue stay the GEMM's: every A copy still reads
     A = T.decl_buffer((m, k), dtype, X.data, elem_offset=a.view_elem_offset,
                       layout=a.view_layout)
 
-Any object with these four attributes works (the kernel reads nothing else);
+Any object with these four attributes works (the kernel reads nothing else but an optional
+``view_shape``, (M, K) where absent or None);
 :class:`AOperand` is the plain dataclass for it.
 """
 
@@ -37,6 +38,9 @@ class AOperand:
     view_layout: TileLayout
     #: Elements from the argument's data pointer to the view's first element.
     view_elem_offset: int | Expr = 0
+    #: The view's shape: None for (M, K); (M, taps, channels) for a kernel whose K walks
+    #: filter taps (``GemmConfig.tap_columns``: K blocks may run past a tap's channels).
+    view_shape: tuple[int, ...] | None = None
 
     @classmethod
     def row_major(cls, m: int, k: int) -> AOperand:

@@ -106,9 +106,14 @@ def recognize(region, argument, prover: Prover) -> ConvView | None:
     with the strides of the module docstring (TVM drops the pieces of extent 1: a 1x1 filter
     has no R or S piece). A view that reads like one but whose numbers do not make a
     convolution is refused (rule ``im2col``), naming what is off.
+
+    A 3-D view, (N*P*Q, taps, channels), is the same matrix with each tap's channels a
+    dimension of their own (:func:`plan_im2col`: a load may then run past them, reading
+    zeros); its last dimension must be one tap's channels as the map reads them: C, or
+    ``S * C`` where the W patch axis folds (:func:`fold_patches`).
     """
     buffer = region.source
-    if argument is None or len(buffer.shape) != 2 or len(argument.shape) != 4:
+    if argument is None or len(buffer.shape) not in (2, 3) or len(argument.shape) != 4:
         return None
     if buffer.layout is None:
         return None
@@ -122,7 +127,7 @@ def recognize(region, argument, prover: Prover) -> ConvView | None:
     s_n, s_h, s_w = (prover.simplify(stride) for stride in x_strides[:3])
     row_readings = _matches(grouped.shard[separators[0]:separators[1]],
                             (("N", s_n, True), ("P", s_h, False), ("Q", s_w, False)), prover)
-    col_readings = _matches(grouped.shard[separators[1]:separators[2]],
+    col_readings = _matches(grouped.shard[separators[1]:separators[-1]],
                             (("R", s_h, False), ("S", s_w, False), ("C", 1, True)), prover)
     readings = [(rows, cols) for rows in row_readings for cols in col_readings
                 if cols["C"][0] != 1 and (set(rows) - {"N"} or set(cols) - {"C"})]
@@ -147,7 +152,24 @@ def recognize(region, argument, prover: Prover) -> ConvView | None:
                      "which filter taps and padding lie along H and which along W, so which "
                      "elements are padding is ambiguous; convolve an image of width above 1, "
                      "or without the unit dimension")
-    return _check_traversal(fits[0], view)
+    return _check_traversal(_check_tap_dims(fits[0], buffer, _static(argument.shape[3], prover),
+                                            view, prover), view)
+
+
+def _check_tap_dims(conv: ConvView, buffer, channels: int, view: str,
+                    prover: Prover) -> ConvView:
+    """A 3-D view's last dimension is one tap's channels: X's ``channels``, or the
+    ``S * C`` of a folded W patch axis (where it keeps X's C, each load stays inside one
+    pixel's C: :func:`plan_im2col`)."""
+    if len(buffer.shape) == 2:
+        return conv
+    last = _static(buffer.shape[2], prover)
+    if last not in (conv.channels, channels):
+        raise refuse("im2col", f"{view}: its last dimension ({buffer.shape[2]}) must be one "
+                     f"filter tap's channels ({conv.channels}"
+                     + (f", or X's {channels} a pixel" if channels != conv.channels else "")
+                     + "): a 3-D view is (output pixels, taps, channels)")
+    return conv
 
 
 def _reading(rows: dict, cols: dict, padding: tuple[int, int], argument, strides: tuple,
@@ -321,22 +343,26 @@ def plan_im2col(conv: ConvView, shared: SharedView, global_region, prover: Prove
                 oob: str | None, plan_tiled) -> TmaPlan:
     """The im2col plan of a load from ``conv``'s GEMM view into the ``shared`` tile.
 
+    From a 2-D view the columns ``[k0, k0 + bk)`` must lie in one tap's channels. From a
+    3-D view (pixels, taps, channels) the load reads one tap ``t`` and channels ``[c0, c0 +
+    bk)``, which may run past the tap's channels where ``oob`` is given: those columns lie
+    outside the view and read the fill, as the padding halo does (the hardware fills
+    channels past the map's C). A K block wider than C then reads each tap in one load (24
+    channels in one 32-wide load, not three 8-wide ones).
+
     ``plan_tiled(global_view)`` plans the shared side as a tiled copy of the same tile (the
     planner's own L2/L3 with every rule); its box and issue steps are re-expressed here.
     """
-    starts, extents = region_bounds(global_region)
-    (m0, k0), (bm, bk) = ((prover.simplify(s) for s in starts),
-                          static_extents(extents, "global"))
-    channels = conv.channels
     view = f"view {global_region.source.name}"
-    if bk > channels or not prover.establish(
-            tvm.tirx.floormod(k0, channels) + bk <= channels, "im2col (columns in one tap)"):
-        raise refuse("im2col", f"{view}: columns [{k0}, {k0} + {bk}) must lie in one filter "
-                     f"tap's {channels} channels (a K block divides C and starts on it)")
-    if not prover.establish(k0 >= 0, "im2col (columns in the view)") or not prover.establish(
-            k0 + bk <= conv.cols, "im2col (columns in the view)"):
-        raise refuse("region-bounds", f"{view}: columns [{k0}, {k0} + {bk}) are not provably "
-                     f"inside [0, {conv.cols})")
+    m0, bm, tap, c0, bk = _pixels_tap_channels(conv, global_region, view, prover)
+    channels = conv.channels
+    channels_inside = prover.establish(c0 + bk <= channels, "im2col (columns in one tap)")
+    if not channels_inside and (len(global_region.region) == 2 or oob is None):
+        raise refuse("im2col", f"{view}: columns [{c0}, {c0} + {bk}) of tap {tap} must lie "
+                     f"in one filter tap's {channels} channels"
+                     + (" (a K block divides C and starts on it)"
+                        if len(global_region.region) == 2 else
+                        "; channels past them read zeros only with oob=\"zero\" or \"nan\""))
     rows_inside = prover.establish(tvm.tirx.all(m0 >= 0, m0 + bm <= conv.rows),
                                    "region-bounds (output pixels)")
     if not rows_inside:
@@ -347,21 +373,65 @@ def plan_im2col(conv: ConvView, shared: SharedView, global_region, prover: Prove
         if not prover.establish(m0 >= 0, "region-bounds (first output pixel)"):
             raise refuse("region-bounds", f"{view}: rows [{m0}, {m0} + {bm}) may start before "
                          "the first output pixel")
-    c0 = prover.simplify(tvm.tirx.floormod(k0, channels))
     # The shared side, as a tiled copy of the tile: pixels (outer) by channels. The pixel
     # stride is any 16-byte multiple that keeps the two dims apart (never merged or folded).
-    pixel_stride = 2 * channels
+    pixel_stride = 2 * max(channels, bk)
     tiled = plan_tiled(GlobalView(
         dtype=shared.dtype, element_bytes=shared.element_bytes,
         dims=(GlobalDim(prover.simplify(conv.rows), pixel_stride, m0, bm, rows_inside,
                         "output pixels"),
-              GlobalDim(channels, 1, c0, bk, True, "channels")),
+              GlobalDim(channels, 1, c0, bk, channels_inside, "channels")),
         oob=oob, direction="g2s"))
-    return _as_im2col(conv, tiled, m0, k0, bm, oob, view, prover)
+    edges = ((0,) if not channels_inside else ()) + ((3,) if not rows_inside else ())
+    return _as_im2col(conv, tiled, m0, tap, bm, oob, edges, view, prover)
 
 
-def _as_im2col(conv: ConvView, tiled: TmaPlan, m0, k0, bm: int, oob: str | None, view: str,
-               prover: Prover) -> TmaPlan:
+def _pixels_tap_channels(conv: ConvView, global_region, view: str, prover: Prover
+                         ) -> tuple[Expr, int, Expr, Expr, int]:
+    """(first output pixel, pixels, filter tap, first channel, channels) of a load from a
+    2-D view (columns ``k0`` on: tap ``k0 // C``) or a 3-D one (one tap of the middle
+    dimension; a last dimension of X's C under a folded W is a folded tap's pixel)."""
+    starts, extents = region_bounds(global_region)
+    starts = [prover.simplify(start) for start in starts]
+    sizes = static_extents(extents, "global")
+    channels = conv.channels
+    if len(starts) == 2:
+        (m0, k0), (bm, bk) = starts, sizes
+        if not prover.establish(k0 >= 0, "im2col (columns in the view)") or not \
+                prover.establish(k0 + bk <= conv.cols, "im2col (columns in the view)"):
+            raise refuse("region-bounds", f"{view}: columns [{k0}, {k0} + {bk}) are not "
+                         f"provably inside [0, {conv.cols})")
+        return (m0, bm, prover.simplify(tvm.tirx.floordiv(k0, channels)),
+                prover.simplify(tvm.tirx.floormod(k0, channels)), bk)
+    (m0, tap, c0), (bm, one_tap, bk) = starts, sizes
+    taps = conv.cols // channels
+    width = _static(global_region.source.shape[2], prover)
+    if one_tap != 1:
+        raise refuse("im2col", f"{view}: a load reads one filter tap; the region takes "
+                     f"{one_tap} of them")
+    if not prover.establish(tvm.tirx.all(tap >= 0, tap * width < taps * channels),
+                            "region-bounds (filter taps)"):
+        raise refuse("region-bounds", f"{view}: tap {tap} is not provably inside [0, "
+                     f"{taps * channels // width})")
+    if not prover.establish(c0 >= 0, "region-bounds (first channel)"):
+        raise refuse("region-bounds", f"{view}: channels [{c0}, {c0} + {bk}) may start "
+                     "before the first")
+    if width != channels:
+        # X's C a pixel under a folded W: the load must stay inside the pixel (past it are
+        # the next pixel's channels, which the folded map reads as this tap's).
+        if not prover.establish(c0 + bk <= width, "im2col (columns in one pixel)"):
+            raise refuse("im2col", f"{view}: channels [{c0}, {c0} + {bk}) of a {width}-"
+                         f"channel pixel must lie inside it: the W patch axis folds "
+                         f"({channels} channels a tap), so declare the view's last "
+                         f"dimension {channels} to read past a tap's channels")
+        k0 = prover.simplify(tap * width + c0)
+        return (m0, bm, prover.simplify(tvm.tirx.floordiv(k0, channels)),
+                prover.simplify(tvm.tirx.floormod(k0, channels)), bk)
+    return m0, bm, tap, c0, bk
+
+
+def _as_im2col(conv: ConvView, tiled: TmaPlan, m0, tap, bm: int, oob: str | None,
+               edges: tuple[int, ...], view: str, prover: Prover) -> TmaPlan:
     spec = tiled.tensor_map
     if spec.rank != 2 or spec.box_dims[1] != bm or any(
             axis.coord_dim != 0 for axis in tiled.issue_axes):
@@ -374,7 +444,6 @@ def _as_im2col(conv: ConvView, tiled: TmaPlan, m0, k0, bm: int, oob: str | None,
                      "must fit one box without promoting the element type")
     (r, s), (u, v), (dh, dw), (ph, pw) = conv.filter, conv.stride, conv.dilation, conv.padding
     p, q = conv.out
-    tap = tvm.tirx.floordiv(k0, conv.channels)
     pixel = tvm.tirx.floormod(m0, p * q)
     coordinates = (
         tiled.coordinates[0],
@@ -405,7 +474,7 @@ def _as_im2col(conv: ConvView, tiled: TmaPlan, m0, k0, bm: int, oob: str | None,
         oob_fill=1 if oob == "nan" else 0,
     )
     return replace(tiled, tensor_map=im2col_spec, coordinates=coordinates,
-                   im2col_offsets=offsets, edge_dims=(3,) if tiled.edge_dims else (),
+                   im2col_offsets=offsets, edge_dims=edges,
                    notes=(f"im2col: filter {r}x{s}, stride {u}x{v}, padding {ph}x{pw}, "
                           f"dilation {dh}x{dw}, output {p}x{q}"
                           + "".join(f"; folded {axis}" for axis in conv.folded),))

@@ -4,7 +4,8 @@ Case ``index`` of stream ``seed`` (:func:`random_im2col_case`) is a convolution 
 an H x W image of 1..14 pixels a side, 8..128 channels, a 1..5 filter, stride 1..3,
 padding 0..2, dilation 1..2, float16 or bfloat16; or, a fifth of the time, a patch layer:
 filter = stride of 1..16 a side over 1..3 patches of 8..32 channels) and a tile (32..256
-output pixels by one tap's channel block, plain or 32/64/128B-swizzled).
+output pixels by one tap's channel block, plain or 32/64/128B-swizzled; 30% of the time
+from the 3-D view, each tap's channels padded to a whole number of K blocks of any width).
 :func:`check_im2col_case` plans the materializing kernel's load (:mod:`.im2col_kernel`)
 and runs every tile of the plan on the TMA model (:mod:`.im2col_model`) against the
 im2col matrix computed from the convolution's definition; a refusal must name the
@@ -37,6 +38,10 @@ DEFAULT_SEED = 20261124
 #: Share of the cases that are patch layers (filter = stride, no padding: a ViT's or a
 #: ConvNeXt's stem), which the planner folds (``planner.im2col.fold_patches``).
 PATCH_SHARE = 0.2
+#: Share of the cases that read a 3-D view (pixels, taps, channels) in K blocks of any
+#: width, each tap's channels padded to a whole number of them (the loads past a tap's
+#: channels read zeros): how the conv kernel reads 24 channels a tap in one 32-wide load.
+TAP_SHARE = 0.3
 
 
 def _patches(rng: random.Random) -> tuple[int, int, int, int]:
@@ -63,7 +68,7 @@ def random_im2col_case(seed: int, index: int) -> Im2colCase:
             padding = (rng.randint(0, 2), rng.randint(0, 2))
             stride = (rng.choice((1, 1, 2, 3)), rng.choice((1, 1, 2, 3)))
             h, w = rng.randint(1, 14), rng.randint(1, 14)
-            c = rng.choice((8, 16, 32, 64, 64, 128))
+            c = rng.choice((8, 16, 24, 32, 40, 64, 64, 80, 128))
         try:
             geometry = Conv2dGeometry(rng.randint(1, 3), h, w, c, 16, r, s, stride, padding,
                                       dilation)
@@ -72,14 +77,20 @@ def random_im2col_case(seed: int, index: int) -> Im2colCase:
         dtype = rng.choice(("float16", "bfloat16"))
         swizzle = rng.choice((0, 1, 2, 3))
         span = (8, 16, 32, 64)[swizzle]  # elements of a 16-bit type: a swizzled row
-        choices = [d for d in (8, 16, 32, 64, 128) if d <= c and c % d == 0 and d % span == 0]
-        if not choices:
-            continue
-        block_k = rng.choice(choices)
+        tap_columns = 0
+        if rng.random() < TAP_SHARE:
+            block_k = rng.choice([d for d in (8, 16, 32, 64, 128) if d % span == 0])
+            tap_columns = -(-geometry.tap_channels // block_k) * block_k
+        else:
+            choices = [d for d in (8, 16, 32, 64, 128)
+                       if d <= c and c % d == 0 and d % span == 0]
+            if not choices:
+                continue
+            block_k = rng.choice(choices)
         block_m = rng.choice((32, 64, 64, 128, 256))
         if block_m * block_k * 2 > 64 * 1024:
             continue
-        return Im2colCase(geometry, block_m, block_k, dtype, swizzle)
+        return Im2colCase(geometry, block_m, block_k, dtype, swizzle, tap_columns=tap_columns)
 
 
 def check_im2col_case(case: Im2colCase, seed: int = 0) -> tuple[str, str]:

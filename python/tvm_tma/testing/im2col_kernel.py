@@ -32,14 +32,27 @@ class Im2colCase:
     dtype: str = "float16"
     swizzle: int = 0  # 0, or 1/2/3 for TVM's 32/64/128B MMA shared layouts
     cache_hint: str | None = None  # an L2 eviction priority for the loads (cache_hint=)
+    #: 0: the 2-D view, K blocks inside a tap. Else each tap's channels padded to this
+    #: many columns (a multiple of block_k): the 3-D view (pixels, taps, channels), loads
+    #: past a tap's channels reading zeros (``oob="zero"``).
+    tap_columns: int = 0
 
     @property
     def row_blocks(self) -> int:
         return -(-self.geometry.gemm_m // self.block_m)
 
     @property
+    def taps(self) -> int:
+        return self.geometry.taps_view_shape[1]
+
+    @property
+    def columns(self) -> int:
+        """Columns of the materialized matrix: K, or the taps times ``tap_columns``."""
+        return self.taps * self.tap_columns if self.tap_columns else self.geometry.gemm_k
+
+    @property
     def col_blocks(self) -> int:
-        return self.geometry.gemm_k // self.block_k
+        return self.columns // self.block_k
 
     @property
     def padded_rows(self) -> int:
@@ -62,9 +75,12 @@ def im2col_kernel(case: Im2colCase):
     g, bm, bk, dtype = case.geometry, case.block_m, case.block_k, case.dtype
     element = 2 if "16" in dtype else (1 if "8" in dtype else 4)
     nbytes = bm * bk * element
-    rows, cols, padded = case.row_blocks, case.col_blocks, case.padded_rows
+    rows, cols, padded_rows = case.row_blocks, case.col_blocks, case.padded_rows
     layout = case.tile_layout()
-    options = {"oob": "zero"} if case.ragged else {}
+    padded = case.tap_columns > g.tap_channels
+    options = {"oob": "zero"} if case.ragged or padded else {}
+    tap_columns = case.tap_columns or 1
+    a_shape = g.taps_view_shape if case.tap_columns else g.view_shape
     if case.cache_hint is not None:
         options["cache_hint"] = case.cache_hint
 
@@ -72,23 +88,30 @@ def im2col_kernel(case: Im2colCase):
     @T.prim_func
     def materialize(X_ptr: T.handle, D_ptr: T.handle):
         X = T.match_buffer(X_ptr, g.argument_shape, dtype, layout=g.argument_layout)
-        D = T.match_buffer(D_ptr, (padded, g.gemm_k), dtype,
-                           layout=TileLayout(S[padded, g.gemm_k]))
+        D = T.match_buffer(D_ptr, (padded_rows, case.columns), dtype,
+                           layout=TileLayout(S[padded_rows, case.columns]))
         T.device_entry()
         T.cta_id([1])
         tid = T.thread_id([32])
         dyn = T.alloc_buffer((nbytes + 1024,), "uint8", scope="shared.dyn")
         tile = T.decl_buffer((bm, bk), dtype, dyn.data, layout=layout)
         mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=nbytes // 8)
-        A = T.decl_buffer(g.view_shape, dtype, X.data, elem_offset=g.view_elem_offset,
+        A = T.decl_buffer(a_shape, dtype, X.data, elem_offset=g.view_elem_offset,
                           layout=g.view_layout)
         if tid == 0:
             T.ptx.mbarrier.init.shared.b64(mbar.ptr_to([0]), T.uint32(1))
             T.ptx.fence.proxy.async_.shared__cta()
             for mb in T.serial(rows):
                 for kb in T.serial(cols):
-                    Tx.copy_async(tile[:, :], A[mb * bm:mb * bm + bm, kb * bk:kb * bk + bk],
-                                  dispatch="tma", mbar=mbar.ptr_to([0]), **options)
+                    if case.tap_columns > 0:
+                        tap = T.meta_var(kb * bk // tap_columns)
+                        c0 = T.meta_var(kb * bk % tap_columns)
+                        Tx.copy_async(tile[:, :], A[mb * bm:mb * bm + bm, tap, c0:c0 + bk],
+                                      dispatch="tma", mbar=mbar.ptr_to([0]), **options)
+                    else:
+                        Tx.copy_async(tile[:, :],
+                                      A[mb * bm:mb * bm + bm, kb * bk:kb * bk + bk],
+                                      dispatch="tma", mbar=mbar.ptr_to([0]), **options)
                     T.ptx.mbarrier.arrive.expect_tx.shared.b64(mbar.ptr_to([0]),
                                                                T.uint32(nbytes))
                     T.cuda.mbarrier_wait(mbar.ptr_to([0]), (mb * cols + kb) % 2)
@@ -105,7 +128,12 @@ def expected_matrix(case: Im2colCase, x: np.ndarray) -> np.ndarray:
     """What ``D`` holds after the kernel: the im2col matrix, zero rows past the last."""
     g = case.geometry
     matrix = conv_gemm_view(x, (g.r, g.s), g.stride, g.padding, g.dilation)
-    out = np.zeros((case.padded_rows, g.gemm_k), dtype=x.dtype)
+    if case.tap_columns:  # each tap's channels, then zeros to tap_columns
+        taps, channels = g.taps_view_shape[1:]
+        padded = np.zeros((g.gemm_m, taps, case.tap_columns), dtype=x.dtype)
+        padded[:, :, :channels] = matrix.reshape(g.gemm_m, taps, channels)
+        matrix = padded.reshape(g.gemm_m, -1)
+    out = np.zeros((case.padded_rows, case.columns), dtype=x.dtype)
     out[:g.gemm_m] = matrix
     return out
 
@@ -118,7 +146,7 @@ def run_on_gpu(case: Im2colCase, executable, seed: int = 0) -> tuple[bool, str]:
     bits = rng.integers(-(1 << 15), 1 << 15, size=case.geometry.argument_shape, dtype=np.int16)
     want = expected_matrix(case, bits)
     x = torch.from_numpy(bits).cuda()
-    d = torch.full((case.padded_rows, case.geometry.gemm_k), 0x5A5A, dtype=torch.int16,
+    d = torch.full((case.padded_rows, case.columns), 0x5A5A, dtype=torch.int16,
                    device="cuda")
     view = getattr(torch, case.dtype)
     executable["main"](x.view(view), d.view(view))
