@@ -192,7 +192,9 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
 
 
 def describe(cfg: GemmConfig) -> str:
-    return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n}x{cfg.block_k} C{cfg.epilogue_cols} "
+    return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n}x{cfg.block_k}"
+            f"{f' (taps of {cfg.tap_columns} columns)' if cfg.tap_columns else ''} "
+            f"C{cfg.epilogue_cols} "
             f"stages={cfg.stages} cluster={cfg.cluster}x{cfg.cluster_n} ctas={cfg.ctas}"
             f"{f' {cfg.split_k} ordered K parts' if cfg.split_k > 1 else ''}"
             f"{' stream-K' if cfg.stream_k else ''}"
@@ -201,6 +203,7 @@ def describe(cfg: GemmConfig) -> str:
 
 def kernel_label(name: str, cfg: GemmConfig) -> str:
     return (f"{name}-{cfg.dtype}-{cfg.schedule}-{cfg.block_m}x{cfg.block_n}x{cfg.block_k}"
+            f"{f'-taps{cfg.tap_columns}' if cfg.tap_columns else ''}"
             f"-e{cfg.epilogue_cols}"
             f"-s{cfg.stages}-x{cfg.cluster}{'' if cfg.cluster_n == 1 else f'x{cfg.cluster_n}'}"
             f"-c{cfg.ctas}{f'-k{cfg.split_k}' if cfg.split_k > 1 else ''}"
@@ -295,7 +298,8 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
                 "layer": name, "geometry": g.describe(), "dtype": dtype,
                 "gemm": f"{g.gemm_m}x{g.k}x{g.gemm_k}",
                 "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
-                "block_k": cfg.block_k, "epilogue_n": cfg.epilogue_cols, "stages": cfg.stages,
+                "block_k": cfg.block_k, "tap_columns": cfg.tap_columns,
+                "epilogue_n": cfg.epilogue_cols, "stages": cfg.stages,
                 "cluster": cfg.cluster, "cluster_n": cfg.cluster_n, "ctas": cfg.ctas,
                 "tiles": cfg.num_tiles,
                 "stream_k": cfg.stream_k, "split_k": cfg.split_k,
@@ -400,7 +404,8 @@ def main(argv: list[str] | None = None) -> int:
         tiling = (f"{'sk' if row['stream_k'] else row['schedule'][:4]}"
                   f"{'/' + str(row['split_k']) if row['split_k'] > 1 else ''}"
                   f"{'/t' + str(row['tail_split']) if row.get('tail_split', 1) > 1 else ''} "
-                  f"{row['block_m']}x{row['block_n']}x{row['block_k']} "
+                  f"{row['block_m']}x{row['block_n']}x{row['block_k']}"
+                  f"{'/' + str(row['tap_columns']) if row.get('tap_columns') else ''} "
                   f"C{row['epilogue_n']} st{row['stages']} "
                   f"x{row['cluster']}x{row['cluster_n']} "
                   f"({row['tiles']} tiles)")

@@ -18,15 +18,18 @@ memory as the same swizzled K-major tile as a GEMM's of that ``block_k``.
 What it handles today (:func:`check_geometry` refuses the rest, naming the value):
 
 * **C a multiple of 8.** One im2col load reads one filter tap (one tap offset per
-  instruction), so each A copy must lie inside one tap's C channels. Where C is a
-  multiple of 16, a K block is one copy: ``block_k`` (64, 32 or 16 columns: one 128-, 64-
-  or 32-byte swizzle row of 16-bit elements) must divide C, and :func:`conv2d_config`
-  takes the widest that does (C = 96: 32, three K blocks per tap; C = 48: 16). Where C
-  is 8 mod 16 (8, 24, 40, ...), a 16-column K block (one wgmma k16 step) can straddle two
-  taps, so it is loaded as two 8-column copies, one per 16-byte piece, into an
-  unswizzled slot of wgmma core matrices (``GemmConfig.a_copy_k = 8``); K = R*S*C is then
-  8 mod 16 for an odd R*S, and the last K block's MMA reads its missing piece from a
-  zeroed region of shared memory, never from a copy past the last tap.
+  instruction), so each A copy lies inside one tap. A K block (64, 32 or 16 columns: one
+  128-, 64- or 32-byte swizzle row of 16-bit elements) that divides C is one copy; one
+  that does not pads each tap's C to whole blocks (``GemmConfig.tap_columns``): A is read
+  from the view as (pixels, taps, channels) and B from the filter as (K, taps, channels),
+  one copy a tap, and the columns past C read zeros in both (the copies' edge), so K is
+  the taps times the padded width (C = 24 in 32 columns, 40 in 64, 80 in 96:
+  :func:`conv2d_config` takes the block of fewest columns moved). Where C is 8, a
+  16-column K block (one wgmma k16 step) holds two taps, loaded as two 8-column copies
+  into an unswizzled slot of wgmma core matrices (``GemmConfig.a_copy_k = 8``, also
+  taken where asked for C 8 mod 16); K = R*S*C is then 8 mod 16 for an odd R*S, and the
+  last K block's MMA reads its missing piece from a zeroed region of shared memory, never
+  from a copy past the last tap.
 * **Stride at most 8**, the im2col map's traversal stride, **or a patch axis**: a filter
   extent equal to its stride, no padding or dilation, a whole number of patches (a ViT's
   16 x 16 at stride 16). Such an axis folds into the channels (W) or the batch (H)
@@ -91,7 +94,8 @@ __all__ = [
 def conv2d_kernel(geometry: Conv2dGeometry, cfg: GemmConfig) -> tvm.tirx.PrimFunc:
     """The implicit-GEMM conv2d of ``geometry`` as a PrimFunc ``gemm(X, F, Y)``: X the NHWC
     activation (N, H, W, C), F the filter as (K, R*S*C) (KRSC, flattened), Y the output as
-    (N*P*Q, K) (NPQK, flattened)."""
+    (N*P*Q, K) (NPQK, flattened), whatever ``cfg.tap_columns`` (the loads read the padded
+    taps from views of X and F)."""
     check_config(geometry, cfg)
     if not cfg.tap_columns:
         return gemm_kernel(cfg, a_operand=geometry)

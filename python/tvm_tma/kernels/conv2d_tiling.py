@@ -4,7 +4,8 @@ rule with the measurements that chose it.
 
 The layer is seen as its im2col loads read it (:meth:`~tvm_tma.conv.Conv2dGeometry.
 patches_folded`): the GEMM M = N*P*Q, N = K, K = R*S*C with B the filter as N x K, whose
-K blocks must each lie in one filter tap (one im2col load reads at one tap offset).
+K blocks must each lie in one filter tap (one im2col load reads at one tap offset; a tap's
+C may be padded to whole K blocks, :func:`tap_columns`).
 :mod:`.conv2d` builds, references and runs the kernel; it re-exports what is here.
 """
 
@@ -118,7 +119,11 @@ def check_geometry(geometry: Conv2dGeometry, dtype: str = "bfloat16") -> None:
 #: 56x56x144 -> 24 3 steps against 9 of 16 1.53x (0.60 / 0.39), 28x28x240 -> 40 4 against
 #: 15 of 16 1.47x, 14x14x480 -> 80 8 against 15 of 32 1.07x, 14x14x672 -> 112 11 against
 #: 21 of 32 1.13x; 56x56x96 -> 24 2 against 3 of 32 0.88x and at N=8 0.91-0.92x. A step
-#: worth more than 8 columns (144) and less than 32 (96): 16.
+#: worth more than 8 columns (144) and less than 32 (96): 16. An im2col layer's taps
+#: padded to whole blocks (:func:`tap_columns`) take the same price: H200, same run, the
+#: block it picks against 16-wide blocks, N=32 3x3 14x14x144 (32 in 160) 2.12x, N=8
+#: 28x28x112 (64 in 128) 2.10x, N=16 28x28x80 (32 in 96; 64 in 128 measured 0.94x of it)
+#: 1.19x.
 K_STEP_COLUMNS = 16
 
 
@@ -238,10 +243,13 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     ``epilogue_n``, ``schedule``, ``cluster``, ``ctas``, ...); each one given is kept, the
     rest chosen:
 
-    * **block_k**: the widest of 64, 32 and 16 that divides C (:func:`channel_block`), so
-      each K block, one im2col load, lies inside one filter tap (C = 96: 32, three K blocks
-      per tap; C = 48: 16). A given one must divide C too. Where C is 8 mod 16: 16, with
-      **a_copy_k** 8 (two 8-column copies per K block, :func:`a_copy_k`). A pointwise
+    * **block_k**: of 64, 32 and 16, the one of fewest columns moved over a tap's C
+      (:func:`channel_block`: C = 96: 32, three K blocks a tap; 64: 64), and where it does
+      not divide C, **tap_columns**: each tap's C padded to whole blocks
+      (:func:`tap_columns`: 24 in one 32-wide block, 40 and 48 in one 64-wide, 80 in three
+      32-wide; each K block one im2col load inside one tap, zeros past its channels; a
+      given block_k pads alike unless ``tap_columns=0`` is given). Where C is 8: 16, with
+      **a_copy_k** 8 (two taps' 8-column copies per K block, :func:`a_copy_k`). A pointwise
       layer (one tap, X loaded as a matrix) takes the block of fewest columns moved
       whether it divides C or not (:data:`K_STEP_COLUMNS`; C = 144: 64, three K blocks,
       the last zero-filled past C).
@@ -471,9 +479,10 @@ def _padded_k_in_pairs(geometry: Conv2dGeometry, cfg: GemmConfig,
 
 def _tall_pairs_of_pieces(geometry: Conv2dGeometry, chosen: GemmConfig,
                           options: dict) -> GemmConfig:
-    """An im2col layer whose C is 8 mod 16 (each 16-column K block two 8-channel im2col
-    copies of 16-byte pixels: a stem over RGB padded to 8 channels, 3x3 layers of 24 or 40
-    channels) on 128-row tiles takes 192-row cooperative tiles in 2x1 clusters, each CTA
+    """An im2col layer in 8-channel pieces (each 16-column K block two 8-channel im2col
+    copies of 16-byte pixels: a stem over RGB padded to 8 channels; 3x3 layers of 24 or 40
+    channels where pieces are asked for) on 128-row tiles takes 192-row cooperative tiles
+    in 2x1 clusters, each CTA
     loading half of the B tile and multicasting it to both; 192 rows alone where the
     width does not halve into 8-row groups (24, 40). Such a layer is bound by L2 requests,
     not by its MMAs: a 16-byte pixel is one request, and `ncu` of N=8 224x224x8 -> 64 7x7
