@@ -1443,7 +1443,9 @@ def test_conv2d_assembles_for_sm90a_with_the_expected_instructions(built):
                 "::bytes.multicast::cluster [%0], [%1, {%2, %3, %4, %5}], [%6], {%7, %8}, %9;"
                 ) in src
     assert re.search(r"cp\.async\.bulk\.tensor\.[23]d\.global\.shared::cta\.bulk_group", src)
-    assert ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+    # The filter: 2-D, or (K, taps, channels) where each tap's C is padded to whole blocks.
+    assert (f"cp.async.bulk.tensor.{3 if cfg.tap_columns else 2}d.shared::cluster.global"
+            ".mbarrier::complete_tx::bytes"
             f"{'.multicast::cluster' if cfg.cluster > 1 else ''} [") in src
     # Three maps: the activation's im2col (pointwise: tiled) map, the filter's and the
     # output's tiled maps.
