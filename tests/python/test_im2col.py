@@ -92,10 +92,11 @@ def test_a_3d_view_reads_a_tap_past_its_channels_as_zeros():
     assert check_im2col_case(case) == ("accepted", "")
 
 
-def _taps_kernel(geometry: Conv2dGeometry, view_shape: tuple, block_k: int, region,
-                 oob: str | None = "zero"):
-    """One load of 32 pixels from a 3-D view of ``geometry``'s activation:
-    ``region(A)`` is the global side."""
+def _one_load(geometry: Conv2dGeometry, view_shape: tuple, block_k: int, region,
+              oob: str | None = "zero", store: bool = False):
+    """The plan of one load of 32 pixels from a view of ``geometry``'s activation (2-D,
+    or 3-D: pixels, taps, channels), or with ``store`` a store into it: ``region(A)`` is
+    the global side."""
     from tvm.script import tirx as T
     from tvm.script.tirx import tile as Tx
     from tvm.tirx.layout import S, TileLayout
@@ -116,8 +117,11 @@ def _taps_kernel(geometry: Conv2dGeometry, view_shape: tuple, block_k: int, regi
         A = T.decl_buffer(view_shape, "float16", X.data, elem_offset=g.view_elem_offset,
                           layout=g.view_layout)
         if tid == 0:
-            Tx.copy_async(tile[:, :], region(A), dispatch="tma", mbar=mbar.ptr_to([0]),
-                          **options)
+            if store:
+                Tx.copy_async(region(A), tile[:, :], dispatch="tma")
+            else:
+                Tx.copy_async(tile[:, :], region(A), dispatch="tma", mbar=mbar.ptr_to([0]),
+                              **options)
 
     return tvm_tma.explain(load).copies[0]
 
@@ -135,7 +139,7 @@ def _taps_kernel(geometry: Conv2dGeometry, view_shape: tuple, block_k: int, regi
 ], ids=["no-oob", "two-taps", "tap-past-the-filter"])
 def test_a_3d_view_load_is_refused_past_what_it_may_read(view_shape, block_k, region, oob,
                                                         rule, detail):
-    load = _taps_kernel(Conv2dGeometry(1, 4, 8, 24, 16, 3, 3, padding=(1, 1)), view_shape,
+    load = _one_load(Conv2dGeometry(1, 4, 8, 24, 16, 3, 3, padding=(1, 1)), view_shape,
                         block_k, region, oob)
     assert not load.planned and load.rule == rule and detail in load.detail, load.detail
 
@@ -146,15 +150,15 @@ def test_a_folded_patch_view_pads_the_folded_pixel_not_the_unfolded_one():
     the view (pixels, 16 taps, 8) keeps each load inside one unfolded pixel's 8 channels,
     since past them the folded map reads the next pixel, not zeros."""
     g = Conv2dGeometry(1, 4, 8, 8, 16, 4, 4, stride=(4, 4))
-    folded = _taps_kernel(g, (2, 4, 32), 64, lambda A: A[0:32, 1, 0:64])
+    folded = _one_load(g, (2, 4, 32), 64, lambda A: A[0:32, 1, 0:64])
     assert folded.planned and folded.plan.tensor_map.global_dims == (32, 2, 4, 1)
     assert folded.plan.tensor_map.channels_per_pixel == 64 and 0 in folded.plan.edge_dims
     assert [str(o) for o in folded.plan.im2col_offsets] == ["0", "1"]
-    inside = _taps_kernel(g, (2, 16, 8), 8, lambda A: A[0:32, 5, 0:8])
+    inside = _one_load(g, (2, 16, 8), 8, lambda A: A[0:32, 5, 0:8])
     assert inside.planned and inside.plan.tensor_map.channels_per_pixel == 8
     assert [str(c) for c in inside.plan.coordinates][0] == "8"  # pixel 1 of the patch row
     assert [str(o) for o in inside.plan.im2col_offsets] == ["0", "1"]
-    past = _taps_kernel(g, (2, 16, 8), 16, lambda A: A[0:32, 5, 0:16])
+    past = _one_load(g, (2, 16, 8), 16, lambda A: A[0:32, 5, 0:16])
     assert not past.planned and past.rule == "im2col"
     assert ("channels [0, 0 + 16) of a 8-channel pixel must lie inside it: the W patch axis "
             "folds (32 channels a tap)") in past.detail
@@ -277,52 +281,15 @@ def test_corners_outside_the_rank_4_range_are_refused():
 def test_a_ragged_last_block_needs_oob():
     """Rows past the last output pixel run into a batch that does not exist: only a load
     that says how to fill them (oob="zero") may read them."""
-    from tvm.script import tirx as T
-    from tvm.script.tirx import tile as Tx
-    from tvm.tirx.layout import S, TileLayout
-
     g = Conv2dGeometry(1, 5, 5, 16, 8, 3, 3, padding=(1, 1))  # 25 output pixels
-
-    @T.prim_func
-    def ragged(X_ptr: T.handle):
-        X = T.match_buffer(X_ptr, g.argument_shape, "float16", layout=g.argument_layout)
-        T.device_entry()
-        T.cta_id([1])
-        tid = T.thread_id([32])
-        dyn = T.alloc_buffer((32 * 16 * 2 + 64,), "uint8", scope="shared.dyn")
-        tile = T.decl_buffer((32, 16), "float16", dyn.data, layout=TileLayout(S[32, 16]))
-        mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=32 * 16 * 2 // 8)
-        A = T.decl_buffer(g.view_shape, "float16", X.data, elem_offset=g.view_elem_offset,
-                          layout=g.view_layout)
-        if tid == 0:
-            Tx.copy_async(tile[:, :], A[0:32, 0:16], dispatch="tma", mbar=mbar.ptr_to([0]))
-
-    load = tvm_tma.explain(ragged).copies[0]
+    load = _one_load(g, g.view_shape, 16, lambda A: A[0:32, 0:16], oob=None)
     assert load.rule == "region-bounds" and "rows [0, 0 + 32)" in load.detail
     assert "[0, 25)" in load.detail and 'oob="zero"' in load.detail
 
 
 def test_a_store_into_the_view_is_refused():
-    from tvm.script import tirx as T
-    from tvm.script.tirx import tile as Tx
-    from tvm.tirx.layout import S, TileLayout
-
-    g = RESNET_3X3
-
-    @T.prim_func
-    def store(X_ptr: T.handle):
-        X = T.match_buffer(X_ptr, g.argument_shape, "float16", layout=g.argument_layout)
-        T.device_entry()
-        T.cta_id([1])
-        tid = T.thread_id([32])
-        dyn = T.alloc_buffer((64 * 64 * 2,), "uint8", scope="shared.dyn")
-        tile = T.decl_buffer((64, 64), "float16", dyn.data, layout=TileLayout(S[64, 64]))
-        A = T.decl_buffer(g.view_shape, "float16", X.data, elem_offset=g.view_elem_offset,
-                          layout=g.view_layout)
-        if tid == 0:
-            Tx.copy_async(A[0:64, 0:64], tile[:, :], dispatch="tma")
-
-    load = tvm_tma.explain(store).copies[0]
+    load = _one_load(RESNET_3X3, RESNET_3X3.view_shape, 64, lambda A: A[0:32, 0:64],
+                     oob=None, store=True)
     assert load.rule == "im2col" and "read by loads only" in load.detail
 
 
