@@ -38,6 +38,7 @@ from tvm_tma.kernels.conv2d_tiling import (
     SHORT_K_STEPS,
     STORE_BOUND_BLOCK_K,
     STORE_BOUND_STAGES,
+    WIDE_HALF_ROWS_MIN_STEPS,
     covering_width,
 )
 from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
@@ -331,6 +332,9 @@ SMALL = [
     # 16-channel K blocks (conv2d._narrow_blocks_in_pairs): 192 x 64 tiles in one 2x1
     # cluster, 9 tiles (M = 1600: the last 64 rows) on 2 CTAs, 9 K steps.
     ("narrow-blocks-pairs-4x20x20x16-k64-ctas2", _layer(4, 20, 20, 16, 64), {"ctas": 2}),
+    # 72 K steps on 64 x 256 tiles (conv2d_tiling._wide_half_rows): 3 tiles on 4 CTAs, M
+    # = 192 (the last tile's rows past none), two C stages of 128 columns alternating.
+    ("wide-half-rows-3x8x8x512-k256-ctas4", _layer(3, 8, 8, 512, 256), {"ctas": 4}),
 ]
 DEFAULT = [(name, geometry, {}) for name, geometry, _ in BENCHMARK.PROBLEMS]
 
@@ -538,6 +542,27 @@ def test_a_short_layer_with_a_small_partial_wave_cuts_its_tail_into_k_parts():
             "pingpong", 1)
     pinned = conv2d_config(layer, schedule="pingpong")
     assert (pinned.schedule, pinned.tail_split) == ("pingpong", 1)
+
+
+def test_a_long_layer_on_one_wave_of_128x128_tiles_takes_64x256_ones():
+    """72 K steps on one wave of 128 x 128 tiles: 64 x 256 tiles, as many, still one wave
+    (conv2d_tiling._wide_half_rows); not at 36 K steps, not where one wave does not hold
+    them, not past the caller's choices, not where ordered K parts were taken."""
+    assert WIDE_HALF_ROWS_MIN_STEPS == 64
+    for layer, tiles in ((_layer(16, 14, 14, 512, 512), 98), (_layer(12, 14, 14, 512, 512), 74),
+                         (_layer(1, 64, 64, 512, 512), 128), (_layer(32, 7, 7, 512, 768), 75)):
+        cfg = conv2d_config(layer)
+        assert (cfg.schedule, cfg.block_m, cfg.block_n, cfg.num_tiles, cfg.split_k) == (
+            "cooperative", 64, 256, tiles, 1), layer
+    short = conv2d_config(_layer(8, 28, 28, 256, 256))  # 36 K steps
+    assert (short.block_m, short.block_n, short.k_steps) == (128, 128, 36)
+    # 130 tiles of 128 x 128 on 132 CTAs, 125 of 64 x 256: on 128 CTAs neither is one wave.
+    assert conv2d_config(_layer(4, 20, 20, 512, 1280), ctas=128).block_m == 128
+    assert conv2d_config(_layer(4, 20, 20, 512, 1280)).block_m == 64
+    kept = conv2d_config(_layer(16, 14, 14, 512, 512), block_n=128)
+    assert (kept.block_m, kept.block_n) == (128, 128)
+    parts = conv2d_config(_layer(2, 28, 28, 512, 512))
+    assert (parts.block_m, parts.block_n, parts.split_k) == (128, 256, 5)
 
 
 def test_a_layer_whose_192_row_tiles_save_a_round_takes_them():

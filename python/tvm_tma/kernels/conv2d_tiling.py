@@ -78,6 +78,9 @@ NARROW_PAIRS_BLOCK_K = 32
 NARROW_PAIRS_ROUNDS = 2
 #: Widest tile :func:`_narrow_and_tall` gives 192 rows (the widest measured: 160).
 NARROW_TALL_WIDTH = 160
+#: K steps from which a layer of one wave of 128 x 128 tiles takes 64 x 256 ones
+#: (:func:`_wide_half_rows`): 72 steps gained 1.06-1.16x, 36 steps 0.99x.
+WIDE_HALF_ROWS_MIN_STEPS = 64
 #: Options that say how the work is split (the GEMM's :data:`~.tiling.SPLIT_FIELDS`, but
 #: ``stream_k_waves``, which alone shapes only a stream-K the caller did not ask for):
 #: given any, conv2d_config keeps them and adds no split, stream-K or short-K schedule.
@@ -377,7 +380,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
         chosen = _short_k_tiles(base)
     else:
         chosen = _covering_unless_idle(base, options)
-    chosen = _tall_tiles(_half_rows(chosen, options), options)
+    chosen = _wide_half_rows(_tall_tiles(_half_rows(chosen, options), options), options)
     chosen = _narrow_wave(geometry, _exact_wave(geometry, chosen, options), options)
     chosen = _narrow_blocks_in_pairs(geometry, _tall_pairs_of_pieces(geometry, chosen,
                                                                      options), options)
@@ -797,6 +800,30 @@ def _tall_tiles(chosen: GemmConfig, options: dict) -> GemmConfig:
         return chosen
     tall = replace(chosen, block_m=192, block_n=128, schedule="cooperative", tail_split=1)
     return tall if estimate(tall).cost < estimate(chosen).cost else chosen
+
+
+def _wide_half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
+    """64 x 256 tiles (cooperative: two consumer warpgroups, each 64 x 128 of the tile's
+    columns) for a layer of at least :data:`WIDE_HALF_ROWS_MIN_STEPS` K steps on one wave
+    of 128 x 128 tiles, where those are as many and one wave still holds them: the same
+    MMAs a tile, on half the rows and twice the columns. H200, graph replays, ABBA, x the
+    128 x 128 tiles (x cuDNN after): 3x3 over 512 channels (72 K steps), N=16 14x14 ->
+    512 1.14x (1.30), N=4 28x28 1.14x (1.11), N=8 20x20 1.16x (1.10), N=12 14x14 (76
+    tiles) 1.12x (1.09), N=1 64x64 (128 tiles) 1.06x (1.12); at 36 K steps (N=8 28x28x256
+    -> 256) 0.99x. Where the rules took ordered K parts on wider tiles, they keep them
+    (N=2 28x28x512: 64 x 256 on 50 tiles 0.59x). Not where the caller chose the tile,
+    the schedule, a cluster or a split."""
+    if ({"block_m", "block_n", "schedule", "cluster", "cluster_n"} | _SPLIT_CHOICES) \
+            & set(options):
+        return chosen
+    wide = replace(chosen, block_m=64, block_n=256)
+    if ((chosen.block_m, chosen.block_n, chosen.schedule) != (128, 128, "cooperative")
+            or chosen.n % 256 or chosen.k_steps < WIDE_HALF_ROWS_MIN_STEPS
+            or chosen.cluster_size > 1 or chosen.stream_k or chosen.split_k > 1
+            or chosen.tail_split > 1 or chosen.num_tiles > chosen.ctas
+            or wide.num_tiles > chosen.ctas or not _shapes(wide, options)):
+        return chosen
+    return wide
 
 
 def _narrow_and_tall(chosen: GemmConfig) -> bool:
