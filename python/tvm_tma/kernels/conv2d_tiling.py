@@ -322,7 +322,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       L2-request bound; :func:`_tall_pairs_of_pieces`: the ResNet stem over 8 channels at
       N=32 1.43x, 0.70 -> 1.00x cuDNN); for one of 16- or 32-channel K blocks, 192 rows
       on 64-wide tiles where they fill a wave and 2x1 clusters past two rounds
-      (:func:`_narrow_blocks_in_pairs`: N=64 56x56x16 -> 64 3x3 1.29x).
+      (:func:`_narrow_blocks_in_pairs`: N=64 56x56x16 -> 64 3x3 1.29x); 64 x 256 tiles
+      for a layer of at least :data:`WIDE_HALF_ROWS_MIN_STEPS` K steps on one wave of
+      128 x 128 tiles that one wave of them still holds (:func:`_wide_half_rows`: 3x3
+      over 512 channels, N=16 14x14 -> 512 1.14x; 13 layers 1.03-1.23x).
     * **one exact wave** (a pointwise layer): where the tiles above leave SMs idle or cut
       K into parts, cooperative tiles of 128 (else 64) rows whose width divides K exactly
       and that make one wave 95-100% full, whole K each (:func:`_exact_wave`, the GEMM's
