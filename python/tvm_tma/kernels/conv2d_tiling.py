@@ -806,10 +806,11 @@ def _tall_tiles(chosen: GemmConfig, options: dict) -> GemmConfig:
 
 
 def _wide_half_rows(chosen: GemmConfig, options: dict) -> GemmConfig:
-    """64 x 256 tiles (cooperative: two consumer warpgroups, each 64 x 128 of the tile's
-    columns) for a layer of at least :data:`WIDE_HALF_ROWS_MIN_STEPS` K steps on one wave
-    of 128 x 128 tiles, where those are as many and one wave still holds them: the same
-    MMAs a tile, on half the rows and twice the columns. H200, graph replays, ABBA, x the
+    """64 x 256 tiles (cooperative: one consumer warpgroup on m64n256 MMAs) for a layer
+    of at least :data:`WIDE_HALF_ROWS_MIN_STEPS` K steps on one wave of 128 x 128 tiles,
+    where those are as many and one wave still holds them: the same MMAs a tile, on half
+    the rows and twice the columns, with a sixth less shared memory read per MMA (A and
+    B once per k16 step, not B twice beside two halves of A). H200, graph replays, ABBA, x the
     128 x 128 tiles (x cuDNN after): 3x3 over 512 channels (72 K steps), N=16 14x14 ->
     512 1.14x (1.30), N=4 28x28 1.14x (1.11), N=8 20x20 1.16x (1.10), N=12 14x14 (76
     tiles) 1.12x (1.09), N=1 64x64 (128 tiles) 1.06x (1.12); at 36 K steps (N=8 28x28x256
