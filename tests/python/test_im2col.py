@@ -144,6 +144,52 @@ def test_a_3d_view_load_is_refused_past_what_it_may_read(view_shape, block_k, re
     assert not load.planned and load.rule == rule and detail in load.detail, load.detail
 
 
+@pytest.mark.parametrize("shape, region, tile, dims, box, coordinates", [
+    # X (2, 8, 8, 64) as (N*H, W, C): rows 2..5, pixels 2..5, every channel.
+    ((16, 8, 64), lambda V: V[2:6, 2:6, 0:64], (4, 4, 64), (512, 16), (256, 4), ["128", "2"]),
+    # As (N*H*W, C), the layout TVM keeps as one piece of 128 rows: rows 32..63.
+    ((128, 64), lambda V: V[32:64, 0:64], (32, 64), (256, 8), (256, 2), ["0", "2"]),
+    # As (N*H, W*C): rows 4..7, columns 128..255.
+    ((16, 512), lambda V: V[4:8, 128:256], (4, 128), (512, 16), (128, 4), ["128", "4"]),
+], ids=["nh-w-c", "nhw-c", "nh-wc"])
+def test_a_plain_reshape_view_of_an_nhwc_tensor_is_a_tiled_copy(shape, region, tile, dims,
+                                                                 box, coordinates):
+    """A reshape of a 4-D argument reads like a convolution's view (a piece of stride C)
+    whose numbers make none; at offset 0 it means no padding, so it is the plain view the
+    tiled planner copies (moved as 32-bit elements here), not a refusal: exact on the
+    model."""
+    from tvm.script import tirx as T
+    from tvm.script.tirx import tile as Tx
+    from tvm.tirx.layout import S, TileLayout
+
+    from tvm_tma.testing.tma_model import execute_plan
+
+    nbytes, whole = int(np.prod(tile)) * 2, tuple(slice(0, e) for e in tile)
+
+    @T.prim_func
+    def copy(X_ptr: T.handle):
+        X = T.match_buffer(X_ptr, (2, 8, 8, 64), "float16", layout=TileLayout(S[2, 8, 8, 64]))
+        T.device_entry()
+        T.cta_id([1])
+        tid = T.thread_id([32])
+        dyn = T.alloc_buffer((nbytes + 64,), "uint8", scope="shared.dyn")
+        shared = T.decl_buffer(tile, "float16", dyn.data, layout=TileLayout(S[tile]))
+        mbar = T.decl_buffer((1,), "uint64", dyn.data, elem_offset=nbytes // 8)
+        V = T.decl_buffer(shape, "float16", X.data)
+        if tid == 0:
+            Tx.copy_async(shared[whole], region(V), dispatch="tma", mbar=mbar.ptr_to([0]))
+
+    load = tvm_tma.explain(copy).copies[0]
+    assert load.planned and not load.plan.is_im2col, load.detail
+    spec = load.plan.tensor_map
+    assert (spec.global_dims, spec.box_dims) == (dims, box)
+    assert [str(c) for c in load.plan.coordinates] == coordinates
+    x = np.random.default_rng(1).integers(0, 1 << 16, size=(2, 8, 8, 64), dtype=np.uint16)
+    arena = np.zeros(nbytes, np.uint8)
+    execute_plan(load.plan, x.reshape(-1).view(np.uint8), arena, 2, {})
+    assert np.array_equal(arena.view(np.uint16).reshape(tile), region(x.reshape(shape)))
+
+
 def test_a_folded_patch_view_pads_the_folded_pixel_not_the_unfolded_one():
     """4 x 4 patches at stride 4 over 8 channels fold W: a tap is 32 channels a folded
     pixel. The 3-D view (pixels, 4 tap rows, 32) may read 64 of them (the last 32 zeros);

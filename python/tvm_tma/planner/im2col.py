@@ -105,7 +105,8 @@ def recognize(region, argument, prover: Prover) -> ConvView | None:
     contiguous channels, and its layout walks rows as (N, P, Q) and columns as (R, S, C)
     with the strides of the module docstring (TVM drops the pieces of extent 1: a 1x1 filter
     has no R or S piece). A view that reads like one but whose numbers do not make a
-    convolution is refused (rule ``im2col``), naming what is off.
+    convolution is refused (rule ``im2col``), naming what is off, unless its offset is 0:
+    then it means no padding, and it is a plain view (a reshape of X), None.
 
     A 3-D view, (N*P*Q, taps, channels), is the same matrix with each tap's channels a
     dimension of their own (:func:`plan_im2col`: a load may then run past them, reading
@@ -143,6 +144,11 @@ def recognize(region, argument, prover: Prover) -> ConvView | None:
             except PlanError as error:
                 failures.append(error)
     if not fits:
+        if _static(buffer.elem_offset, prover) == 0:
+            # No convolution, and no padding the view could mean (its offset is 0): a plain
+            # view of X (a reshape such as (N*H*W, C) whose layout TVM merged), whose every
+            # element is where its layout puts it: the tiled planner's.
+            return None
         raise failures[0]
     fits = list({_identity(conv): conv for conv in fits}.values())  # one after folding
     if len(fits) > 1:
