@@ -264,13 +264,13 @@ SMALL = [
      {"block_n": 128, "stream_k": True, "ctas": 5, **PIECES}),
     # Each tap's channels padded to whole K blocks (tap_columns): A and B read as (rows,
     # taps, channels), one load a tap, zeros past its channels. C = 24 in 32 columns
-    # (ragged M), C = 40 stride 2 in 64, C = 80 in three 32-wide blocks (96), C = 56 5x5
-    # padding 2 in 64, C = 8 in one 16-wide block (told: no pieces); with stream-K (runs
-    # ending mid-tap) and in 1x2 clusters sharing A.
+    # (ragged M), C = 40 stride 2 in 64, C = 80 in three 32-wide blocks (96), C = 56 in
+    # 64, C = 8 in one 16-wide block (told: no pieces); with stream-K (runs ending
+    # mid-tap) and in 1x2 clusters sharing A.
     ("taps32-c24-2x9x7x24-k64", _layer(2, 9, 7, 24, 64), {}),
     ("taps64-c40-stride2-2x12x12x40-k40", _layer(2, 12, 12, 40, 40, stride=2), {}),
     ("taps96-c80-2x9x9x80-k80", _layer(2, 9, 9, 80, 80), {"ctas": 8}),
-    ("taps64-c56-5x5-2x9x9x56-k112", _layer(2, 9, 9, 56, 112, 5, 5, pad=2), {"ctas": 8}),
+    ("taps64-c56-2x9x9x56-k112", _layer(2, 9, 9, 56, 112), {"ctas": 8}),
     ("taps16-c8-2x16x16x8-k32", _layer(2, 16, 16, 8, 32), {"block_k": 16, "a_copy_k": 0}),
     ("taps32-c24-streamk-2x14x14x24-k128", _layer(2, 14, 14, 24, 128),
      {"block_n": 128, "stream_k": True, "ctas": 8}),
