@@ -342,14 +342,18 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
     argument is ``a_operand``'s tensor (``argument_shape``, ``argument_layout``) and the A
     the loads read is its (M, K) view (``view_layout`` at ``view_elem_offset``), so a
     conv2d passes its activation and the im2col view of it; nothing else in the kernel
-    depends on which (see :mod:`.operands`).
+    depends on which (see :mod:`.operands`). With ``cfg.tap_columns`` the view is (M,
+    taps, channels), B the (N, taps x channels) argument read as (N, taps, channels), and
+    K the taps times ``tap_columns`` (each tap's channels padded to whole K blocks).
     """
     cfg.check()
     m, n, k = cfg.m, cfg.n, cfg.k
     (a_dtype, b_dtype), c_dtype = cfg.input_dtypes, cfg.out_dtype
     b_shape = (k, n) if cfg.b_layout == "kn" else (n, k)
     if cfg.tap_columns:
-        b_shape = (n, _tap_view_shape(cfg, a_operand)[1] * _tap_view_shape(cfg, a_operand)[2])
+        # K over filter taps padded to whole blocks: B is the (N, taps x channels) filter.
+        _, taps, channels = _tap_view_shape(cfg, a_operand)
+        b_shape = (n, taps * channels)
     if a_operand is None:
         a_shape, a_layout = (m, k), TileLayout(S[m, k])
     elif cfg.swap_ab:
