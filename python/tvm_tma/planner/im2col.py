@@ -94,6 +94,19 @@ class ConvView:
         return (pw - dw * (s - 1), ph - dh * (r - 1))
 
 
+@dataclass(frozen=True)
+class LoadWindow:
+    """What one im2col load reads: ``pixels`` output pixels from ``first_pixel``, at filter
+    ``tap``, ``channels`` channels from ``first_channel`` (which may run past the tap's C
+    from a 3-D view, :func:`plan_im2col`)."""
+
+    first_pixel: Expr
+    pixels: int
+    tap: Expr
+    first_channel: Expr
+    channels: int
+
+
 def _static(value: Expr, prover: Prover) -> int | None:
     return as_int(prover.simplify(value))
 
@@ -360,7 +373,9 @@ def plan_im2col(conv: ConvView, shared: SharedView, global_region, prover: Prove
     planner's own L2/L3 with every rule); its box and issue steps are re-expressed here.
     """
     view = f"view {global_region.source.name}"
-    m0, bm, tap, c0, bk = _pixels_tap_channels(conv, global_region, view, prover)
+    window = _load_window(conv, global_region, view, prover)
+    m0, bm, tap = window.first_pixel, window.pixels, window.tap
+    c0, bk = window.first_channel, window.channels
     channels = conv.channels
     channels_inside = prover.establish(c0 + bk <= channels, "im2col (columns in one tap)")
     if not channels_inside and (len(global_region.region) == 2 or oob is None):
@@ -392,11 +407,10 @@ def plan_im2col(conv: ConvView, shared: SharedView, global_region, prover: Prove
     return _as_im2col(conv, tiled, m0, tap, bm, oob, edges, view, prover)
 
 
-def _pixels_tap_channels(conv: ConvView, global_region, view: str, prover: Prover
-                         ) -> tuple[Expr, int, Expr, Expr, int]:
-    """(first output pixel, pixels, filter tap, first channel, channels) of a load from a
-    2-D view (columns ``k0`` on: tap ``k0 // C``) or a 3-D one (one tap of the middle
-    dimension; a last dimension of X's C under a folded W is a folded tap's pixel)."""
+def _load_window(conv: ConvView, global_region, view: str, prover: Prover) -> LoadWindow:
+    """The window of a load from a 2-D view (columns ``k0`` on: tap ``k0 // C``) or a
+    3-D one (one tap of the middle dimension; a last dimension of X's C under a folded W
+    is a folded tap's pixel), each bound proven or refused by name."""
     starts, extents = region_bounds(global_region)
     starts = [prover.simplify(start) for start in starts]
     sizes = static_extents(extents, "global")
@@ -407,8 +421,8 @@ def _pixels_tap_channels(conv: ConvView, global_region, view: str, prover: Prove
                 prover.establish(k0 + bk <= conv.cols, "im2col (columns in the view)"):
             raise refuse("region-bounds", f"{view}: columns [{k0}, {k0} + {bk}) are not "
                          f"provably inside [0, {conv.cols})")
-        return (m0, bm, prover.simplify(tvm.tirx.floordiv(k0, channels)),
-                prover.simplify(tvm.tirx.floormod(k0, channels)), bk)
+        return LoadWindow(m0, bm, prover.simplify(tvm.tirx.floordiv(k0, channels)),
+                          prover.simplify(tvm.tirx.floormod(k0, channels)), bk)
     (m0, tap, c0), (bm, one_tap, bk) = starts, sizes
     taps = conv.cols // channels
     width = _static(global_region.source.shape[2], prover)
@@ -431,9 +445,9 @@ def _pixels_tap_channels(conv: ConvView, global_region, view: str, prover: Prove
                          f"({channels} channels a tap), so declare the view's last "
                          f"dimension {channels} to read past a tap's channels")
         k0 = prover.simplify(tap * width + c0)
-        return (m0, bm, prover.simplify(tvm.tirx.floordiv(k0, channels)),
-                prover.simplify(tvm.tirx.floormod(k0, channels)), bk)
-    return m0, bm, tap, c0, bk
+        return LoadWindow(m0, bm, prover.simplify(tvm.tirx.floordiv(k0, channels)),
+                          prover.simplify(tvm.tirx.floormod(k0, channels)), bk)
+    return LoadWindow(m0, bm, tap, c0, bk)
 
 
 def _as_im2col(conv: ConvView, tiled: TmaPlan, m0, tap, bm: int, oob: str | None,
