@@ -1503,7 +1503,7 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
         unit_coordinates,
     )
     from tvm_tma.kernels.wgmma import a_slot_layout
-    from tvm_tma.testing.im2col_model import conv_gemm_view, execute_im2col
+    from tvm_tma.testing.im2col_model import conv_gemm_view, execute_im2col, pad_taps
     from tvm_tma.testing.layout_eval import layout_offsets
     from tvm_tma.testing.tma_model import execute_plan
 
@@ -1533,10 +1533,7 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
     # Columns past K (a pointwise layer's last K block past C) are zeros: the copy's edge.
     view = conv_gemm_view(x, (g.r, g.s), g.stride, g.padding, g.dilation)
     if cfg.tap_columns:  # each tap's channels, then zeros to tap_columns
-        taps, channels = g.taps_view_shape[1:]
-        padded = np.zeros((g.gemm_m, taps, cfg.tap_columns), np.uint16)
-        padded[:, :, :channels] = view.reshape(g.gemm_m, taps, channels)
-        view = padded.reshape(g.gemm_m, cfg.k)
+        view = pad_taps(view, g.tap_channels, cfg.tap_columns)
     matrix = np.zeros((cfg.m_blocks * cfg.cluster * cfg.block_m + cfg.block_m,
                        max(cfg.k, cfg.k_steps * cfg.block_k)), np.uint16)
     matrix[:g.gemm_m, :cfg.k] = view

@@ -19,7 +19,7 @@ from tvm.script.tirx import tile as Tx
 from tvm.tirx.layout import S, TileLayout
 
 from ..conv import Conv2dGeometry
-from .im2col_model import conv_gemm_view
+from .im2col_model import conv_gemm_view, pad_taps
 
 
 @dataclass(frozen=True)
@@ -128,11 +128,8 @@ def expected_matrix(case: Im2colCase, x: np.ndarray) -> np.ndarray:
     """What ``D`` holds after the kernel: the im2col matrix, zero rows past the last."""
     g = case.geometry
     matrix = conv_gemm_view(x, (g.r, g.s), g.stride, g.padding, g.dilation)
-    if case.tap_columns:  # each tap's channels, then zeros to tap_columns
-        taps, channels = g.taps_view_shape[1:]
-        padded = np.zeros((g.gemm_m, taps, case.tap_columns), dtype=x.dtype)
-        padded[:, :, :channels] = matrix.reshape(g.gemm_m, taps, channels)
-        matrix = padded.reshape(g.gemm_m, -1)
+    if case.tap_columns:
+        matrix = pad_taps(matrix, g.tap_channels, case.tap_columns)
     out = np.zeros((case.padded_rows, case.columns), dtype=x.dtype)
     out[:g.gemm_m] = matrix
     return out

@@ -110,3 +110,13 @@ def conv_gemm_view(x: np.ndarray, filter_hw: tuple[int, int], stride: tuple[int,
             cols = slice(s * dw, s * dw + v * (q_ - 1) + 1, v)
             out[:, :, :, r, s, :] = padded[:, rows, cols, :]
     return out.reshape(n_ * p_ * q_, r_ * s_ * c_)
+
+
+def pad_taps(matrix: np.ndarray, tap_channels: int, tap_columns: int) -> np.ndarray:
+    """An im2col matrix (rows, taps x ``tap_channels``) with each tap's channels followed
+    by zeros to ``tap_columns``: what loads from the 3-D view (pixels, taps, channels)
+    read in K blocks past a tap's channels."""
+    rows = matrix.shape[0]
+    padded = np.zeros((rows, matrix.shape[1] // tap_channels, tap_columns), matrix.dtype)
+    padded[:, :, :tap_channels] = matrix.reshape(rows, -1, tap_channels)
+    return padded.reshape(rows, -1)
