@@ -49,10 +49,12 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def before_narrow_wave(monkeypatch):
-    """The GEMM's default tiling without its last rule (the fullest wave of narrow tiles,
-    tiling.in_gemm_fullest_narrow_wave; its tests are in test_tiling.py), for the tests of
-    the rules before it: that rule replaces their choice on some short problems, but they
-    still choose for every problem it leaves."""
+    """The GEMM's default tiling without its last tiling rules (the fullest wave of narrow
+    tiles, tiling.in_gemm_fullest_narrow_wave, and C^T = B A^T for few columns,
+    tiling.on_few_columns; their tests are in test_tiling.py), for the tests of the rules
+    before them: those replace their choice on some problems, but they still choose for
+    every problem they leave."""
     from tvm_tma.kernels.tiling import rules
 
     monkeypatch.setattr(rules, "in_gemm_fullest_narrow_wave", lambda cfg: cfg)
+    monkeypatch.setattr(rules, "on_few_columns", lambda cfg: cfg)

@@ -18,6 +18,7 @@ import tvm_tma
 from tvm_tma.conv import Conv2dGeometry
 from tvm_tma.kernels import conv2d_tiling as conv2d_module
 from tvm_tma.kernels.conv2d import (
+    check_config,
     conv2d_config,
     conv2d_error_bound,
     conv2d_kernel,
@@ -45,6 +46,7 @@ from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
 from tvm_tma.kernels.reference import error_bound
 from tvm_tma.kernels.tiling import (
     ALTERNATING_MIN_STAGES,
+    FEW_COLUMNS_MIN_GAIN,
     NARROW_WAVE_MAX_LOAD_RATIO,
     NARROW_WAVE_MIN_FILL,
     NARROW_WAVE_MIN_STEPS,
@@ -52,6 +54,7 @@ from tvm_tma.kernels.tiling import (
     NARROW_WAVE_PINGPONG_FILL,
     NARROW_WAVE_WIDTH_STEP,
     STEP_COST,
+    busy_share,
     fullest_narrow_wave,
     in_fullest_narrow_wave,
     unit_load_bytes,
@@ -82,14 +85,24 @@ def before_conv_narrow_wave(monkeypatch):
     ``test_a_pointwise_layer_takes_the_fullest_wave_of_narrow_whole_k_tiles`` and
     ``test_an_im2col_layer_of_few_k_steps_takes_the_fullest_narrow_wave``), for the tests
     of the rules before it: that rule replaces their choice on some layers, but they still
-    choose for every layer it leaves. (conftest's ``before_narrow_wave`` is the GEMM's.)"""
+    choose for every layer it leaves; nor the swap for few columns after it (its tests:
+    ``test_few_output_channels_run_swapped_where_that_fills_the_sms``). (conftest's
+    ``before_narrow_wave`` is the GEMM's.)"""
     monkeypatch.setattr(conv2d_module, "_narrow_wave", _chosen_before_narrow_wave)
+    monkeypatch.setattr(conv2d_module, "_few_columns", _unswapped)
+
+
+def _unswapped(geometry, cfg, options):
+    """conv2d._few_columns that keeps the unswapped tiling."""
+    return cfg
 
 
 def config_before_narrow_wave(layer: Conv2dGeometry) -> GemmConfig:
-    """``conv2d_config(layer)`` as the rules before the narrow wave leave it."""
+    """``conv2d_config(layer)`` as the rules before the narrow wave leave it (and the swap
+    for few columns after it)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(conv2d_module, "_narrow_wave", _chosen_before_narrow_wave)
+        patch.setattr(conv2d_module, "_few_columns", _unswapped)
         return conv2d_config(layer)
 
 
@@ -101,6 +114,14 @@ SMALL = [
     # by default the same layer takes 8 tiles of 64 rows, the last 56 (few tiles, 9 K
     # steps: conv2d._half_rows).
     ("ragged-8x9x7x64-k64", _layer(8, 9, 7, 64, 64), {"block_m": 128}),
+    # Y^T = F X^T for few output channels (tiling.on_few_columns): 128 channels in 2 row
+    # blocks of 64 by 288 pixels in 2 column blocks of 144, the activation's tiled copies
+    # into the B ring; and, asked for, an im2col layer's 162 pixels in column blocks of 88
+    # (the last 74: pixels past M read zeros and store nothing).
+    ("few-columns-2x12x12x64-k128-1x1-ctas4", _layer(2, 12, 12, 64, 128, 1, 1, pad=0),
+     {"ctas": 4}),
+    ("swapped-im2col-2x9x9x64-k64-ctas2", _layer(2, 9, 9, 64, 64),
+     {"ctas": 2, "swap_ab": True, "block_m": 64, "block_n": 88}),
     ("ragged-half-rows-8x9x7x64-k64", _layer(8, 9, 7, 64, 64), {}),
     # 8 row blocks on 3 CTAs: the ring's phases run across tiles (persistent loop), with
     # cooperative tiles and with the ping-pong ones its 9 K steps take by default.
@@ -177,9 +198,9 @@ SMALL = [
      {"ctas": 5}),
     # A C stage the whole tile wide, two of them alternating from tile to tile: 10 tiles
     # of 128 x 64 on 3 CTAs (4 rounds on 2 ring slots; M = 1200, the last row block 48
-    # rows).
+    # rows). (By default the layer now runs as Y^T = F X^T: swap_ab=False keeps these.)
     ("whole-c-stages-3x20x20x64-k64-ctas3", _layer(3, 20, 20, 64, 64, 1, 1, pad=0),
-     {"ctas": 3}),
+     {"ctas": 3, "swap_ab": False}),
     # C = 24 in one 32-wide K block (zero-filled past C): 192 x 144 tiles in 2x1 clusters
     # (conv2d._padded_k_in_pairs), two whole-tile C stages: 7 row blocks on 2 clusters
     # (the last cluster's second CTA has none in its last round; the last block 48 rows),
@@ -538,8 +559,9 @@ def test_a_short_layer_with_a_small_partial_wave_cuts_its_tail_into_k_parts():
     assert (cfg.epilogue_cols, cfg.stages) == (128, 6)  # the whole tile in one C stage
     for other in (_layer(32, 14, 14, 1024, 256, 1, 1, pad=0),  # 98 tiles
                   _layer(32, 28, 28, 512, 256, 1, 1, pad=0)):  # 8 K steps
-        assert (conv2d_config(other).schedule, conv2d_config(other).tail_split) == (
-            "pingpong", 1)
+        # (swap_ab=False: the 98 tiles run as Y^T = F X^T after these rules, _few_columns.)
+        kept = conv2d_config(other, swap_ab=False)
+        assert (kept.schedule, kept.tail_split) == ("pingpong", 1)
     pinned = conv2d_config(layer, schedule="pingpong")
     assert (pinned.schedule, pinned.tail_split) == ("pingpong", 1)
 
@@ -903,14 +925,17 @@ def test_a_one_step_pointwise_layer_overlaps_its_stores():
         (32, 112, 32, 16): (192, 16, 16, 2),
         (32, 56, 24, 144): (192, 144, 144, 2),
         (32, 56, 64, 64): (128, 64, 64, 2),
-        (8, 56, 64, 64): (128, 64, 64, 4),  # 196 tiles
+        # 196 tiles (N=8 takes Y^T = F X^T after this rule: on 131 tiles of 64 x 192,
+        # _few_columns; swap_ab=False keeps the tiles of the rules before it).
+        (8, 56, 64, 64): (128, 64, 64, 4),
     }
     for (n, h, c, k), want in cases.items():
-        cfg = conv2d_config(_layer(n, h, h, c, k, 1, 1, pad=0))
+        cfg = conv2d_config(_layer(n, h, h, c, k, 1, 1, pad=0), swap_ab=False)
         assert (cfg.block_m, cfg.block_n, cfg.epilogue_cols, cfg.stages) == want, (n, h, c, k)
         assert (cfg.k_steps, cfg.epilogue_buffers) == (1, 2)
         # The ring stays 4 deep with the filter loaded each tile.
-        loaded = conv2d_config(_layer(n, h, h, c, k, 1, 1, pad=0), b_resident=False)
+        loaded = conv2d_config(_layer(n, h, h, c, k, 1, 1, pad=0), b_resident=False,
+                               swap_ab=False)
         assert (loaded.stages, loaded.epilogue_buffers) == (4, 2)
         assert cfg.shared_bytes <= MAX_SHARED
     # N=32 28x28x32 -> 192 stages C in 64-column pieces that alternate already
@@ -1054,17 +1079,54 @@ def test_a_k_no_width_divides_and_too_few_covering_tiles_take_two_128_wide_block
     padding); covering tiles that fill the SMs stay."""
     pointwise = functools.partial(_layer, r=1, s=1, pad=0)
     for c, k in ((40, 240), (48, 232), (64, 216), (40, 200)):
-        cfg = conv2d_config(pointwise(16, 28, 28, c, k))
+        # (48 and 64 channels then run as Y^T = F X^T, _few_columns: swap_ab=False here.)
+        cfg = conv2d_config(pointwise(16, 28, 28, c, k), swap_ab=False)
         # (C = 40 in one 64-wide K block: 2x1 clusters, _padded_k_in_pairs.)
         assert (cfg.block_m, cfg.block_n, cfg.cluster_size, cfg.num_tiles) == (
             128, 128, 1 + (c == 40), 196), k
     assert conv2d_config(pointwise(4, 56, 56, 40, 240)).block_n == 128
     # Enough covering tiles: one 240-wide column block.
     assert conv2d_config(pointwise(32, 28, 28, 40, 240)).block_n == 240
-    assert conv2d_config(pointwise(1, 56, 56, 24, 144)).block_n == 64
+    assert conv2d_config(pointwise(1, 56, 56, 24, 144), swap_ab=False).block_n == 64
     # K = 288: 192-wide tiles in 2x1 clusters, as before.
     wide = conv2d_config(pointwise(16, 28, 28, 48, 288))
     assert (wide.block_n, wide.cluster) == (192, 2)
+
+
+def test_few_output_channels_run_swapped_where_that_fills_the_sms():
+    """A pointwise layer of at most 256 output channels runs as Y^T = F X^T where the GEMM's
+    rule (tiling.on_few_columns) takes it: K in 64-row blocks of the MMAs' M, the pixels
+    in as many column blocks as fill the SMs' rounds (X's tiled copies fill the B ring);
+    not an im2col layer (unless asked), padded taps, clusters, more than 256 channels, or
+    the caller's tile or swap. H200, same runs: 43 layers 1.07-1.62x (RESULTS.md 6z8)."""
+    pointwise = functools.partial(_layer, r=1, s=1, pad=0)
+    cases = {  # layer: (block_n, tiles, stages, C stage rows), tiles before
+        (32, 17, 768, 192): ((216, 129, 5, 216), 73),  # Inception: 0.80x -> 1.19x cuDNN
+        (32, 14, 480, 128): ((96, 132, 10, 96), 98),  # DenseNet
+        (32, 35, 192, 64): ((152, 258, 7, 152), 307),  # two rounds
+        (8, 56, 64, 64): ((192, 131, 6, 192), 196),  # one K step, the filter resident before
+    }
+    for (n, h, c, k), (want, before) in cases.items():
+        layer = pointwise(n, h, h, c, k)
+        cfg, old = conv2d_config(layer), conv2d_config(layer, swap_ab=False)
+        assert (cfg.swap_ab, cfg.schedule, cfg.block_m, cfg.cluster_size, cfg.split_k,
+                cfg.b_resident) == (True, "cooperative", 64, 1, 1, False), (n, h, c, k)
+        assert (cfg.block_n, cfg.num_tiles, cfg.stages, cfg.epilogue_cols) == want
+        assert not old.swap_ab and old.num_tiles == before
+        assert busy_share(cfg) >= busy_share(old) + FEW_COLUMNS_MIN_GAIN
+        check_config(layer, cfg)
+    # Kept: a 3x3 layer; 40 channels in 2x1 clusters (one 64-wide K block over 40); more
+    # than 256 output channels; the caller's tile or swap.
+    inception = pointwise(32, 17, 17, 768, 192)
+    for layer, options in [(_layer(8, 56, 56, 64, 64), {}),
+                           (pointwise(16, 28, 28, 40, 240), {}),
+                           (pointwise(32, 17, 17, 768, 320), {}),
+                           (inception, {"block_n": 192}), (inception, {"swap_ab": False})]:
+        assert not conv2d_config(layer, **options).swap_ab, (layer.describe(), options)
+    # Asked for, an im2col layer runs swapped: X's im2col copies of 88 pixels.
+    asked = conv2d_config(_layer(2, 9, 9, 64, 64), ctas=2, swap_ab=True, block_m=64,
+                          block_n=88)
+    assert (asked.swap_ab, asked.num_tiles, asked.epilogue_cols) == (True, 2, 88)
 
 
 def test_a_c_stage_narrower_than_a_cooperative_tile_alternates_with_a_second():
@@ -1387,7 +1449,11 @@ def test_conv2d_copies_plan_as_one_a_load_and_tiled_loads_and_stores(built):
                                                           copies[:2] * 2 + [copies[4]] * 2]
         copies = copies[:2] + [copies[4], copies[6]]
     # Ordered split-K stores through two copies, a plain store (part 0) and a reduce-add.
+    # Swapped (Y^T = F X^T) the filter is the MMAs' A: its copy comes first.
     a_load, b_load, store, *reduce = copies
+    if cfg.swap_ab:
+        a_load, b_load = b_load, a_load
+    pixels = cfg.block_n if cfg.swap_ab else cfg.a_share_rows  # the activation box's
     assert len(reduce) == (1 if cfg.split_k_ordered or cfg.tail_split > 1 else 0)
     g = geometry.patches_folded()  # the layer as its map walks it (patch axes folded)
     swizzle = {64: 3, 32: 2, 16: 1}[cfg.block_k]
@@ -1398,7 +1464,7 @@ def test_conv2d_copies_plan_as_one_a_load_and_tiled_loads_and_stores(built):
         assert a_load.encoder == "cuTensorMapEncodeTiled" and a_load.plan.num_issues == 1
         spec = a_load.plan.tensor_map
         assert (spec.global_dims, spec.box_dims, spec.swizzle) == (
-            (g.c, g.gemm_m), (cfg.block_k, cfg.a_share_rows), swizzle)
+            (g.c, g.gemm_m), (cfg.block_k, pixels), swizzle)
         assert a_load.plan.notes[-1].startswith("pointwise convolution (filter 1x1")
         assert a_load.instruction == ("cp.async.bulk.tensor.2d.shared::cluster.global"
                                       ".mbarrier::complete_tx::bytes"
@@ -1421,7 +1487,7 @@ def test_conv2d_copies_plan_as_one_a_load_and_tiled_loads_and_stores(built):
     assert b_load.plan.tensor_map.box_dims[0] == cfg.block_k
     assert a_load.plan.num_issues == 1
     # A cluster along N: each CTA its own block_m / cluster_n pixels, to every CTA.
-    assert spec.pixels_per_column == cfg.a_share_rows
+    assert spec.pixels_per_column == pixels
     assert a_load.instruction == ("cp.async.bulk.tensor.4d.shared::cluster.global.im2col"
                                   ".mbarrier::complete_tx::bytes"
                                   + (".multicast::cluster" if cfg.cluster_n > 1 else ""))
@@ -1441,7 +1507,7 @@ def test_conv2d_copies_plan_as_one_a_load_and_tiled_loads_and_stores(built):
     spec = store.plan.tensor_map
     element = {"uint64": 8, "uint32": 4}.get(spec.dtype, 2)
     assert math.prod(spec.global_dims) * element == g.gemm_m * g.k * 2
-    if cfg.block_n % 32 == 0:
+    if cfg.block_n % 32 == 0 or cfg.swap_ab:  # swapped: C stages of 64-column atoms
         assert g.gemm_m in spec.global_dims
     else:
         assert spec.swizzle == 0
@@ -1502,7 +1568,7 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
         tile_coordinates,
         unit_coordinates,
     )
-    from tvm_tma.kernels.wgmma import a_slot_layout
+    from tvm_tma.kernels.wgmma import a_slot_layout, swizzled_layout
     from tvm_tma.testing.im2col_model import conv_gemm_view, execute_im2col, pad_taps
     from tvm_tma.testing.layout_eval import layout_offsets
     from tvm_tma.testing.tma_model import execute_plan
@@ -1511,7 +1577,11 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
     cfg = _config(g, options)
     copies = tvm_tma.explain(conv2d_kernel(g, cfg)).copies
     # The whole tiles' A copy, and with a tail split the tail mainloop's (the third copy).
-    plans = [copies[0].plan] + ([copies[2].plan] if cfg.tail_split > 1 else [])
+    # Swapped (Y^T = F X^T), the activation is the second copy, into the B ring: its
+    # block_n pixels are the tile's column block of the product.
+    swapped = cfg.swap_ab
+    plans = ([copies[1 if swapped else 0].plan]
+             + ([copies[2].plan] if cfg.tail_split > 1 else []))
     plan = plans[0]
     assert plan.is_im2col != g.is_pointwise
     execute = execute_im2col if plan.is_im2col else execute_plan
@@ -1534,15 +1604,20 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
     view = conv_gemm_view(x, (g.r, g.s), g.stride, g.padding, g.dilation)
     if cfg.tap_columns:  # each tap's channels, then zeros to tap_columns
         view = pad_taps(view, g.tap_channels, cfg.tap_columns)
-    matrix = np.zeros((cfg.m_blocks * cfg.cluster * cfg.block_m + cfg.block_m,
-                       max(cfg.k, cfg.k_steps * cfg.block_k)), np.uint16)
+    rows = cfg.block_n if swapped else cfg.block_m  # pixels a slot holds
+    blocks = cfg.n_blocks if swapped else cfg.m_blocks * cfg.cluster
+    matrix = np.zeros((blocks * rows + rows, max(cfg.k, cfg.k_steps * cfg.block_k)),
+                      np.uint16)
     matrix[:g.gemm_m, :cfg.k] = view
-    slots = layout_offsets(a_slot_layout(cfg), (cfg.stages, cfg.block_m, cfg.block_k))
-    a_start = cfg.a_ring_start // cfg.element_bytes
+    slot_layout = (swizzled_layout(cfg.dtype, (cfg.stages, rows, cfg.block_k)) if swapped
+                   else a_slot_layout(cfg))
+    slots = layout_offsets(slot_layout, (cfg.stages, rows, cfg.block_k))
+    a_start = (cfg.b_ring_start if swapped else cfg.a_ring_start) // cfg.element_bytes
     analyzer = Analyzer()
     loaded = []
 
     def check_slot(values: dict, it: int, mb: int, k_step: int, plan=plan) -> None:
+        # mb: the block of pixels (swapped: the product's column block).
         # Each copy of the slot (one, or one per 8-column piece that starts before K); in
         # a cluster along N every CTA of the cluster sends its rows of it.
         width = cfg.a_copy_k or cfg.block_k
@@ -1560,7 +1635,7 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
                 execute(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
             piece = slots[it % cfg.stages][:, p * width:(p + 1) * width]
             got = arena.view(np.uint16)[a_start + piece]
-            want = matrix[mb * cfg.block_m:(mb + 1) * cfg.block_m, k0:k0 + width]
+            want = matrix[mb * rows:(mb + 1) * rows, k0:k0 + width]
             assert np.array_equal(got, want), {**values, "p": p}
 
     if cfg.stream_k:
@@ -1597,7 +1672,7 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
                     # (ordered split-K: part p holds K steps part_steps(p); every unit of
                     # a worker has the same length, so round j starts at ring use j * count)
                     check_slot({"worker": worker, "rank": rank, "j": j, "ks": ks},
-                               j * count + ks, mb, first + ks)
+                               j * count + ks, nb if swapped else mb, first + ks)
     if cfg.tail_split > 1:
         # The last round: adjacent workers take the K parts of one tile left over, its
         # ring uses after the full rounds' (tail_rounds * k_steps of them).

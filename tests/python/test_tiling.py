@@ -18,6 +18,11 @@ from tvm_tma.kernels.tiling import (
     EXACT_WAVE_MIN_STEPS,
     EXACT_WAVE_MIN_WIDTH,
     EXACT_WAVE_WIDTH_STEP,
+    FEW_COLUMNS_BLOCK_M,
+    FEW_COLUMNS_MAX_N,
+    FEW_COLUMNS_MAX_ROUNDS,
+    FEW_COLUMNS_MIN_GAIN,
+    FEW_COLUMNS_MIN_WIDTH,
     MIN_PART_STEPS,
     NARROW_WAVE_MAX_STEPS,
     ORDERED_PART_COST,
@@ -30,11 +35,13 @@ from tvm_tma.kernels.tiling import (
     TALL_TILINGS,
     WIDE,
     WIDE_STRADDLED_MAX_STEPS,
+    busy_share,
     c_stage_widths,
     candidates,
     choose,
     estimate,
     exact_wave,
+    few_columns_tiling,
     fullest_narrow_wave,
     in_gemm_fullest_narrow_wave,
     in_one_exact_wave,
@@ -42,6 +49,7 @@ from tvm_tma.kernels.tiling import (
     in_tail_parts,
     in_two_by_two,
     modelled,
+    on_few_columns,
     on_half_rows,
     on_swapped_operands,
     on_wide_half_rows,
@@ -68,10 +76,21 @@ def picker(*names: str):
 
 
 def before_the_narrow_wave(m: int, n: int, k: int, **options) -> GemmConfig:
-    """``GemmConfig.for_problem`` without its last two rules, the fullest narrow wave (as
-    conftest's ``before_narrow_wave`` fixture) and the alternating C stages after it."""
+    """``GemmConfig.for_problem`` without its last three rules, the fullest narrow wave and
+    the swap for few columns (as conftest's ``before_narrow_wave`` fixture), and the
+    alternating C stages after them."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_gemm_fullest_narrow_wave", lambda cfg: cfg)
+        patch.setattr(rules_module, "on_few_columns", lambda cfg: cfg)
+        patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
+        return GemmConfig.for_problem(m, n, k, **options)
+
+
+def before_the_few_columns(m: int, n: int, k: int, **options) -> GemmConfig:
+    """``GemmConfig.for_problem`` without the swap for few columns and the alternating C
+    stages after it."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rules_module, "on_few_columns", lambda cfg: cfg)
         patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
         return GemmConfig.for_problem(m, n, k, **options)
 
@@ -581,7 +600,10 @@ def test_short_problems_take_the_fullest_wave_of_narrow_whole_k_tiles():
         (64, 1280, 960): ((16, 80, 15, 12, 16), ("cooperative", 128, 30)),  # 64 x 128, 3 parts
     }
     for (m, n, k), (want, was) in cases.items():
-        cfg, old = GemmConfig.for_problem(m, n, k), before_the_narrow_wave(m, n, k)
+        # (The swap for few columns takes 3136 x 192 x 1152 after this rule; swap_ab=False
+        # stops it: test_few_columns_run_swapped_where_that_keeps_more_sms_busy.)
+        cfg = GemmConfig.for_problem(m, n, k, swap_ab=False)
+        old = before_the_narrow_wave(m, n, k)
         assert (cfg.schedule, cfg.block_m, cfg.split_k, cfg.tail_split, cfg.stream_k,
                 cfg.cluster_size, cfg.swap_ab) == ("cooperative", 64, 1, 1, False, 1, False)
         assert (cfg.block_n, cfg.num_tiles, cfg.k_steps, cfg.stages,
@@ -784,6 +806,12 @@ def test_the_default_runs_on_any_problem():
             plain = before_the_c_stages(m, n, k, dtype=dtype)
             assert cfg == (plain if streams_weights(plain) else with_alternating_c_stages(plain))
             cfg = plain
+            unswapped = before_the_few_columns(m, n, k, dtype=dtype)
+            if cfg != unswapped:
+                # C^T = B A^T for few columns, of the tiling before it.
+                assert replace(cfg, l2_promotion=128) == replace(
+                    on_few_columns(unswapped), l2_promotion=128)
+                cfg = unswapped
             before = before_the_narrow_wave(m, n, k, dtype=dtype)
             if cfg != before:
                 # The fullest wave of narrow tiles of the tiling before it.
@@ -899,3 +927,58 @@ def test_a_c_stage_narrower_than_a_cooperative_tile_alternates_with_a_second():
     # The caller's ring or C stage stays.
     for options in ({"epilogue_buffers": 1}, {"stages": 9}, {"epilogue_n": 64}):
         assert GemmConfig.for_problem(1200, 512, 1000, **options).epilogue_buffers == 1
+
+
+def test_few_columns_run_swapped_where_that_keeps_more_sms_busy():
+    """tiling.on_few_columns: a 16-bit problem of at most 256 columns (B as N x K) runs as
+    C^T = B A^T on cooperative 64 x width tiles, N in 64-row blocks and M cut into as many
+    column blocks as the fewest rounds (at most 2) of the CTAs hold, where those tiles hold
+    at least 0.1 more of their rounds' work (busy_share) than the tiling before; measured
+    on the H200 (RESULTS.md 6z8): 19 GEMMs 1.05-1.50x."""
+    assert (FEW_COLUMNS_MAX_N, FEW_COLUMNS_BLOCK_M, FEW_COLUMNS_MAX_ROUNDS,
+            FEW_COLUMNS_MIN_WIDTH, FEW_COLUMNS_MIN_GAIN) == (256, 64, 2, 64, 0.1)
+    # 9248 x 192 x 768 (Inception's 1x1 at N=32): 73 tiles of 128 x 192 on 132 CTAs, one
+    # round of 12 K steps: 9248 x 192 of the 132 x 128 x 192 the round holds.
+    before = before_the_few_columns(9248, 192, 768)
+    assert (before.block_m, before.block_n, before.num_tiles, before.swap_ab) == (
+        128, 192, 73, False)
+    assert busy_share(before) == pytest.approx(9248 / (132 * 128))
+    # Swapped: 3 row blocks of N, 132 // 3 = 44 column blocks of ceil8(9248 / 44) = 216.
+    cfg = GemmConfig.for_problem(9248, 192, 768)
+    assert (cfg.swap_ab, cfg.schedule, cfg.block_m, cfg.block_n, cfg.num_tiles, cfg.stages,
+            cfg.epilogue_cols, cfg.split_k, cfg.cluster_size) == (
+        True, "cooperative", 64, 216, 129, 5, 216, 1, 1)
+    assert busy_share(cfg) == pytest.approx(9248 * 192 / (132 * 64 * 216))
+    assert cfg == on_few_columns(before) == few_columns_tiling(before)
+    cases = {  # (m, n, k): (width, tiles, stages), (block_m, block_n, units) before
+        (25088, 64, 256): ((192, 131, 6), (192, 128, 131)),  # half the columns padding
+        (4096, 192, 8192): ((96, 129, 10), (128, 128, 128)),  # 64 tiles in 2 parts
+        (6272, 128, 480): ((96, 132, 10), (64, 128, 98)),  # the fullest narrow wave's
+        (3136, 256, 1024): ((96, 132, 10), (64, 128, 98)),
+        (39200, 64, 192): ((152, 258, 7), (128, 64, 307)),  # two rounds
+        (10669, 192, 256): ((248, 132, 5), (128, 192, 84)),
+    }
+    for (m, n, k), (want, was) in cases.items():
+        cfg, old = GemmConfig.for_problem(m, n, k), before_the_few_columns(m, n, k)
+        assert cfg.swap_ab and (cfg.block_m, cfg.schedule) == (64, "cooperative"), (m, n, k)
+        assert (cfg.block_n, cfg.num_tiles, cfg.stages) == want, (m, n, k)
+        assert (old.block_m, old.block_n, old.num_tiles * old.reduction_parts) == was
+        assert busy_share(cfg) >= busy_share(old) + FEW_COLUMNS_MIN_GAIN
+        cfg.check()
+    # Kept: a near-full round (16384 x 128 x 4096: 128 tiles of 128 x 128, 0.96-0.98x
+    # swapped); 2x1 clusters over straddled rows (9248 x 192 x 1000, 0.92x swapped); more
+    # than 256 columns; FP8; B as K x N; the caller's tile or swap.
+    for m, n, k, options in [(16384, 128, 4096, {}), (9248, 192, 1000, {}),
+                             (9248, 320, 768, {}),
+                             (9248, 192, 768, {"dtype": "float8_e4m3fn"}),
+                             (9248, 192, 768, {"b_layout": "kn"}),
+                             (9248, 192, 768, {"block_n": 192}),
+                             (9248, 192, 768, {"swap_ab": False})]:
+        cfg = GemmConfig.for_problem(m, n, k, **options)
+        assert not cfg.swap_ab, (m, n, k, options)
+    assert GemmConfig.for_problem(9248, 192, 1000).cluster == 2
+    # No swapped tiling: M past two rounds of 256-wide column blocks (100352 rows of 64
+    # columns), or under 64 a column block (2000 rows of 128: 66 blocks of 32).
+    assert few_columns_tiling(GemmConfig(100352, 64, 576)) is None
+    assert few_columns_tiling(GemmConfig(2000, 128, 1024)) is None
+    assert few_columns_tiling(GemmConfig(2000, 256, 1024, ctas=3)) is None  # 4 row blocks

@@ -94,7 +94,9 @@ Options:
   ring, the descriptors and every option above are the same; only the roles of the two
   arguments and the epilogue's addresses change. A problem of few rows (a decode step)
   then multiplies no padding rows: the default for M under 256
-  (:func:`.tiling.on_swapped_operands`).
+  (:func:`.tiling.on_swapped_operands`); a problem of few columns (N at most 256) gets
+  tiles that fill the SMs' rounds (:func:`.tiling.on_few_columns`). An A view
+  (``a_operand``, a conv2d's activation) is then declared over the B ring's argument.
 
 The kernel's pieces are modules of their own, shared with the other kernels of
 :mod:`tvm_tma.kernels`: the work order (:mod:`.scheduler`), the ring
@@ -356,9 +358,6 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
         b_shape = (n, taps * channels)
     if a_operand is None:
         a_shape, a_layout = (m, k), TileLayout(S[m, k])
-    elif cfg.swap_ab:
-        raise ValueError("swap_ab with an A view (a_operand): the view is the MMAs' A "
-                         "operand; C^T = B A^T takes a plain A")
     else:
         a_shape, a_layout = tuple(a_operand.argument_shape), a_operand.argument_layout
     body = make_kernel_body(cfg, a_operand)
@@ -461,12 +460,15 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
     a_dtype = cfg.mma_dtypes[0]
     ctas, cluster = cfg.ctas, cfg.cluster_size
     # The A view, read only when a_operand is given (the ifs on a_operand and stream_k in
-    # the body are decided while it is parsed).
+    # the body are decided while it is parsed). With swap_ab the view is the body's second
+    # operand (the MMAs' B slot: A's rows are the product's columns).
     view_layout = view_offset = None
     view_shape = (m, k)
     if a_operand is not None:
         view_layout, view_offset = a_operand.view_layout, a_operand.view_elem_offset
         view_shape = getattr(a_operand, "view_shape", None) or (m, k)
+    view_first = a_operand is not None and not cfg.swap_ab
+    view_second = a_operand is not None and cfg.swap_ab
     # K over filter taps: B, the (N, taps x channels) argument, read as (N, taps, channels).
     taps_b = (cfg.n, *_tap_view_shape(cfg, a_operand)[1:]) if cfg.tap_columns else None
     cta_body = make_cta_body(cfg, work)
@@ -474,14 +476,18 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
     # fmt: off
     @T.inline
     def body(A_arg, B, C, scales, partials, flags, groups=None):
-        if a_operand is None:
-            A = T.meta_var(A_arg)
-        else:
+        if view_first:
             A = T.decl_buffer(view_shape, a_dtype, A_arg.data, elem_offset=view_offset,
                               layout=view_layout)
+        else:
+            A = T.meta_var(A_arg)
         if cfg.tap_columns > 0:
             B_taps = T.decl_buffer(taps_b, B.dtype, B.data)
             B_read = T.meta_var(B_taps)
+        elif view_second:
+            B_view = T.decl_buffer(view_shape, B.dtype, B.data, elem_offset=view_offset,
+                                   layout=view_layout)
+            B_read = T.meta_var(B_view)
         else:
             B_read = T.meta_var(B)
         T.device_entry()

@@ -239,7 +239,11 @@ class GemmConfig:
         clusters or swapped, the fullest one wave of cooperative 64-row tiles of whole K
         (2 to 40 K steps, unrolled) where they are more than the tiles chosen
         (:func:`.tiling.in_gemm_fullest_narrow_wave`: 1568 x 640 x 1280 on 125 tiles of 64 x
-        128, 1.54x the 128 x 128 ping-pong tiles in 2 parts); then two alternating C stages
+        128, 1.54x the 128 x 128 ping-pong tiles in 2 parts); C^T = B A^T for few
+        columns (N at most 256 in 64-row blocks of the MMAs' M, M in as many column blocks
+        as fill one or two rounds of the CTAs) where those tiles keep at least a tenth more
+        of the SMs' rounds busy (:func:`.tiling.on_few_columns`: 9248 x 192 x 768 on 129
+        tiles of 64 x 216, 1.48x the 73 of 128 x 192); then two alternating C stages
         where a cooperative tile stores C in pieces and 4 ring stages still fit, but not
         where one row block streams B (:func:`.tiling.with_alternating_c_stages`: 1200 x
         512 x 1000 on 64 x 128 tiles 1.03x, 600 x 7000 x 2048 on 128 x 192 1.05x).
@@ -747,8 +751,9 @@ class GemmConfig:
         multiple of 8 from 8 to 256 (A's rows as wgmma N), and C staged ``epilogue_n`` of
         A's rows at a time, a multiple of 8 dividing ``block_n``: the stage is that many of
         C's rows by ``block_m`` of its columns, whole 64-column atoms of the 128B swizzle,
-        whose 8-row period each ``stmatrix .trans`` block fills. The A operand is a
-        plain tensor (a convolution's im2col view is the MMA's A, not its B)."""
+        whose 8-row period each ``stmatrix .trans`` block fills. A view of A (a
+        convolution's activation, tiled or im2col) fills the B ring as a plain A does;
+        not over padded taps (:attr:`tap_columns`)."""
         if self.b_layout != "nk":
             raise ValueError(f"swap_ab with b_layout={self.b_layout!r}: C^T = B A^T takes "
                              f"B as N x K ('nk'), both operands K-major")

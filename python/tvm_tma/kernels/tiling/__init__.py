@@ -1,7 +1,8 @@
 """The default tiling of a GEMM problem (and of conv2d's, which shares it): a wave model over
 measured tilings (:mod:`.model`, whose docstring describes the whole), then the measured
 refinements of its choice, each in a module of its own (:mod:`.swap`, :mod:`.half_rows`,
-:mod:`.clusters`, :mod:`.one_wave`, :mod:`.c_stages`), applied in order by :mod:`.rules`
+:mod:`.clusters`, :mod:`.one_wave`, :mod:`.few_columns`, :mod:`.c_stages`), applied in
+order by :mod:`.rules`
 (:mod:`.unswapped` lists those measured on unswapped tiles)."""
 
 from .c_stages import (
@@ -17,6 +18,16 @@ from .clusters import (
     A_SHARING_MIN_STEPS,
     in_two_by_two,
     sharing_a_in_fours,
+)
+from .few_columns import (
+    FEW_COLUMNS_BLOCK_M,
+    FEW_COLUMNS_MAX_N,
+    FEW_COLUMNS_MAX_ROUNDS,
+    FEW_COLUMNS_MIN_GAIN,
+    FEW_COLUMNS_MIN_WIDTH,
+    busy_share,
+    few_columns_tiling,
+    on_few_columns,
 )
 from .half_rows import (
     HALF_ROWS,
@@ -124,6 +135,8 @@ from .swap import (
     SWAP_MIN_STAGE_ROWS,
     on_swapped_operands,
     swapped,
+    swapped_tile,
+    with_widest_c_rows,
 )
 from .unswapped import (
     UNSWAPPED_RULES,
@@ -220,6 +233,16 @@ __all__ = [
     "narrow_half_rows",
     "on_half_rows",
     "on_swapped_operands",
+    "swapped_tile",
+    "with_widest_c_rows",
+    "FEW_COLUMNS_BLOCK_M",
+    "FEW_COLUMNS_MAX_N",
+    "FEW_COLUMNS_MAX_ROUNDS",
+    "FEW_COLUMNS_MIN_GAIN",
+    "FEW_COLUMNS_MIN_WIDTH",
+    "busy_share",
+    "few_columns_tiling",
+    "on_few_columns",
     "on_wide_half_rows",
     "ordered_adds",
     "pairs_share_b",

@@ -115,6 +115,9 @@ class Tiling(Protocol):
     split_k: int
     tail_split: int
     swap_ab: bool
+    b_resident: bool
+    a_copy_k: int
+    tap_columns: int
 
     @property
     def element_bytes(self) -> int: ...
@@ -128,6 +131,8 @@ class Tiling(Protocol):
     def work_units(self) -> int: ...
     @property
     def workers(self) -> int: ...
+    @property
+    def cluster_size(self) -> int: ...
     @property
     def steps_per_unit(self) -> int: ...
     @property

@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from .c_stages import C_STAGE_CHOICES, with_alternating_c_stages
+from .few_columns import on_few_columns
 from .model import (
     TILING_CHOICES,
     WEIGHT_STREAM_PROMOTION,
@@ -53,12 +54,14 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
     wave of tiles dividing N exactly (:func:`in_one_exact_wave`), A shared in clusters of
     4 (:func:`sharing_a_in_fours`); then, on whatever they leave but clusters and
     swaps, the fullest wave of narrow 64-row tiles of whole K
-    (:func:`in_gemm_fullest_narrow_wave`); last, two alternating C stages where C is
-    stored in pieces (:func:`.c_stages.with_alternating_c_stages`), but not where one row
-    block streams B (:func:`.model.streams_weights`).
+    (:func:`in_gemm_fullest_narrow_wave`), and C^T = B A^T for few columns where its
+    tiles keep more of the SMs busy (:func:`.few_columns.on_few_columns`); last, two
+    alternating C stages where C is stored in pieces
+    (:func:`.c_stages.with_alternating_c_stages`), but not where one row block streams B
+    (:func:`.model.streams_weights`).
     ``benchmarks/gemm.py --explain`` prints them. The caller's ``swap_ab`` decides the
-    swap (:func:`on_swapped_operands` is skipped; with True, none applies: they were
-    measured on A @ B^T's tiles)."""
+    swap (:func:`on_swapped_operands` and :func:`.few_columns.on_few_columns` are skipped;
+    with True, none applies: they were measured on A @ B^T's tiles)."""
     if TILING_CHOICES & set(options) or options.get("swap_ab"):
         return []
     steps = []
@@ -72,10 +75,13 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
         if chosen.swap_ab:
             # The rules after it were measured on A @ B^T's tiles.
             break
-    narrow = in_gemm_fullest_narrow_wave(chosen)
-    if narrow != chosen:
-        steps.append((in_gemm_fullest_narrow_wave.__name__, narrow))
-        chosen = narrow
+    for rule in (in_gemm_fullest_narrow_wave, on_few_columns):
+        if rule is on_few_columns and "swap_ab" in options:
+            continue
+        refined = rule(chosen)
+        if refined != chosen:
+            steps.append((rule.__name__, refined))
+            chosen = refined
     # Not where one row block streams B: its ring depth is what keeps B's bytes coming,
     # and those problems were not measured with two C stages.
     alternating = with_alternating_c_stages(chosen)

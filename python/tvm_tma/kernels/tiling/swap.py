@@ -143,17 +143,31 @@ def swapped(cfg: Tiling, column_blocks: int = 1) -> Tiling | None:
     ceil8(M / column_blocks) tiles (the caller's CTAs, no cluster), in the model's ordered
     K parts
     (:attr:`~.gemm_config.GemmConfig.ordered_parts`) where the tiles fill at most half
-    the SMs, with the widest C stage (C's rows, a multiple of 8 dividing the width) that
-    leaves :data:`TRIM_MIN_STAGES` ring stages, and the most stages that fit; None where
-    none does."""
+    the SMs, with the widest C stage and the most ring stages that fit
+    (:func:`with_widest_c_rows`); None where none does."""
     width = math.ceil(cfg.m / column_blocks / 8) * 8
-    tile = replace(cfg, swap_ab=True, block_m=SWAP_BLOCK_M, block_n=width,
-                   schedule="cooperative", epilogue_buffers=1, cluster=1, cluster_n=1,
-                   split_k=1, split_k_ordered=False, stream_k=False, stream_k_waves=1,
-                   tail_split=1)
+    tile = swapped_tile(cfg, SWAP_BLOCK_M, width)
     parts = tile.ordered_parts
     if parts > 1:
         tile = replace(tile, split_k=parts, split_k_ordered=True)
+    return with_widest_c_rows(tile)
+
+
+def swapped_tile(cfg: Tiling, block_m: int, width: int) -> Tiling:
+    """``cfg``'s problem as ``C^T = B A^T`` on cooperative ``block_m`` (of N) x ``width``
+    (of M) tiles, data-parallel, no cluster, one C stage, each ring slot loading both
+    operands."""
+    return replace(cfg, swap_ab=True, block_m=block_m, block_n=width,
+                   schedule="cooperative", epilogue_buffers=1, cluster=1, cluster_n=1,
+                   split_k=1, split_k_ordered=False, stream_k=False, stream_k_waves=1,
+                   tail_split=1, b_resident=False)
+
+
+def with_widest_c_rows(tile: Tiling) -> Tiling | None:
+    """The swapped ``tile`` with the widest C stage (C's rows, a multiple of 8 dividing
+    the width) that leaves :data:`TRIM_MIN_STAGES` ring stages, and the most stages that
+    fit; None where none does."""
+    width = tile.block_n
     for rows in range(width, 0, -8):
         if width % rows == 0:
             staged = with_most_stages(replace(tile, epilogue_n=rows))
