@@ -92,7 +92,7 @@ def before_conv_narrow_wave(monkeypatch):
     monkeypatch.setattr(conv2d_module, "_few_columns", _unswapped)
 
 
-def _unswapped(geometry, cfg, options):
+def _unswapped(cfg, options):
     """conv2d._few_columns that keeps the unswapped tiling."""
     return cfg
 
@@ -160,8 +160,9 @@ SMALL = [
     ("widest-one-round-1x16x16x320-k320-ctas9", _layer(1, 16, 16, 320, 320), {"ctas": 9}),
     # 192-row tiles (three consumer warpgroups): by default where they save a round (M =
     # 320 on 2 CTAs: 2 tiles of 192 rows, the second 128, against 3 of 128 rows), and
-    # pinned over a ragged M = 242 (the second row block 50 rows).
-    ("tall-5x8x8x128-k128-ctas2", _layer(5, 8, 8, 128, 128), {"ctas": 2}),
+    # pinned over a ragged M = 242 (the second row block 50 rows). (swap_ab=False: on 2
+    # CTAs the layer now runs as Y^T = F X^T by default, _few_columns.)
+    ("tall-5x8x8x128-k128-ctas2", _layer(5, 8, 8, 128, 128), {"ctas": 2, "swap_ab": False}),
     # Narrow K in one tile exactly K wide (conv2d.covering_width), then 192 rows
     # (_narrow_and_tall): a 3x3 layer of K = 80 on 192 x 80 tiles, a pointwise one of
     # C = 144 (the last K block past C) on 192 x 24; 64 x 40 tiles of 32-wide K blocks
@@ -354,8 +355,10 @@ SMALL = [
     # cluster, 9 tiles (M = 1600: the last 64 rows) on 2 CTAs, 9 K steps.
     ("narrow-blocks-pairs-4x20x20x16-k64-ctas2", _layer(4, 20, 20, 16, 64), {"ctas": 2}),
     # 72 K steps on 64 x 256 tiles (conv2d_tiling._wide_half_rows): 3 tiles on 4 CTAs, M
-    # = 192 (the last tile's rows past none), two C stages of 128 columns alternating.
-    ("wide-half-rows-3x8x8x512-k256-ctas4", _layer(3, 8, 8, 512, 256), {"ctas": 4}),
+    # = 192 (the last tile's rows past none), two C stages of 128 columns alternating
+    # (swap_ab=False: by default Y^T = F X^T on 4 tiles of 64 x 192, _few_columns).
+    ("wide-half-rows-3x8x8x512-k256-ctas4", _layer(3, 8, 8, 512, 256),
+     {"ctas": 4, "swap_ab": False}),
 ]
 DEFAULT = [(name, geometry, {}) for name, geometry, _ in BENCHMARK.PROBLEMS]
 
@@ -382,8 +385,9 @@ def test_default_layers_get_the_documented_tiling():
         "resnet50-56x56x64": (128, 64, 64, 1, 8, (1, 1), 784),  # K = 64: one column block
         # 196 tiles of 128 rows leave a wave 48% full; 131 of 192 rows fill one.
         "resnet50-28x28x128": (192, 128, 64, 2, 4, (1, 1), 131),
-        # 98 >= 132 / 2 tiles: 128 wide
-        "resnet50-14x14x256": (128, 128, 128, 1, 6, (1, 1), 98),
+        # Y^T = F X^T (_few_columns): K = 256 in 4 row blocks of 64, the 6272 pixels in
+        # 33 column blocks of 192: 132 tiles (98 of 128 x 128 before: 1.10x on the H200).
+        "resnet50-14x14x256": (64, 192, 192, 1, 6, (1, 1), 132),
         # 13 row blocks: 256 wide leaves 26 tiles, whose K is cut into 5 ordered parts.
         # (Two C stages would leave 3 ring stages.)
         "resnet50-7x7x512": (128, 256, 128, 1, 4, (1, 1), 26),
@@ -576,7 +580,8 @@ def test_a_long_layer_on_one_wave_of_128x128_tiles_takes_64x256_ones():
         cfg = conv2d_config(layer)
         assert (cfg.schedule, cfg.block_m, cfg.block_n, cfg.num_tiles, cfg.split_k) == (
             "cooperative", 64, 256, tiles, 1), layer
-    short = conv2d_config(_layer(8, 28, 28, 256, 256))  # 36 K steps
+    # 36 K steps (swap_ab=False: by default the layer runs as Y^T = F X^T, _few_columns)
+    short = conv2d_config(_layer(8, 28, 28, 256, 256), swap_ab=False)
     assert (short.block_m, short.block_n, short.k_steps) == (128, 128, 36)
     # 130 tiles of 128 x 128 on 132 CTAs, 125 of 64 x 256: on 128 CTAs neither is one wave.
     assert conv2d_config(_layer(4, 20, 20, 512, 1280), ctas=128).block_m == 128
@@ -806,7 +811,8 @@ def test_an_im2col_layer_of_few_k_steps_takes_the_fullest_narrow_wave():
     for (n, h, c, k, r, stride), (want, was) in cases.items():
         layer = _layer(n, h, h, c, k, r, r, stride=stride, pad=r // 2)
         assert not layer.is_pointwise
-        cfg, old = conv2d_config(layer), config_before_narrow_wave(layer)
+        # (swap_ab=False: N=24 24x24x128 -> 256 then runs as Y^T = F X^T, _few_columns.)
+        cfg, old = conv2d_config(layer, swap_ab=False), config_before_narrow_wave(layer)
         assert (cfg.block_m, cfg.schedule, cfg.split_k, cfg.reduction_parts) == (
             64, "cooperative", 1, 1)
         assert (cfg.block_n, cfg.num_tiles, cfg.k_steps) == want, (n, h, c, k, r, stride)
@@ -1094,20 +1100,25 @@ def test_a_k_no_width_divides_and_too_few_covering_tiles_take_two_128_wide_block
 
 
 def test_few_output_channels_run_swapped_where_that_fills_the_sms():
-    """A pointwise layer of at most 256 output channels runs as Y^T = F X^T where the GEMM's
-    rule (tiling.on_few_columns) takes it: K in 64-row blocks of the MMAs' M, the pixels
-    in as many column blocks as fill the SMs' rounds (X's tiled copies fill the B ring);
-    not an im2col layer (unless asked), padded taps, clusters, more than 256 channels, or
-    the caller's tile or swap. H200, same runs: 43 layers 1.07-1.62x (RESULTS.md 6z8)."""
+    """A layer of at most 256 output channels runs as Y^T = F X^T where the GEMM's rule
+    (tiling.on_few_columns) takes it: K in 64-row blocks of the MMAs' M, the pixels in as
+    many column blocks as fill the SMs' rounds (X's tiled or im2col copies fill the B
+    ring); not over padded taps, in clusters, past 256 channels, or past the caller's
+    tile or swap. H200, same runs: 43 pointwise layers 1.07-1.62x, 16 3x3 layers
+    1.08-1.45x (RESULTS.md 6z8)."""
     pointwise = functools.partial(_layer, r=1, s=1, pad=0)
     cases = {  # layer: (block_n, tiles, stages, C stage rows), tiles before
         (32, 17, 768, 192): ((216, 129, 5, 216), 73),  # Inception: 0.80x -> 1.19x cuDNN
         (32, 14, 480, 128): ((96, 132, 10, 96), 98),  # DenseNet
         (32, 35, 192, 64): ((152, 258, 7, 152), 307),  # two rounds
         (8, 56, 64, 64): ((192, 131, 6, 192), 196),  # one K step, the filter resident before
+        (8, 56, 64, 64, 3): ((192, 131, 6, 192), 196),  # 3x3: X's im2col copies, 9 K steps
+        (32, 14, 256, 256, 3): ((192, 132, 6, 192), 98),  # ResNet-50's: 1.10x
+        (24, 24, 128, 256, 3, 2): ((112, 124, 9, 112), 108),  # stride 2
     }
-    for (n, h, c, k), (want, before) in cases.items():
-        layer = pointwise(n, h, h, c, k)
+    for (n, h, c, k, *r_stride), (want, before) in cases.items():
+        r, stride = (r_stride + [1, 1])[:2]
+        layer = _layer(n, h, h, c, k, r, r, stride=stride, pad=r // 2)
         cfg, old = conv2d_config(layer), conv2d_config(layer, swap_ab=False)
         assert (cfg.swap_ab, cfg.schedule, cfg.block_m, cfg.cluster_size, cfg.split_k,
                 cfg.b_resident) == (True, "cooperative", 64, 1, 1, False), (n, h, c, k)
@@ -1115,15 +1126,17 @@ def test_few_output_channels_run_swapped_where_that_fills_the_sms():
         assert not old.swap_ab and old.num_tiles == before
         assert busy_share(cfg) >= busy_share(old) + FEW_COLUMNS_MIN_GAIN
         check_config(layer, cfg)
-    # Kept: a 3x3 layer; 40 channels in 2x1 clusters (one 64-wide K block over 40); more
+    # Kept: 40 channels in 2x1 clusters (one 64-wide K block over 40); 24 channels in
+    # padded taps; a near-full round (N=32 28x28x128 3x3: 131 tiles of 192 x 128); more
     # than 256 output channels; the caller's tile or swap.
     inception = pointwise(32, 17, 17, 768, 192)
-    for layer, options in [(_layer(8, 56, 56, 64, 64), {}),
-                           (pointwise(16, 28, 28, 40, 240), {}),
+    for layer, options in [(pointwise(16, 28, 28, 40, 240), {}),
+                           (_layer(16, 56, 56, 24, 64), {}),
+                           (_layer(32, 28, 28, 128, 128), {}),
                            (pointwise(32, 17, 17, 768, 320), {}),
                            (inception, {"block_n": 192}), (inception, {"swap_ab": False})]:
         assert not conv2d_config(layer, **options).swap_ab, (layer.describe(), options)
-    # Asked for, an im2col layer runs swapped: X's im2col copies of 88 pixels.
+    # Asked for with its tile, a layer runs swapped: X's im2col copies of 88 pixels.
     asked = conv2d_config(_layer(2, 9, 9, 64, 64), ctas=2, swap_ab=True, block_m=64,
                           block_n=88)
     assert (asked.swap_ab, asked.num_tiles, asked.epilogue_cols) == (True, 2, 88)

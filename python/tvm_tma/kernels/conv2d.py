@@ -43,8 +43,8 @@ What it handles today (:func:`check_geometry` refuses the rest, naming the value
   storing), and the filter as N x K (``"nk"``).
 * **Y^T = F X^T** (``swap_ab``): the filter's rows are the MMAs' M and X's copies (tiled
   or im2col) fill the B ring, ``block_n`` pixels each; C is stored transposed as the
-  GEMM's swapped tiles store it. The default for a pointwise layer of at most 256 output
-  channels where it keeps more SMs busy (:func:`conv2d_config`); not over padded taps.
+  GEMM's swapped tiles store it. The default for a layer of at most 256 output channels
+  where it keeps more SMs busy (:func:`conv2d_config`); not over padded taps.
 
 :func:`conv2d_config` picks the tiling of a layer (:mod:`.conv2d_tiling`: each rule and the
 measurements that chose it; :func:`check_geometry` and :func:`check_config` refuse what

@@ -347,13 +347,14 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       for 2-3 K steps where the busiest CTA takes no more rows (N=32 56x56x144 -> 24
       1.23x), and a second whole-tile C stage beside that ring
       (:func:`_second_whole_c_stage`: N=32 56x56x56 -> 112 1.13x).
-    * **swap_ab** (last): a pointwise layer of at most 256 output channels as
-      ``Y^T = F X^T`` on cooperative 64 x width tiles, K in 64-row blocks and the pixels in
-      as many column blocks as fill one or two rounds of the CTAs, where they keep at
-      least a tenth more of the rounds busy (:func:`_few_columns`, the GEMM's
-      :func:`~.tiling.on_few_columns`: Inception's N=32 17x17x768 -> 192 on 129 tiles of
-      64 x 216, 0.80x cuDNN to 1.19x; 43 layers 1.07-1.62x); not past clusters, padded
-      taps or the caller's choices.
+    * **swap_ab** (last): a layer of at most 256 output channels as ``Y^T = F X^T`` on
+      cooperative 64 x width tiles, K in 64-row blocks and the pixels in as many column
+      blocks as fill one or two rounds of the CTAs, where they keep at least a tenth more
+      of the rounds busy (:func:`_few_columns`, the GEMM's
+      :func:`~.tiling.on_few_columns`: Inception's N=32 17x17x768 -> 192 1x1 on 129 tiles
+      of 64 x 216, 0.80x cuDNN to 1.19x; 43 pointwise layers 1.07-1.62x, 12 3x3 ones
+      1.11-1.45x); not past clusters, padded taps, 8-channel pieces or the caller's
+      choices.
     * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
       count).
 
@@ -400,19 +401,20 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     best = _padded_k_in_pairs(geometry, best, options)
     best = _alternating_c_stages(best, options)
     best = _resident_filter(best, options)
-    best = _few_columns(geometry, best, options)
+    best = _few_columns(best, options)
     check_config(geometry, best)
     return best
 
 
-def _few_columns(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict) -> GemmConfig:
-    """A pointwise layer of at most 256 output channels as ``Y^T = F X^T`` where that
-    keeps more of the SMs busy (the GEMM's :func:`~.tiling.on_few_columns`: K in 64-row
-    blocks of the MMAs' M, the pixels in as many column blocks as fill the rounds; X's
-    copies then fill the B ring), unless the caller chose the tile, schedule, ring, a
-    cluster, a split or the swap. An im2col layer runs swapped where asked
-    (``swap_ab=True`` with the tile), not by default: measured on three layers only."""
-    if not geometry.is_pointwise or (TILING_CHOICES | {"swap_ab"}) & set(options):
+def _few_columns(cfg: GemmConfig, options: dict) -> GemmConfig:
+    """A layer of at most 256 output channels as ``Y^T = F X^T`` where that keeps more of
+    the SMs busy (the GEMM's :func:`~.tiling.on_few_columns`: K in 64-row blocks of the
+    MMAs' M, the pixels in as many column blocks as fill the rounds; X's copies, tiled or
+    im2col, then fill the B ring), unless the caller chose the tile, schedule, ring, a
+    cluster, a split or the swap; not over padded taps or 8-channel pieces. H200, same
+    runs: 43 pointwise layers 1.07-1.62x, 12 3x3 layers 1.11-1.45x (ResNet-like, N=1-16,
+    stride 1 and 2), none slower."""
+    if (TILING_CHOICES | {"swap_ab"}) & set(options):
         return cfg
     return on_few_columns(cfg)
 
