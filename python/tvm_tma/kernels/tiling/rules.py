@@ -65,18 +65,11 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
     if TILING_CHOICES & set(options) or options.get("swap_ab"):
         return []
     steps = []
-    for rule in REFINEMENTS:
-        if rule is on_swapped_operands and "swap_ab" in options:
-            continue
-        refined = rule(chosen)
-        if refined != chosen:
-            steps.append((rule.__name__, refined))
-            chosen = refined
-        if chosen.swap_ab:
-            # The rules after it were measured on A @ B^T's tiles.
-            break
-    for rule in (in_gemm_fullest_narrow_wave, on_few_columns):
-        if rule is on_few_columns and "swap_ab" in options:
+    # The caller's swap_ab decides the swaps; a swapped tiling skips the rules measured on
+    # A @ B^T's tiles (the narrow wave and the few-columns swap keep a swapped one as is).
+    swaps = (on_swapped_operands, on_few_columns) if "swap_ab" in options else ()
+    for rule in (*REFINEMENTS, in_gemm_fullest_narrow_wave, on_few_columns):
+        if rule in swaps or (chosen.swap_ab and rule in UNSWAPPED_RULES):
             continue
         refined = rule(chosen)
         if refined != chosen:
