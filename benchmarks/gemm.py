@@ -53,8 +53,10 @@ from tvm_tma.kernels.reference import error_bound, fp8_error_bound
 from tvm_tma.kernels.residency import resident_ctas
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
 from tvm_tma.kernels.tiling import (
+    busy_share,
     estimate,
     exact_wave,
+    few_columns_tiling,
     in_tail_parts,
     modelled,
     ranked,
@@ -171,6 +173,10 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
     flipped = swapped(replace(base, ctas=ctas))
     if flipped is not None and flipped not in found:
         found.append(flipped)
+    # C^T = B A^T on 64-row blocks of N filling the rounds (tiling.few_columns_tiling).
+    few = few_columns_tiling(replace(base, ctas=ctas))
+    if few is not None and few not in found:
+        found.append(few)
     return found
 
 
@@ -400,7 +406,8 @@ def describe(cfg: GemmConfig) -> str:
             f"{' ordered' if cfg.split_k_ordered else ''} stream_k={cfg.stream_k}"
             f"{f' ({cfg.stream_k_waves} waves)' if cfg.stream_k else ''}"
             f"{f' tail_split={cfg.tail_split}' if cfg.tail_split > 1 else ''}"
-            f"{' swap_ab (C^T = B A^T)' if cfg.swap_ab else ''}")
+            f"{' swap_ab (C^T = B A^T)' if cfg.swap_ab else ''}"
+            f" busy={busy_share(cfg):.2f}")
 
 
 def compile_only(problems, dtypes: list[tuple[str, str | None]], sweep: bool,

@@ -1225,6 +1225,11 @@ def test_benchmark_sweep_pairs_blocks_only_where_there_are_two():
     assert [cfg for cfg in skinny if cfg.swap_ab] == [GemmConfig.for_problem(16, 8192, 8192)]
     narrow = benchmark.configs_for(4096, 128, 4096, "bfloat16", "nk", True, 132)
     assert all(cfg.cluster_n <= cfg.n_blocks for cfg in narrow)
+    # C^T = B A^T on 64-row blocks of few columns (tiling.few_columns_tiling): the default
+    # of 9248 x 192 x 768, once, beside the unswapped grid.
+    few = benchmark.configs_for(9248, 192, 768, "bfloat16", "nk", True, 132)
+    assert [cfg for cfg in few if cfg.swap_ab] == [GemmConfig.for_problem(9248, 192, 768)]
+    assert [(cfg.block_m, cfg.block_n) for cfg in few if cfg.swap_ab] == [(64, 216)]
     # One wave of tiles dividing N exactly, past the rule's 20 K steps too.
     long_k = benchmark.configs_for(2048, 640, 1920, "bfloat16", "nk", True, 132)
     assert GemmConfig.for_problem(2048, 640, 1920).block_n == 128

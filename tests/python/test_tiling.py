@@ -652,6 +652,9 @@ def test_the_rules_after_the_model_are_listed_in_the_order_they_apply():
     assert rules(1000, 1280, 256) == ["in_gemm_fullest_narrow_wave",
                                       "with_alternating_c_stages"]
     assert rules(16, 8192, 2048) == ["on_swapped_operands"]
+    assert rules(9248, 192, 768) == ["on_few_columns"]
+    assert rules(6272, 128, 480) == ["on_half_rows", "on_few_columns"]
+    assert rules(9248, 192, 768, swap_ab=False) == ["with_alternating_c_stages"]
     assert rules(4096, 4096, 4096) == []
     assert rules(300, 5680, 2224, block_n=192) == []
 
@@ -953,7 +956,7 @@ def test_few_columns_run_swapped_where_that_keeps_more_sms_busy():
     cases = {  # (m, n, k): (width, tiles, stages), (block_m, block_n, units) before
         (25088, 64, 256): ((192, 131, 6), (192, 128, 131)),  # half the columns padding
         (4096, 192, 8192): ((96, 129, 10), (128, 128, 128)),  # 64 tiles in 2 parts
-        (6272, 128, 480): ((96, 132, 10), (64, 128, 98)),  # the fullest narrow wave's
+        (6272, 128, 480): ((96, 132, 10), (64, 128, 98)),  # on_half_rows: 64 x 128
         (3136, 256, 1024): ((96, 132, 10), (64, 128, 98)),
         (39200, 64, 192): ((152, 258, 7), (128, 64, 307)),  # two rounds
         (10669, 192, 256): ((248, 132, 5), (128, 192, 84)),

@@ -88,8 +88,8 @@ def on_few_columns(cfg: Tiling) -> Tiling:
     layers at N=32: Inception's 17x17x768 -> 192 1.48x (0.80x cuDNN to 1.19x), 35x35x192
     -> 64 (two rounds of 64 x 152) 1.17x, DenseNet's 14x14x480 -> 128 1.18x. Left: 16384
     x 128 x 4096 (128 tiles of 128 x 128, 97% busy; swapped 0.96-0.98x). Held out: 14
-    GEMMs 1.05-1.50x (1.25x geomean), 40 pointwise conv2d layers and 16 3x3 ones
-    1.07-1.62x, none slower (RESULTS.md 6z8)."""
+    GEMMs 1.05-1.50x (1.25x geomean); conv2d, 43 pointwise layers 1.07-1.62x (1.28x
+    geomean) and 16 3x3 ones 1.08-1.45x; none slower (RESULTS.md 6z8)."""
     if (cfg.swap_ab or not sixteen_bit_nk(cfg) or cfg.tap_columns or cfg.a_copy_k
             or cfg.n > FEW_COLUMNS_MAX_N or cfg.cluster_size > 1):
         return cfg
