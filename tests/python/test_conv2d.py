@@ -1136,6 +1136,13 @@ def test_few_output_channels_run_swapped_where_that_fills_the_sms():
                            (pointwise(32, 17, 17, 768, 320), {}),
                            (inception, {"block_n": 192}), (inception, {"swap_ab": False})]:
         assert not conv2d_config(layer, **options).swap_ab, (layer.describe(), options)
+    # swap_ab=True alone asks for the few-columns tiling (the default's, where it swaps);
+    # padded taps cannot run swapped (refused by name).
+    assert conv2d_config(inception, swap_ab=True) == conv2d_config(inception)
+    forced = conv2d_config(pointwise(16, 28, 28, 40, 240), swap_ab=True)
+    assert (forced.swap_ab, forced.block_m, forced.cluster_size) == (True, 64, 1)
+    with pytest.raises(ValueError, match="tap_columns=32: .* no swap_ab"):
+        conv2d_config(_layer(16, 56, 56, 24, 64), swap_ab=True)
     # Asked for with its tile, a layer runs swapped: X's im2col copies of 88 pixels.
     asked = conv2d_config(_layer(2, 9, 9, 64, 64), ctas=2, swap_ab=True, block_m=64,
                           block_n=88)

@@ -980,6 +980,12 @@ def test_few_columns_run_swapped_where_that_keeps_more_sms_busy():
         cfg = GemmConfig.for_problem(m, n, k, **options)
         assert not cfg.swap_ab, (m, n, k, options)
     assert GemmConfig.for_problem(9248, 192, 1000).cluster == 2
+    # swap_ab=True alone asks for the swapped tiling: of few rows, else of few columns.
+    assert GemmConfig.for_problem(9248, 192, 768, swap_ab=True) == GemmConfig.for_problem(
+        9248, 192, 768)
+    forced = GemmConfig.for_problem(9248, 192, 1000, swap_ab=True)
+    assert (forced.swap_ab, forced.block_m, forced.block_n, forced.cluster_size) == (
+        True, 64, 216, 1)
     # No swapped tiling: M past two rounds of 256-wide column blocks (100352 rows of 64
     # columns), or under 64 a column block (2000 rows of 128: 66 blocks of 32).
     assert few_columns_tiling(GemmConfig(100352, 64, 576)) is None

@@ -24,6 +24,7 @@ from .tiling import (
     TILING_CHOICES,
     c_stage_widths,
     estimate,
+    few_columns_tiling,
     half_rows_fill,
     in_fullest_narrow_wave,
     in_one_exact_wave,
@@ -352,9 +353,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       blocks as fill one or two rounds of the CTAs, where they keep at least a tenth more
       of the rounds busy (:func:`_few_columns`, the GEMM's
       :func:`~.tiling.on_few_columns`: Inception's N=32 17x17x768 -> 192 1x1 on 129 tiles
-      of 64 x 216, 0.80x cuDNN to 1.19x; 43 pointwise layers 1.07-1.62x, 12 3x3 ones
-      1.11-1.45x); not past clusters, padded taps, 8-channel pieces or the caller's
-      choices.
+      of 64 x 216, 0.80x cuDNN to 1.19x; 43 pointwise layers 1.07-1.62x, 16 3x3 ones
+      1.08-1.45x); not past clusters, padded taps, 8-channel pieces or the caller's
+      choices. ``swap_ab=True`` alone asks for these tiles wherever the kernel runs them
+      (a layer over padded taps is refused by name).
     * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
       count).
 
@@ -374,6 +376,14 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     # the channels (the same GEMM; a ViT's 16 x 16 stride-16 patches of 8 channels are one
     # 16-row tap of 128 channels a folded pixel, so 64-wide K blocks).
     geometry = geometry.patches_folded()
+    if options.get("swap_ab") and not TILING_CHOICES & set(options):
+        # Y^T = F X^T asked for and nothing else: the few-columns swapped tiling of the
+        # layer, where the kernel runs one (else the rules below on a swapped base).
+        forced = few_columns_tiling(conv2d_config(geometry, dtype,
+                                                  **{**options, "swap_ab": False}))
+        if forced is not None:
+            check_config(geometry, forced)
+            return forced
     options.setdefault("block_k", channel_block(geometry))
     options.setdefault("a_copy_k", a_copy_k(geometry))
     options.setdefault("tap_columns", tap_columns(geometry, options["block_k"],
@@ -412,7 +422,7 @@ def _few_columns(cfg: GemmConfig, options: dict) -> GemmConfig:
     MMAs' M, the pixels in as many column blocks as fill the rounds; X's copies, tiled or
     im2col, then fill the B ring), unless the caller chose the tile, schedule, ring, a
     cluster, a split or the swap; not over padded taps or 8-channel pieces. H200, same
-    runs: 43 pointwise layers 1.07-1.62x, 12 3x3 layers 1.11-1.45x (ResNet-like, N=1-16,
+    runs: 43 pointwise layers 1.07-1.62x, 16 3x3 layers 1.08-1.45x (ResNet-like, N=1-32,
     stride 1 and 2), none slower."""
     if (TILING_CHOICES | {"swap_ab"}) & set(options):
         return cfg

@@ -235,7 +235,8 @@ class GemmConfig:
         where the tiles would pad a problem of few rows: under 256 (FP8: 128) on 128 x
         ceil8(M) tiles, 256 to 511 (16-bit) in 2 or 3 column blocks of M
         (:func:`.tiling.on_swapped_operands`; ``swap_ab=False`` keeps the other rules,
-        ``swap_ab=True`` asks for the swapped tiling); and last, unless the tiles are in
+        ``swap_ab=True`` asks for the swapped tiling: of few rows, else of few columns);
+        and last, unless the tiles are in
         clusters or swapped, the fullest one wave of cooperative 64-row tiles of whole K
         (2 to 40 K steps, unrolled) where they are more than the tiles chosen
         (:func:`.tiling.in_gemm_fullest_narrow_wave`: 1568 x 640 x 1280 on 125 tiles of 64 x

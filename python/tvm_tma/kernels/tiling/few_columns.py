@@ -52,10 +52,11 @@ def few_columns_tiling(cfg: Tiling) -> Tiling | None:
     ``width`` tiles, ``width`` the multiple of 8 that cuts M into as many column blocks
     as the fewest rounds (at most :data:`FEW_COLUMNS_MAX_ROUNDS`) of the CTAs hold
     beside N's row blocks, at most 256; with the widest C stage and the most ring stages
-    that fit. None where N is wider than :data:`FEW_COLUMNS_MAX_N`, the CTAs are fewer
-    than N's row blocks, the width would be under :data:`FEW_COLUMNS_MIN_WIDTH` or over
-    256, or nothing fits."""
-    if cfg.n > FEW_COLUMNS_MAX_N:
+    that fit. None where N is wider than :data:`FEW_COLUMNS_MAX_N`, K walks filter taps
+    or 8-column pieces (a conv2d's padded taps: the swapped kernel runs neither), the
+    CTAs are fewer than N's row blocks, the width would be under
+    :data:`FEW_COLUMNS_MIN_WIDTH` or over 256, or nothing fits."""
+    if cfg.n > FEW_COLUMNS_MAX_N or cfg.tap_columns or cfg.a_copy_k:
         return None
     columns = cfg.ctas // math.ceil(cfg.n / FEW_COLUMNS_BLOCK_M)
     if columns == 0:  # fewer CTAs than N's row blocks
@@ -90,8 +91,7 @@ def on_few_columns(cfg: Tiling) -> Tiling:
     x 128 x 4096 (128 tiles of 128 x 128, 97% busy; swapped 0.96-0.98x). Held out: 14
     GEMMs 1.05-1.50x (1.25x geomean); conv2d, 43 pointwise layers 1.07-1.62x (1.28x
     geomean) and 16 3x3 ones 1.08-1.45x; none slower (RESULTS.md 6z8)."""
-    if (cfg.swap_ab or not sixteen_bit_nk(cfg) or cfg.tap_columns or cfg.a_copy_k
-            or cfg.n > FEW_COLUMNS_MAX_N or cfg.cluster_size > 1):
+    if cfg.swap_ab or not sixteen_bit_nk(cfg) or cfg.cluster_size > 1:
         return cfg
     candidate = few_columns_tiling(cfg)
     if candidate is None or busy_share(candidate) < busy_share(cfg) + FEW_COLUMNS_MIN_GAIN:

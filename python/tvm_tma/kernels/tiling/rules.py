@@ -7,7 +7,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from .c_stages import C_STAGE_CHOICES, with_alternating_c_stages
-from .few_columns import on_few_columns
+from .few_columns import few_columns_tiling, on_few_columns
 from .model import (
     TILING_CHOICES,
     WEIGHT_STREAM_PROMOTION,
@@ -32,9 +32,9 @@ def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
     (:func:`streams_weights`)."""
     if options.get("swap_ab") and not TILING_CHOICES & set(options):
         # The caller asked for C^T = B A^T and nothing else: the swapped tiling of the
-        # problem (where the kernel runs one).
+        # problem (where the kernel runs one): of few rows, or else of few columns.
         plain = make(m, n, k, **{**options, "swap_ab": False})
-        forced = swapped(plain)
+        forced = swapped(plain) or few_columns_tiling(plain)
         if forced is not None:
             return forced
     chosen = modelled(make, m, n, k, **options)
