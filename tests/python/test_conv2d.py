@@ -1134,7 +1134,9 @@ def test_few_output_channels_run_swapped_where_that_fills_the_sms():
                            (_layer(16, 56, 56, 24, 64), {}),
                            (_layer(32, 28, 28, 128, 128), {}),
                            (pointwise(32, 17, 17, 768, 320), {}),
-                           (inception, {"block_n": 192}), (inception, {"swap_ab": False})]:
+                           (inception, {"block_n": 192}), (inception, {"swap_ab": False}),
+                           (inception, {"epilogue_buffers": 2}),
+                           (pointwise(8, 56, 56, 64, 64), {"b_resident": True})]:
         assert not conv2d_config(layer, **options).swap_ab, (layer.describe(), options)
     # swap_ab=True alone asks for the few-columns tiling (the default's, where it swaps);
     # padded taps cannot run swapped (refused by name).

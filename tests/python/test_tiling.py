@@ -976,7 +976,8 @@ def test_few_columns_run_swapped_where_that_keeps_more_sms_busy():
                              (9248, 192, 768, {"dtype": "float8_e4m3fn"}),
                              (9248, 192, 768, {"b_layout": "kn"}),
                              (9248, 192, 768, {"block_n": 192}),
-                             (9248, 192, 768, {"swap_ab": False})]:
+                             (9248, 192, 768, {"swap_ab": False}),
+                             (9248, 192, 768, {"epilogue_buffers": 2})]:
         cfg = GemmConfig.for_problem(m, n, k, **options)
         assert not cfg.swap_ab, (m, n, k, options)
     assert GemmConfig.for_problem(9248, 192, 1000).cluster == 2

@@ -421,10 +421,11 @@ def _few_columns(cfg: GemmConfig, options: dict) -> GemmConfig:
     the SMs busy (the GEMM's :func:`~.tiling.on_few_columns`: K in 64-row blocks of the
     MMAs' M, the pixels in as many column blocks as fill the rounds; X's copies, tiled or
     im2col, then fill the B ring), unless the caller chose the tile, schedule, ring, a
-    cluster, a split or the swap; not over padded taps or 8-channel pieces. H200, same
-    runs: 43 pointwise layers 1.07-1.62x, 16 3x3 layers 1.08-1.45x (ResNet-like, N=1-32,
-    stride 1 and 2), none slower."""
-    if (TILING_CHOICES | {"swap_ab"}) & set(options):
+    cluster, a split, the C stages, a resident filter or the swap (the swapped tiles
+    replace them all); not over padded taps or 8-channel pieces. H200, same runs: 43
+    pointwise layers 1.07-1.62x, 16 3x3 layers 1.08-1.45x (ResNet-like, N=1-32, stride 1
+    and 2), none slower."""
+    if (TILING_CHOICES | C_STAGE_CHOICES | {"swap_ab", "b_resident"}) & set(options):
         return cfg
     return on_few_columns(cfg)
 

@@ -67,7 +67,9 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
     steps = []
     # The caller's swap_ab decides the swaps; a swapped tiling skips the rules measured on
     # A @ B^T's tiles (the narrow wave and the few-columns swap keep a swapped one as is).
-    swaps = (on_swapped_operands, on_few_columns) if "swap_ab" in options else ()
+    swaps = (on_swapped_operands, on_few_columns) if "swap_ab" in options else (
+        # (The few-columns tiles replace the caller's C stages.)
+        (on_few_columns,) if C_STAGE_CHOICES & set(options) else ())
     for rule in (*REFINEMENTS, in_gemm_fullest_narrow_wave, on_few_columns):
         if rule in swaps or (chosen.swap_ab and rule in UNSWAPPED_RULES):
             continue
