@@ -289,11 +289,20 @@ SMALL = [
     # (ragged M), C = 40 stride 2 in 64, C = 80 in three 32-wide blocks (96), C = 56 in
     # 64, C = 8 in one 16-wide block (told: no pieces); with stream-K (runs ending
     # mid-tap) and in 1x2 clusters sharing A.
-    ("taps32-c24-2x9x7x24-k64", _layer(2, 9, 7, 24, 64), {}),
+    # (These four take halo tiles by default: halo=False keeps their im2col loads.)
+    ("taps32-c24-2x9x7x24-k64", _layer(2, 9, 7, 24, 64), {"halo": False}),
     ("taps64-c40-stride2-2x12x12x40-k40", _layer(2, 12, 12, 40, 40, stride=2), {}),
-    ("taps96-c80-2x9x9x80-k80", _layer(2, 9, 9, 80, 80), {"ctas": 8}),
-    ("taps64-c56-2x9x9x56-k112", _layer(2, 9, 9, 56, 112), {"ctas": 8}),
-    ("taps16-c8-2x16x16x8-k32", _layer(2, 16, 16, 8, 32), {"block_k": 16, "a_copy_k": 0}),
+    ("taps96-c80-2x9x9x80-k80", _layer(2, 9, 9, 80, 80), {"ctas": 8, "halo": False}),
+    ("taps64-c56-2x9x9x56-k112", _layer(2, 9, 9, 56, 112), {"ctas": 8, "halo": False}),
+    ("taps16-c8-2x16x16x8-k32", _layer(2, 16, 16, 8, 32),
+     {"block_k": 16, "a_copy_k": 0, "halo": False}),
+    # Halo tiles (kernels/halo.py): by default for 40 channels (one 64-wide K block a
+    # tap), 10 output rows of 13 a tile on 192 rows, 4 tiles on 2 CTAs (both halo slots
+    # in turn); asked for on 128 rows, one-row segments of 75 of 150 columns (the
+    # filter's reach past 128 rows), dilation 2, 12 tiles on 3 CTAs.
+    ("halo-c40-2x20x13x40-k48-ctas2", _layer(2, 20, 13, 40, 48), {"ctas": 2}),
+    ("halo-segments-dil2-1x6x150x16-k32", _layer(1, 6, 150, 16, 32, pad=2, dilation=2),
+     {"halo": True, "block_m": 128, "ctas": 3}),
     ("taps32-c24-streamk-2x14x14x24-k128", _layer(2, 14, 14, 24, 128),
      {"block_n": 128, "stream_k": True, "ctas": 8}),
     ("taps32-c24-cluster1x2-4x12x12x24-k128", _layer(4, 12, 12, 24, 128),
@@ -1479,6 +1488,9 @@ def test_conv2d_copies_plan_as_one_a_load_and_tiled_loads_and_stores(built):
     assert len(reduce) == (1 if cfg.split_k_ordered or cfg.tail_split > 1 else 0)
     g = geometry.patches_folded()  # the layer as its map walks it (patch axes folded)
     swizzle = {64: 3, 32: 2, 16: 1}[cfg.block_k]
+    if cfg.halo is not None:
+        _check_halo_plans(g, cfg, a_load, b_load, store)
+        return
     if g.is_pointwise:
         # 1x1, stride 1, no padding: A is X as an (N*H*W, C) matrix, one tiled 2-D load
         # of each CTA's block_m / cluster_n rows.
@@ -1538,12 +1550,52 @@ def test_conv2d_copies_plan_as_one_a_load_and_tiled_loads_and_stores(built):
                         store.instruction)
 
 
+def _check_halo_plans(g, cfg, a_load, b_load, store) -> None:
+    """Halo tiles (kernels/halo.py): A is one tiled load a tile of the activation's
+    channel planes, (8, W, H, C / 8, N) with byte strides (2C, 2WC, 16, 2HWC) in driver
+    order (N folds away where it is 1), boxed (8, halo width, halo rows, planes); B the
+    filter's (C, K, taps) view where taps are padded; C stored as the tile's pixels."""
+    halo = cfg.halo
+    spec = a_load.plan.tensor_map
+    assert a_load.encoder == "cuTensorMapEncodeTiled" and a_load.plan.num_issues == 1
+    assert spec.global_dims[:4] == (8, g.w, g.h, g.c // 8)
+    assert spec.global_strides[:3] == (2 * g.c, 2 * g.w * g.c, 16)
+    assert spec.box_dims[:4] == (8, halo.width, halo.halo_rows, halo.planes)
+    assert spec.swizzle == 0 and {1, 2} <= set(a_load.plan.edge_dims)
+    assert (3 in a_load.plan.edge_dims) == (halo.planes > g.c // 8)
+    assert halo.rows * halo.width <= cfg.block_m and halo.tiles * cfg.block_m == cfg.m
+    assert a_load.instruction == (f"cp.async.bulk.tensor.{len(spec.global_dims)}d.shared::"
+                                  "cluster.global.mbarrier::complete_tx::bytes")
+    bspec = b_load.plan.tensor_map
+    if cfg.tap_columns > g.c:
+        assert bspec.global_dims == (g.c, g.k, g.r * g.s)
+    else:
+        assert bspec.global_dims == (g.gemm_k, g.k)
+    assert bspec.box_dims[:2] == (cfg.block_k, cfg.block_n)
+    sspec = store.plan.tensor_map
+    element = {"uint64": 8, "uint32": 4}.get(sspec.dtype, 2)
+    assert math.prod(sspec.global_dims) * element == g.gemm_m * g.k * 2
+    assert math.prod(sspec.box_dims) * element == halo.stored_rows * cfg.epilogue_cols * 2
+    assert re.fullmatch(r"cp\.async\.bulk\.tensor\.[234]d\.global\.shared::cta"
+                        r"\.bulk_group", store.instruction)
+
+
 def test_conv2d_assembles_for_sm90a_with_the_expected_instructions(built):
     geometry, cfg, _, kernel = built
     src = kernel.cuda_source
     ptx_type = "bf16" if cfg.dtype == "bfloat16" else "f16"
     assert (f"wgmma.mma_async.sync.aligned.m64n{cfg.block_n}k16.f32.{ptx_type}.{ptx_type}"
             in src)
+    if cfg.halo is not None:
+        # A halo tile's planes: a tiled load (no im2col map), unswizzled wgmma descriptors
+        # whose leading byte offset is a plane (16 bytes a pixel), one per K step.
+        assert ".im2col." not in src and "X_tensormap" in src
+        assert re.search(r"cp\.async\.bulk\.tensor\.[45]d\.shared::cluster\.global\."
+                         r"mbarrier::complete_tx::bytes \[", src)
+        assert src.count(f", {cfg.halo.plane_pixels}, 8, 0);") >= 1
+        assert kernel.tensormap_params == 3
+        assert len(assemble(src)) > 0
+        return
     if geometry.is_pointwise:  # A is X as an (N*H*W, C) matrix: a tiled 2-D load
         assert ".im2col." not in src
         assert ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
@@ -1597,6 +1649,8 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
 
     _, g, options = case
     cfg = _config(g, options)
+    if cfg.halo is not None:
+        pytest.skip("halo tiles: test_every_halo_tile_holds_its_pixels_on_the_tma_model")
     copies = tvm_tma.explain(conv2d_kernel(g, cfg)).copies
     # The whole tiles' A copy, and with a tail split the tail mainloop's (the third copy).
     # Swapped (Y^T = F X^T), the activation is the second copy, into the B ring: its
@@ -1714,6 +1768,99 @@ def test_every_a_tile_the_kernel_loads_is_its_im2col_block_on_the_tma_model(case
              for part in range(cfg.split_k)}
     assert sorted(t for t in loaded
                   if t[0] < cfg.m_blocks and t[1] < cfg.n_blocks) == sorted(tiles)
+
+
+HALO_SMALL = [c for c in SMALL if _config(c[1], c[2]).halo is not None]
+
+
+@pytest.mark.parametrize("case", HALO_SMALL, ids=[c[0] for c in HALO_SMALL])
+def test_every_halo_tile_holds_its_pixels_on_the_tma_model(case):
+    """Halo tiles: the A copy's plan, evaluated for every (worker, round) the producer
+    runs and executed on the numpy TMA model, fills its halo slot so that what each K
+    step's wgmma descriptor addresses -- 16-byte row ``tap_start + i`` of each channel
+    plane, planes a leading byte offset apart -- is, for every row ``i`` of a stored
+    output pixel, that pixel's row of the im2col matrix (built from the convolution's
+    definition, each tap padded with zeros to ``tap_columns``); every tile loaded once."""
+    import tvm
+    from tvm.sym import Analyzer
+
+    from tvm_tma.kernels.halo import HALO_STAGES
+    from tvm_tma.kernels.scheduler import rounds, unit_coordinates
+    from tvm_tma.testing.im2col_model import conv_gemm_view, pad_taps
+    from tvm_tma.testing.tma_model import execute_plan
+
+    _, g, options = case
+    cfg = _config(g, options)
+    halo = cfg.halo
+    plan = tvm_tma.explain(conv2d_kernel(g, cfg)).copies[0].plan
+    names = {str(v): v for expr in (*plan.coordinates, plan.smem_offset)
+             if not isinstance(expr, int) for v in tvm.tirx.analysis.undefined_vars(expr)}
+    assert set(names) <= {"worker", "j"}, names
+    x = np.random.default_rng(7).integers(1, 1 << 16, size=g.argument_shape, dtype=np.uint16)
+    view = pad_taps(conv_gemm_view(x, (g.r, g.s), g.stride, g.padding, g.dilation), g.c,
+                    cfg.tap_columns)
+    analyzer = Analyzer()
+    loaded = []
+    for worker in range(cfg.workers):
+        for j in range(rounds(cfg)):
+            unit = worker + j * cfg.workers
+            if unit >= cfg.work_units:
+                continue
+            mb, _, _ = (int(analyzer.simplify(tvm.tirx.const(0) + v))
+                        for v in unit_coordinates(cfg, unit, 0))
+            loaded.append(mb)
+            arena = np.full(cfg.shared_bytes, 0xA5, np.uint8)
+            env = {var: {"worker": worker, "j": j}[name] for name, var in names.items()}
+            execute_plan(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
+            slot = (cfg.a_ring_start + j % HALO_STAGES * halo.slot_bytes) // 2
+            image = arena.view(np.uint16)
+            n, p0, q0 = (int(analyzer.simplify(tvm.tirx.const(0) + v))
+                         for v in halo.coordinates(mb))
+            for i in range(cfg.block_m):
+                a, b = divmod(i, halo.width)
+                if a >= halo.rows or b >= halo.cols or p0 + a >= g.p or q0 + b >= g.q:
+                    continue  # a garbage row: computed, never stored
+                pixel = (n * g.p + p0 + a) * g.q + q0 + b
+                for k_step in range(cfg.k_steps):
+                    start = slot + (halo.tap_start(k_step, cfg.block_k) + i) * 8
+                    planes = start + np.arange(cfg.block_k // 8)[:, None] * (
+                        halo.plane_pixels * 8) + np.arange(8)[None, :]
+                    got = image[planes.reshape(-1)]
+                    want = view[pixel, k_step * cfg.block_k:(k_step + 1) * cfg.block_k]
+                    assert np.array_equal(got, want), (worker, j, i, k_step)
+    assert sorted(loaded) == list(range(halo.tiles))
+
+
+def test_halo_tiles_take_padded_taps_of_whole_output_rows():
+    """The halo rule (conv2d_tiling._halo_tiles): stride 1, undilated, C of at most 96
+    padded in its taps, at most 256 output channels, tiles of at least two whole output
+    rows; the tile height loading the fewest halo rows a CTA. H200 (RESULTS.md 6z9)."""
+    cases = {  # layer: (rows, block_m, block_k, tap_columns, tiles)
+        (16, 56, 24, 24): (3, 192, 32, 32, 304),
+        (16, 28, 80, 80): (4, 128, 32, 96, 112),
+        (2, 56, 24, 64): (2, 128, 32, 32, 56),
+    }
+    for (n, h, c, k), want in cases.items():
+        cfg = conv2d_config(_layer(n, h, h, c, k))
+        halo = cfg.halo
+        assert (halo.rows, cfg.block_m, cfg.block_k, cfg.tap_columns, cfg.num_tiles) == want
+        assert (halo.cols, cfg.schedule, cfg.block_n, cfg.cluster_size) == (
+            h, "cooperative", k, 1)
+    inception = conv2d_config(_layer(32, 35, 35, 48, 64, 5, 5, pad=2))
+    assert (inception.halo.rows, inception.block_k, inception.tap_columns) == (3, 64, 64)
+    # Not: wide rows (one output row a tile), aligned or wide C, stride 2, the caller's
+    # tile, halo=False; halo=True asks for them (a stride refused by name).
+    for layer, options in [(_layer(16, 112, 112, 24, 64), {}),
+                           (_layer(32, 56, 56, 64, 64), {}),
+                           (_layer(8, 28, 28, 112, 112), {}),
+                           (_layer(16, 56, 56, 24, 24, stride=2), {}),
+                           (_layer(16, 56, 56, 24, 24), {"block_n": 24}),
+                           (_layer(16, 56, 56, 24, 24), {"halo": False})]:
+        assert conv2d_config(layer, **options).halo is None, (layer.describe(), options)
+    forced = conv2d_config(_layer(16, 112, 112, 24, 64), halo=True)
+    assert (forced.halo.rows, forced.halo.cols) == (1, 112)
+    with pytest.raises(ValueError, match=r"halo tiles with stride \(2, 2\): stride 1 only"):
+        conv2d_config(_layer(16, 56, 56, 24, 24, stride=2), halo=True)
 
 
 def test_reference_is_the_convolution():

@@ -101,6 +101,11 @@ def conv2d_kernel(geometry: Conv2dGeometry, cfg: GemmConfig) -> tvm.tirx.PrimFun
     (N*P*Q, K) (NPQK, flattened), whatever ``cfg.tap_columns`` (the loads read the padded
     taps from views of X and F)."""
     check_config(geometry, cfg)
+    if cfg.halo is not None:
+        # Halo tiles: the loads read the activation's channel planes (:mod:`.halo`).
+        return gemm_kernel(cfg, a_operand=AOperand(
+            geometry.argument_shape, geometry.argument_layout, cfg.halo.view_layout, 0,
+            view_shape=cfg.halo.view_shape))
     if not cfg.tap_columns:
         return gemm_kernel(cfg, a_operand=geometry)
     # K over taps padded to whole K blocks: A read as (pixels, taps, channels).

@@ -16,6 +16,7 @@ from dataclasses import fields, replace
 from ..conv import Conv2dGeometry
 from ..planner.im2col import MAX_TRAVERSAL_STRIDE
 from .gemm_config import K_BLOCKS, MAX_ORDERED_SPLIT, MAX_SHARED, PART_STEPS_FLOOR, GemmConfig
+from .halo import halo_tiling
 from .tiling import (
     C_STAGE_CHOICES,
     HALF_ROWS_SHORT_STEPS,
@@ -232,7 +233,7 @@ def _epilogue_and_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
         shaped = replace(cfg, epilogue_n=0 if width == cfg.block_n else width)
         if "stages" not in options:
             ring = MAX_SHARED - replace(shaped, stages=0).shared_bytes
-            slot = shaped.a_tile_bytes + shaped.b_tile_bytes
+            slot = shaped.a_step_bytes + shaped.b_tile_bytes
             shaped = replace(shaped, stages=min(MAX_STAGES, max(2, ring // slot)))
         candidates.append(shaped)
     # Fits first, then the most stages, then the widest C stage (max keeps the first).
@@ -376,6 +377,16 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     # the channels (the same GEMM; a ViT's 16 x 16 stride-16 patches of 8 channels are one
     # 16-row tap of 128 channels a folded pixel, so 64-wide K blocks).
     geometry = geometry.patches_folded()
+    # halo=True asks for halo tiles (refused by name where the kernel runs none), False
+    # keeps the im2col loads; absent, the rule of :func:`_halo_tiles` decides.
+    wants_halo = options.pop("halo", None)
+    if wants_halo:
+        forced = halo_tiles(geometry, conv2d_config(geometry, dtype, **options),
+                            whole_rows=False,
+                            block_ms=(options["block_m"],) if "block_m" in options
+                            else HALO_BLOCK_MS)
+        check_config(geometry, forced)
+        return forced
     if options.get("swap_ab") and not TILING_CHOICES & set(options):
         # Y^T = F X^T asked for and nothing else: the few-columns swapped tiling of the
         # layer, where the kernel runs one (else the rules below on a swapped base).
@@ -412,8 +423,80 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     best = _alternating_c_stages(best, options)
     best = _resident_filter(best, options)
     best = _few_columns(best, options)
+    if wants_halo is None:
+        best = _halo_tiles(geometry, best, options)
     check_config(geometry, best)
     return best
+
+
+#: Widest tap (C) the halo rule takes: the layers it was measured on (24 to 80 channels;
+#: 112 and 128 ran slower on halo tiles, 6z9).
+HALO_MAX_CHANNELS = 96
+#: Tile heights halo tiles are tried on (two and three cooperative consumer warpgroups).
+HALO_BLOCK_MS = (128, 192)
+
+
+def halo_tiles(geometry: Conv2dGeometry, base: GemmConfig, whole_rows: bool = True,
+               block_ms: tuple[int, ...] = HALO_BLOCK_MS) -> GemmConfig | None:
+    """``base`` (the layer's im2col tiling) on halo tiles (:mod:`.halo`): cooperative
+    tiles of 128 or 192 rows, whichever loads the fewest halo rows per CTA (rounds times
+    a tile's planes x rows x columns; the shorter on a tie), one column block of all K
+    output channels, each tap's channels padded as ``base`` pads them (whole K blocks),
+    the ring as deep as fits. ``whole_rows``: only tiles of at least two whole output
+    rows (None where there are none); else any. ``block_ms``: the tile heights tried
+    (the caller's ``block_m`` where ``halo=True`` comes with one). Raises ValueError,
+    naming the value, where the kernel runs no halo tiles (a stride, more than 256
+    output channels, C no multiple of 8)."""
+    if geometry.stride != (1, 1):
+        raise ValueError(f"halo tiles with stride {geometry.stride}: stride 1 only (a "
+                         f"stride would read every other halo pixel)")
+    if geometry.k > 256:
+        raise ValueError(f"halo tiles with K={geometry.k}: at most 256 output channels "
+                         f"(one column block)")
+    columns = base.tap_columns or geometry.c
+    columns += columns % 16  # whole k16 steps: two 8-channel planes
+    block_k = max(b for b in K_BLOCKS if columns % b == 0)
+    width = -(-geometry.k // 8) * 8
+    found = []
+    for block_m in block_ms:
+        tiling = halo_tiling(geometry.n, geometry.h, geometry.w, geometry.c, geometry.p,
+                             geometry.q, geometry.r, geometry.s, geometry.padding,
+                             geometry.dilation, block_m, columns)
+        if whole_rows and (tiling.rows < 2 or tiling.cols != geometry.q):
+            continue
+        cfg = GemmConfig(tiling.tiles * block_m, geometry.k, gemm_k(geometry, columns),
+                         dtype=base.dtype, b_layout="nk", block_m=block_m, block_n=width,
+                         block_k=block_k, ctas=base.ctas, tap_columns=columns,
+                         halo=tiling, l2_promotion=base.l2_promotion)
+        cfg = _epilogue_and_stages(cfg, {})
+        if cfg.shared_bytes > MAX_SHARED or cfg.accumulators > cfg.max_accumulators:
+            continue
+        rows = -(-cfg.num_tiles // cfg.ctas) * tiling.planes * tiling.plane_pixels
+        found.append((rows, block_m, cfg))
+    if not found:
+        if whole_rows:
+            return None
+        raise ValueError(f"halo tiles of {geometry.describe()}: no tile height of "
+                         f"{block_ms} fits shared memory and the registers")
+    return min(found, key=lambda f: f[:2])[2]
+
+
+def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict) -> GemmConfig:
+    """Halo tiles (:func:`halo_tiles`) for a stride-1, undilated layer whose taps the
+    im2col loads pad (C of at most :data:`HALO_MAX_CHANNELS` no K block divides: 24,
+    40, 48, 56, 80), at most 256 output channels, where tiles of at least two whole
+    output rows fit: there the im2col loads are L2-request bound (6z6, 6z8) and a halo
+    reads each pixel once. Not where the caller chose the tiling. H200, same runs
+    (6z9): N=16 56x56x24 -> 24 1.37x, -> 64 1.31x, N=4 -> 144 1.84x, N=16 28x28x80 1.78x,
+    N=32 35x35x48 -> 64 5x5 1.42x, N=2 56x56x24 -> 64 1.50x."""
+    if (TILING_CHOICES | C_STAGE_CHOICES | {"swap_ab", "b_resident", "cluster",
+                                            "cluster_n"}) & set(options):
+        return cfg
+    g = geometry
+    if (g.stride != (1, 1) or g.dilation != (1, 1) or g.k > 256 or g.c > HALO_MAX_CHANNELS
+            or cfg.tap_columns <= g.c or cfg.a_copy_k):
+        return cfg
+    return halo_tiles(geometry, cfg) or cfg
 
 
 def _few_columns(cfg: GemmConfig, options: dict) -> GemmConfig:
@@ -1059,7 +1142,11 @@ def check_config(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
     not run as a convolution), naming the value."""
     check_geometry(geometry, cfg.dtype)
     k = gemm_k(geometry.patches_folded(), cfg.tap_columns)
-    for name, want in (("m", geometry.gemm_m), ("n", geometry.k), ("k", k)):
+    m = geometry.gemm_m
+    if cfg.halo is not None:
+        _check_halo(geometry, cfg)
+        m = cfg.halo.tiles * cfg.block_m
+    for name, want in (("m", m), ("n", geometry.k), ("k", k)):
         if getattr(cfg, name) != want:
             raise ValueError(f"{name}={getattr(cfg, name)}: the GEMM of {geometry.describe()} "
                              f"has {name} = {want} (M = N*P*Q, N = K, K = R*S*C"
@@ -1081,3 +1168,16 @@ def check_config(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
                          f"inside the filter's taps)")
     cfg.check()
     _check_block_k(geometry.patches_folded(), cfg)
+
+
+def _check_halo(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
+    """Halo tiles (:mod:`.halo`) are ``geometry``'s: a stride-1 layer's, of its extents."""
+    halo = cfg.halo
+    if geometry.stride != (1, 1):
+        raise ValueError(f"halo tiles with stride {geometry.stride}: stride 1 only (a "
+                         f"stride would read every other halo pixel)")
+    want = halo_tiling(geometry.n, geometry.h, geometry.w, geometry.c, geometry.p,
+                       geometry.q, geometry.r, geometry.s, geometry.padding,
+                       geometry.dilation, halo.block_m, halo.planes * 8)
+    if replace(want, rows=halo.rows, cols=halo.cols) != halo:
+        raise ValueError(f"halo tiles {halo}: not those of {geometry.describe()}")

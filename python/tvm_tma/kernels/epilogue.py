@@ -169,13 +169,26 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
             return c_tile.ptr_to([stage, first_col + lane % 8, first_row])
         return c_tile.ptr_to([stage, first_row + lane % 8, first_col])
 
-    def c_block(C, row, col):
-        """The region of C a stage of the tile at (``row``, ``col``) of the product
-        stores: ``block_m x en`` there, or with swap_ab ``en x block_m`` at (``col``,
-        ``row``) of C (the product is C^T)."""
+    halo = cfg.halo
+
+    def c_block(C, mb, col):
+        """The region of C a stage of tile ``mb`` at column ``col`` of the product
+        stores: ``block_m x en`` at row ``mb * block_m``, or with swap_ab ``en x block_m``
+        at (``col``, ``mb * block_m``) of C (the product is C^T); with halo tiles the
+        tile's output pixels (:meth:`.halo.HaloTiling.store_region`, C as (N, P, Q, K))."""
+        row = mb * bm
+        if halo is not None:
+            return halo.store_region(C, mb, col, en)
         if swapped:
             return C[col:col + en, row:row + bm]
         return C[row:row + bm, col:col + en]
+
+    def stage_read(c_tile, stage):
+        """The part of C stage ``stage`` a store reads: all of it, or a halo tile's
+        stored rows (the garbage rows after them are not stored)."""
+        if halo is not None:
+            return c_tile[stage, 0:halo.stored_rows, :]
+        return c_tile[stage, :, :]
     tail = en % 16 == 8
     # Two C stages: store h rounds into stage cs + h % 2 while store h - 1 reads the other.
     double = cfg.c_stages == 2 and cfg.schedule == "cooperative"
@@ -249,19 +262,19 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
                 if ordered:
                     # Part 0 stores, the others add (after part 0's store: above).
                     if part == 0:
-                        Tx.copy_async(c_block(C, mb * bm, n0),
-                                      c_tile[stage, :, :], dispatch="tma", oob="skip",
+                        Tx.copy_async(c_block(C, mb, n0),
+                                      stage_read(c_tile, stage), dispatch="tma", oob="skip",
                                       tensormap=c_map)
                     else:
-                        Tx.copy_async(c_block(C, mb * bm, n0),
-                                      c_tile[stage, :, :], dispatch="tma", oob="skip",
+                        Tx.copy_async(c_block(C, mb, n0),
+                                      stage_read(c_tile, stage), dispatch="tma", oob="skip",
                                       reduce=reduce, tensormap=c_map)
                 elif split_k > 1:
-                    Tx.copy_async(c_block(C, mb * bm, n0), c_tile[stage, :, :],
+                    Tx.copy_async(c_block(C, mb, n0), stage_read(c_tile, stage),
                                   dispatch="tma", oob="skip", reduce=reduce,
                                   tensormap=c_map)
                 else:
-                    Tx.copy_async(c_block(C, mb * bm, n0), c_tile[stage, :, :],
+                    Tx.copy_async(c_block(C, mb, n0), stage_read(c_tile, stage),
                                   dispatch="tma", oob="skip", tensormap=c_map)
                 T.ptx.cp.async_.bulk.commit_group()
         if ordered:

@@ -120,6 +120,7 @@ the slot's row width, :func:`.wgmma.swizzled_layout`); their fields are drawn ou
 
 from __future__ import annotations
 
+import math
 from collections.abc import Callable
 
 import tvm
@@ -131,6 +132,7 @@ from tvm_tma.pipeline import TmaPipeline
 
 from .epilogue import c_stage_layout, c_stage_shape, make_store_unit
 from .gemm_config import PRODUCER_REGISTERS, WARPGROUP, GemmConfig
+from .halo import HALO_STAGES, halo_ring
 from .launch import with_dependent_launch
 from .operands import AOperand
 from .scheduler import (
@@ -201,7 +203,10 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
         return T.Cast("uint16", T.shift_left(T.int32(column_ctas),
                                              cluster * cluster_place(cfg, rank)[1]))
     kn = cfg.b_layout == "kn"
-    tile_bytes = cfg.a_tile_bytes + cfg.b_tile_bytes
+    tile_bytes = cfg.a_step_bytes + cfg.b_tile_bytes
+    # Halo tiles: A is one load a tile into a halo slot (use j of the halo ring, j the
+    # unit's ordinal: whole units of k_steps ring uses), before the tile's B steps.
+    halo = cfg.halo
     pieces, piece = cfg.a_pieces, cfg.a_copy_k
     # K 8 mod 16 in pieces: the last K block loads only its first piece (the MMA reads
     # zeros for the second), so its slot expects that much less.
@@ -251,6 +256,14 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
     @T.inline
     def load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank, place,
                    a_map=None, b_map=None):
+        if halo is not None:
+            j = T.meta_var(it0 // cfg.k_steps)
+            h_ring = T.meta_var(halo_ring(ring))
+            h_ring.producer_acquire(j)
+            h_ring.producer_commit(j, halo.load_bytes)
+            Tx.copy_async(a_ring[j % HALO_STAGES, :, :, :, :], halo.load_region(A, mb),
+                          dispatch="tma", mbar=h_ring.full_barrier(j), oob="zero",
+                          l2_promotion=promotion)
         for ks in k_loop(count, cfg):
             it = T.meta_var(it0 + ks)
             s = T.meta_var(ring.slot(it))
@@ -269,40 +282,42 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                                                         tile_bytes))
             else:
                 ring.producer_commit(it, tile_bytes)
-            if cluster_n > 1:
-                # The cluster's CTAs share the A tile: each loads its own rows into all.
-                mine = T.meta_var(a_part(rank) * share)
-                first = T.meta_var(mb * bm + a_part(place) * share)
-                if pieces == 1:
-                    Tx.copy_async(a_ring[s, mine:mine + share, :],
-                                  k_block(A, first, share, k0),
+            # (With halo tiles the tile's halo holds every K step's A.)
+            if halo is None:
+                if cluster_n > 1:
+                    # The cluster's CTAs share the A tile: each loads its own rows into all.
+                    mine = T.meta_var(a_part(rank) * share)
+                    first = T.meta_var(mb * bm + a_part(place) * share)
+                    if pieces == 1:
+                        Tx.copy_async(a_ring[s, mine:mine + share, :],
+                                      k_block(A, first, share, k0),
+                                      dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                                      l2_promotion=promotion, multicast=a_mask(rank),
+                                      tensormap=a_map)
+                    else:
+                        for p in T.unroll(pieces):
+                            if k0 + p * piece < cfg.k:
+                                Tx.copy_async(a_ring[s, mine:mine + share,
+                                                     p * piece:p * piece + piece],
+                                              A[first:first + share,
+                                                k0 + p * piece:k0 + p * piece + piece],
+                                              dispatch="tma", mbar=ring.full_barrier(it),
+                                              oob="zero", l2_promotion=promotion,
+                                              multicast=a_mask(rank), tensormap=a_map)
+                elif pieces == 1:
+                    Tx.copy_async(a_ring[s, :, :], k_block(A, mb * bm, bm, k0),
                                   dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                                  l2_promotion=promotion, multicast=a_mask(rank),
-                                  tensormap=a_map)
+                                  l2_promotion=promotion, tensormap=a_map)
                 else:
+                    # One copy per 8-column piece (each inside one filter tap of a conv2d);
+                    # no piece starts at or past K.
                     for p in T.unroll(pieces):
                         if k0 + p * piece < cfg.k:
-                            Tx.copy_async(a_ring[s, mine:mine + share,
-                                                 p * piece:p * piece + piece],
-                                          A[first:first + share,
+                            Tx.copy_async(a_ring[s, :, p * piece:p * piece + piece],
+                                          A[mb * bm:mb * bm + bm,
                                             k0 + p * piece:k0 + p * piece + piece],
-                                          dispatch="tma", mbar=ring.full_barrier(it),
-                                          oob="zero", l2_promotion=promotion,
-                                          multicast=a_mask(rank), tensormap=a_map)
-            elif pieces == 1:
-                Tx.copy_async(a_ring[s, :, :], k_block(A, mb * bm, bm, k0),
-                              dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                              l2_promotion=promotion, tensormap=a_map)
-            else:
-                # One copy per 8-column piece (each inside one filter tap of a conv2d);
-                # no piece starts at or past K.
-                for p in T.unroll(pieces):
-                    if k0 + p * piece < cfg.k:
-                        Tx.copy_async(a_ring[s, :, p * piece:p * piece + piece],
-                                      A[mb * bm:mb * bm + bm,
-                                        k0 + p * piece:k0 + p * piece + piece],
-                                      dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
-                                      l2_promotion=promotion, tensormap=a_map)
+                                          dispatch="tma", mbar=ring.full_barrier(it), oob="zero",
+                                          l2_promotion=promotion, tensormap=a_map)
             if resident:
                 # This slot's B (the only column block, the slot's K step): loaded on
                 # the slot's first use only (the same use in every CTA of a cluster), its
@@ -362,6 +377,8 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
         a_shape, a_layout = tuple(a_operand.argument_shape), a_operand.argument_layout
     body = make_kernel_body(cfg, a_operand)
     partials_shape, flags_shape = workspace_shapes(cfg)
+    # Halo tiles: M counts the tiles' MMA rows; C is the N*P*Q output pixels.
+    c_rows = math.prod(cfg.halo.output_shape) if cfg.halo is not None else m
 
     # fmt: off
     @T.inline
@@ -374,7 +391,7 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
             X = T.match_buffer(A_ptr, a_shape, a_dtype, layout=a_layout)
             a_arg = T.meta_var(X)
         B = T.match_buffer(B_ptr, b_shape, b_dtype, layout=TileLayout(S[b_shape]))
-        C = T.match_buffer(C_ptr, (m, n), c_dtype, layout=TileLayout(S[m, n]))
+        C = T.match_buffer(C_ptr, (c_rows, n), c_dtype, layout=TileLayout(S[c_rows, n]))
         if cfg.swap_ab:
             # C^T = B A^T: B's rows are the product's rows (the MMAs' A slot), A's its
             # columns; the epilogue stores the product transposed.
@@ -428,7 +445,10 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
 
 def _tap_view_shape(cfg: GemmConfig, a_operand: AOperand | None) -> tuple[int, int, int]:
     """(M, taps, channels) of a kernel whose K walks filter taps (``cfg.tap_columns``):
-    the A operand's 3-D view, whose taps times ``tap_columns`` must be K."""
+    the A operand's 3-D view, whose taps times ``tap_columns`` must be K. With halo tiles
+    (whose A view is the activation's planes) the halo's taps and channels."""
+    if cfg.halo is not None:
+        return cfg.m, cfg.halo.taps, cfg.halo.channels
     shape = getattr(a_operand, "view_shape", None)
     if shape is None or len(shape) != 3 or shape[0] != cfg.m or (
             shape[1] * cfg.tap_columns != cfg.k or shape[2] > cfg.tap_columns):
@@ -471,6 +491,9 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
     view_second = a_operand is not None and cfg.swap_ab
     # K over filter taps: B, the (N, taps x channels) argument, read as (N, taps, channels).
     taps_b = (cfg.n, *_tap_view_shape(cfg, a_operand)[1:]) if cfg.tap_columns else None
+    # Halo tiles store C as (N, P, Q) pixels by K channels (:meth:`.halo.HaloTiling.
+    # store_region`).
+    halo_c = (*cfg.halo.output_shape, cfg.n) if cfg.halo is not None else None
     cta_body = make_cta_body(cfg, work)
 
     # fmt: off
@@ -490,6 +513,11 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
             B_read = T.meta_var(B_view)
         else:
             B_read = T.meta_var(B)
+        if halo_c is not None:
+            C_pixels = T.decl_buffer(halo_c, C.dtype, C.data)
+            C_write = T.meta_var(C_pixels)
+        else:
+            C_write = T.meta_var(C)
         T.device_entry()
         if cluster > 1:
             # The CTA's rank in its cluster twice: the scope id (what the dispatch's
@@ -510,7 +538,7 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
             place = T.meta_var(0)
         tid = T.thread_id([cfg.threads])
         dyn = T.alloc_buffer((cfg.shared_bytes,), "uint8", scope="shared.dyn")
-        cta_body(A, B_read, C, scales, partials, flags, groups,
+        cta_body(A, B_read, C_write, scales, partials, flags, groups,
                  (worker, rank, place, tid, dyn))
     # fmt: on
     return body
@@ -544,6 +572,16 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
     a_offset, b_offset = cfg.a_ring_start // elem, cfg.b_ring_start // elem
     c_offset = cfg.c_stage_start // out_elem
     a_layout = a_slot_layout(cfg)
+    a_shape = (stages, bm, bk)
+    # Halo tiles: the A ring is the halo slots (channel planes, :mod:`.halo`), whose
+    # barriers follow the ring's.
+    halo = cfg.halo
+    barriers = stages
+    if halo is not None:
+        a_shape = (HALO_STAGES, halo.planes, halo.halo_rows, halo.width, 8)
+        a_layout = TileLayout(S[a_shape : (halo.slot_elements, halo.plane_pixels * 8,
+                                           halo.width * 8, 8, 1)])
+        barriers = stages + HALO_STAGES
     b_layout = swizzled_layout(b_dtype, (stages, *b_slot))
     c_layout = c_stage_layout(cfg)
     c_shape = c_stage_shape(cfg)
@@ -562,9 +600,9 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
     @T.inline
     def cta(A, B, C, scales, partials, flags, groups, entry):
         worker, rank, place, tid, dyn = T.meta_var(entry)
-        full = T.decl_buffer((stages,), "uint64", dyn.data, elem_offset=0)
-        empty = T.decl_buffer((stages,), "uint64", dyn.data, elem_offset=stages)
-        a_ring = T.decl_buffer((stages, bm, bk), a_dtype, dyn.data, elem_offset=a_offset,
+        full = T.decl_buffer((barriers,), "uint64", dyn.data, elem_offset=0)
+        empty = T.decl_buffer((barriers,), "uint64", dyn.data, elem_offset=barriers)
+        a_ring = T.decl_buffer(a_shape, a_dtype, dyn.data, elem_offset=a_offset,
                                layout=a_layout)
         b_ring = T.decl_buffer((stages, *b_slot), b_dtype, dyn.data, elem_offset=b_offset,
                                layout=b_layout)
@@ -590,6 +628,8 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
 
         if tid == 0:
             ring.init()
+            if halo is not None:
+                halo_ring(ring).init()
         if zero_words > 0:
             # The zeroed piece a half last K block's MMA reads (K 8 mod 16, 8-column A
             # pieces): written once, made visible to the async proxy (wgmma) before the

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 
 import tvm
 
+from .halo import HALO_STAGES, HaloTiling
 from .tiling import choose
 
 #: Bytes at the front of dynamic shared memory for the ring's mbarriers; the tiles start
@@ -205,6 +206,12 @@ class GemmConfig:
     #: taps times ``tap_columns``; the kernel's B argument is (N, taps x channels), the
     #: operand's view ``(M, taps, channels)`` (``a_operand.view_shape``).
     tap_columns: int = 0
+    #: None: the A operand is loaded a K block a ring slot. Else a stride-1 conv2d's
+    #: halo tiles (:mod:`.halo`): one TMA load per tile brings the tile's input rows as
+    #: channel planes into one of :data:`~.halo.HALO_STAGES` halo slots, and each K step's
+    #: A tile is that slot at the step's tap offset (the ring slots hold B alone). M is
+    #: then the halo tiles times ``block_m`` and ``tap_columns`` the planes' channels.
+    halo: HaloTiling | None = None
 
     def __post_init__(self) -> None:
         if self.block_k is None:
@@ -592,9 +599,21 @@ class GemmConfig:
         return 0
 
     @property
+    def a_ring_bytes(self) -> int:
+        """Bytes of the A ring: ``stages`` slots of A tiles, or the halo slots."""
+        if self.halo is not None:
+            return HALO_STAGES * self.halo.slot_bytes
+        return self.stages * self.a_tile_bytes
+
+    @property
+    def a_step_bytes(self) -> int:
+        """Bytes of A a ring slot's K step brings: the A tile, none with halo tiles."""
+        return 0 if self.halo is not None else self.a_tile_bytes
+
+    @property
     def a_zero_start(self) -> int:
         """Byte offset of the zeroed piece: after the A ring's ``stages`` slots."""
-        return self.a_ring_start + self.stages * self.a_tile_bytes
+        return self.a_ring_start + self.a_ring_bytes
 
     @property
     def b_ring_start(self) -> int:
@@ -686,6 +705,8 @@ class GemmConfig:
                              f"of one k16 wgmma step, in an unswizzled slot)")
         if self.tap_columns:
             self._check_tap_columns()
+        if self.halo is not None:
+            self._check_halo()
         if self.stages < 2:
             raise ValueError(f"stages={self.stages}: the ring needs at least 2 slots")
         whole_odd = self.block_n % 32 and self.epilogue_cols == self.block_n
@@ -746,6 +767,33 @@ class GemmConfig:
             raise ValueError(f"{self.stages} stages of {self.block_m}x{self.block_n}x"
                              f"{self.block_k} tiles need {self.shared_bytes} bytes of shared "
                              f"memory (> {MAX_SHARED})")
+
+    def _check_halo(self) -> None:
+        """Halo tiles (:mod:`.halo`): a 16-bit conv2d's K over taps (``tap_columns``
+        the planes' channels), B as N x K, whole tiles on the cooperative schedule in no
+        cluster and unswapped (each halo slot serves one tile's K steps), M the halo
+        tiles times ``block_m`` and every tile's rows within it."""
+        halo = self.halo
+        if (self.tap_columns != halo.planes * 8 or self.fp8 or self.b_layout != "nk"
+                or self.a_copy_k):
+            raise ValueError(f"halo tiles: a 16-bit conv2d's K over taps with tap_columns="
+                             f"{halo.planes * 8} (the planes' channels) and B as N x K; got "
+                             f"tap_columns={self.tap_columns}, dtype={self.dtype!r}, "
+                             f"b_layout={self.b_layout!r}, a_copy_k={self.a_copy_k}")
+        if (self.schedule != "cooperative" or self.cluster_size > 1 or self.swap_ab
+                or self.split_k != 1 or self.stream_k or self.tail_split != 1):
+            raise ValueError(f"halo tiles: whole tiles on the cooperative schedule, no "
+                             f"cluster, unswapped (schedule={self.schedule!r}, cluster="
+                             f"{self.cluster}x{self.cluster_n}, swap_ab={self.swap_ab}, "
+                             f"split_k={self.split_k}, stream_k={self.stream_k}, "
+                             f"tail_split={self.tail_split})")
+        if halo.block_m != self.block_m or self.m != halo.tiles * self.block_m:
+            raise ValueError(f"halo tiles of {halo.block_m} rows, {halo.tiles} of them: "
+                             f"block_m={self.block_m} and m={self.m} must be "
+                             f"{halo.block_m} and {halo.tiles * halo.block_m}")
+        if (2 * self.stages + 2 * HALO_STAGES) * 8 > BARRIER_BYTES:
+            raise ValueError(f"stages={self.stages}: the ring's and the halo slots' "
+                             f"barriers must fit {BARRIER_BYTES} bytes")
 
     def _check_swap_ab(self) -> None:
         """``C^T = B A^T``: both operands K-major (B as N x K), a tile width of any

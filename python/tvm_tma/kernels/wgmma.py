@@ -44,6 +44,7 @@ from tvm.script import tirx as T
 from tvm.tirx.layout import S, TileLayout
 
 from .gemm_config import GemmConfig
+from .halo import HALO_STAGES, halo_ring
 from .scheduler import unit_steps
 from .tiling import UNROLLED_ACCUMULATOR_STEPS, unrolled
 
@@ -272,18 +273,35 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
     last_step = cfg.k_steps - 1
     zero_lead = (cfg.a_zero_start - cfg.a_ring_start) // 16
     slot_units = cfg.a_tile_bytes // 16
+    # Halo tiles: every K step's A is the tile's halo slot (use j = it0 // k_steps of the
+    # halo ring: whole units) at the step's tap offset, in 16-byte units; unswizzled
+    # K-major core matrices, a plane apart along K (:mod:`.halo`).
+    halo = cfg.halo
+    if halo is not None:
+        a_lead, a_stride, a_swizzle = halo.plane_pixels, 8, SWIZZLE_NONE
+        a_step, a_sub = 2 * halo.plane_pixels, 64
 
     # fmt: off
     @T.inline
     def mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, k_step0, count, row0,
                   lane):
+        if halo is not None:
+            j = T.meta_var(it0 // cfg.k_steps)
+            h_ring = T.meta_var(halo_ring(ring))
+            h_ring.consumer_wait(j)
         # Wait for each slot, run its MMAs, and release the previous slot once the group
         # that read it has retired.
         for ks in k_loop(count, cfg):
             it = T.meta_var(it0 + ks)
             s = T.meta_var(ring.slot(it))
             ring.consumer_wait(it)
-            if half_last_block:
+            if halo is not None:
+                T.cuda.wgmma.encode_matrix_descriptor(
+                    T.address_of(desc_a[0]), a_ring.ptr_to([j % HALO_STAGES, 0, 0, 0, 0]),
+                    a_lead, a_stride, a_swizzle)
+                desc_a[0] = desc_a[0] + T.Cast(
+                    "uint64", halo.tap_start(k_step0 + ks, bk) + row0)
+            elif half_last_block:
                 T.cuda.wgmma.encode_matrix_descriptor(
                     T.address_of(desc_a[0]), a_ring.ptr_to([s, row0, 0]),
                     T.if_then_else(k_step0 + ks == last_step, zero_lead - s * slot_units,
@@ -315,6 +333,9 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
                 release(ring, it - 1, lane)
         T.ptx.wgmma.wait_group.sync.aligned(0)
         release(ring, it0 + count - 1, lane)
+        if halo is not None:
+            if lane == 0:
+                h_ring.consumer_release(j)
     # fmt: on
     return mma_steps
 

@@ -1,0 +1,236 @@
+"""A conv2d's A operand as halo tiles: each tile's input rows loaded once, every filter tap
+read from them by the MMAs' descriptors.
+
+The im2col loads of :mod:`.conv2d` read every input pixel once per filter tap (nine times
+for a 3x3 filter) and ask the L2 for each pixel's channels separately. Where a pixel is a
+few channels (24 or 40: 48 or 80 bytes, off the 32-byte sectors) that is the bound:
+``ncu`` counted 5.31 M L2 requests for N=16 112x112x24 -> 64 against the 1.06 M of
+cuDNN's kernel (``benchmarks/RESULTS.md`` 6z6, 6z8). A halo tile is read once: one tiled
+TMA load per output tile brings the input rows the tile's taps touch, and each tap's A
+tile is the same shared memory at another offset.
+
+**The layout.** The tile's output pixels are ``rows`` output rows by ``cols`` columns of
+one image; its input is ``halo_rows = rows + (R - 1) * dilation`` rows by ``width = cols +
+(S - 1) * dilation`` columns (padding included: the load starts ``padding`` before the
+tile's first pixel and reads zeros outside the image). The load writes it as **channel
+planes**: plane ``c8`` holds channels ``8 c8 .. 8 c8 + 7`` of every halo pixel, 16 bytes
+a pixel, pixels row-major (a 5-D view of the NHWC activation, (N, C / 8, H, W, 8) with
+strides (HWC, 8, WC, C, 1): one box). Pixel ``(y, x)`` of the halo sits at ``y * width +
+x`` of each plane, so the accumulator row ``i = a * width + b`` (output row ``a``, column
+``b`` of the tile) reads tap ``(r, s)`` at ``i + r * dh * width + s * dw``: the same
+**linear** map for every row. That is exactly wgmma's unswizzled K-major layout (core
+matrices of 8 rows of 16 bytes, 128 bytes apart along M: the stride byte offset; the next
+8 channels one plane further along K: the leading byte offset), so a tap's A tile is a
+descriptor whose start address is the tap's offset, and a k16 step two planes.
+
+Rows ``i`` with ``b >= cols`` (the ``(S - 1) * dilation`` columns between two output rows
+of the tile) and rows past ``rows * width`` compute garbage that is never stored: the
+epilogue stores the C stage as (``rows``, ``box_cols``, channels) of the (N, P, Q, K)
+output, and a tile of whole output rows (``cols == Q``) stores ``box_cols = width``
+columns whose last ``(S - 1) * dilation`` fall past Q (the store skips them); a tile of
+one row segment (``rows == 1``) stores its ``cols`` columns only. Channels past C (C
+padded to whole K blocks, 24 in 32) are planes the load reads as zeros.
+
+:class:`HaloTiling` is that plan for one layer and tile height (:func:`halo_tiling`
+chooses rows and columns); :mod:`.gemm` runs it (a second ring of :data:`HALO_STAGES`
+slots, one halo a tile), :mod:`.wgmma` addresses it, :mod:`.epilogue` stores through it.
+Stride 1 only: a stride would make the taps' pixels every other halo pixel.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from tvm.tirx.layout import S, TileLayout
+
+from tvm_tma.pipeline import TmaPipeline
+
+#: Halo slots: the producer loads tile j + 1's halo while the consumers read tile j's.
+HALO_STAGES = 2
+#: Channels a plane holds: one 16-byte row of a wgmma core matrix of 16-bit elements.
+PLANE_CHANNELS = 8
+#: Bytes of one halo pixel in one plane (16-bit elements).
+PLANE_PIXEL_BYTES = 16
+#: Widest TMA box dimension: the halo's width and rows, and the stored columns.
+MAX_BOX = 256
+#: Alignment of each halo slot in shared memory (the TMA destination's, generously).
+SLOT_ALIGN = 1024
+
+
+@dataclass(frozen=True)
+class HaloTiling:
+    """How a stride-1 conv2d's output is cut into halo tiles (see the module docstring)."""
+
+    #: Images, output rows and columns (N, P, Q), input rows and columns (H, W), channels.
+    batch: int
+    out_rows: int
+    out_cols: int
+    in_rows: int
+    in_cols: int
+    channels: int
+    #: Filter rows and columns, padding and dilation (rows, columns).
+    taps_r: int
+    taps_s: int
+    padding: tuple[int, int]
+    dilation: tuple[int, int]
+    #: Output rows and columns of a tile.
+    rows: int
+    cols: int
+    #: Channel planes loaded: a tap's K columns over 8 (those past C read zeros).
+    planes: int
+    #: The MMAs' rows a tile takes (``GemmConfig.block_m``): ``rows * width`` and the
+    #: garbage rows after them.
+    block_m: int
+
+    @property
+    def width(self) -> int:
+        """Halo columns: the tile's columns and the filter's reach past them."""
+        return self.cols + (self.taps_s - 1) * self.dilation[1]
+
+    @property
+    def halo_rows(self) -> int:
+        return self.rows + (self.taps_r - 1) * self.dilation[0]
+
+    @property
+    def box_cols(self) -> int:
+        """Columns a tile's store writes per output row: the whole halo width on a tile of
+        whole output rows (the columns past Q are skipped), else the tile's columns (a
+        one-row segment: the garbage rows follow them)."""
+        return self.width if self.cols == self.out_cols else self.cols
+
+    @property
+    def tiles_down(self) -> int:
+        return math.ceil(self.out_rows / self.rows)
+
+    @property
+    def tiles_across(self) -> int:
+        return math.ceil(self.out_cols / self.cols)
+
+    @property
+    def tiles(self) -> int:
+        return self.batch * self.tiles_down * self.tiles_across
+
+    @property
+    def plane_pixels(self) -> int:
+        return self.halo_rows * self.width
+
+    @property
+    def load_bytes(self) -> int:
+        """Bytes one halo load delivers (its box, zero fill included)."""
+        return self.planes * self.plane_pixels * PLANE_PIXEL_BYTES
+
+    @property
+    def slack_pixels(self) -> int:
+        """Pixels after the last plane that garbage rows read: the last tap reaches
+        ``(R - 1) dh * width + (S - 1) dw`` past a row, and rows run to ``block_m``."""
+        reach = (self.taps_s - 1) * self.dilation[1] + self.block_m
+        return max(0, reach - self.rows * self.width)
+
+    @property
+    def slot_bytes(self) -> int:
+        raw = (self.planes * self.plane_pixels + self.slack_pixels) * PLANE_PIXEL_BYTES
+        return math.ceil(raw / SLOT_ALIGN) * SLOT_ALIGN
+
+    @property
+    def slot_elements(self) -> int:
+        """16-bit elements of one slot (the slot buffer's inner extent)."""
+        return self.slot_bytes // 2
+
+    @property
+    def taps(self) -> int:
+        return self.taps_r * self.taps_s
+
+    # -- the load ------------------------------------------------------------------------
+    @property
+    def view_shape(self) -> tuple[int, int, int, int, int]:
+        """The activation as (N, C / 8, H, W, 8): one halo is one box of it."""
+        return (self.batch, self.channels // PLANE_CHANNELS, self.in_rows, self.in_cols,
+                PLANE_CHANNELS)
+
+    @property
+    def view_layout(self) -> TileLayout:
+        h, w, c = self.in_rows, self.in_cols, self.channels
+        return TileLayout(S[self.view_shape : (h * w * c, PLANE_CHANNELS, w * c, c, 1)])
+
+    def coordinates(self, tile):
+        """(image, first output row, first output column) of halo tile ``tile`` (an
+        expression): tiles walk columns, then rows, then images."""
+        per_image = self.tiles_down * self.tiles_across
+        rest = tile % per_image
+        return (tile // per_image, rest // self.tiles_across * self.rows,
+                rest % self.tiles_across * self.cols)
+
+    def load_region(self, view, tile):
+        """The region of the (N, C / 8, H, W, 8) ``view`` tile ``tile``'s halo load reads:
+        ``planes`` planes (past C / 8: zeros), from ``padding`` before the tile's first
+        output pixel."""
+        n, p0, q0 = self.coordinates(tile)
+        y0, x0 = p0 - self.padding[0], q0 - self.padding[1]
+        return view[n, 0:self.planes, y0:y0 + self.halo_rows, x0:x0 + self.width, :]
+
+    # -- the MMAs ------------------------------------------------------------------------
+    def tap_start(self, k_step, block_k: int):
+        """Start of K step ``k_step``'s A tile in its slot, in 16-byte units: the tap's
+        offset in the halo plus the first plane of its channel block (K steps walk the
+        taps, ``tap_columns / block_k`` blocks a tap)."""
+        blocks = self.planes * PLANE_CHANNELS // block_k
+        tap, block = k_step // blocks, k_step % blocks
+        r, s = tap // self.taps_s, tap % self.taps_s
+        return (r * self.dilation[0] * self.width + s * self.dilation[1]
+                + block * (block_k // PLANE_CHANNELS) * self.plane_pixels)
+
+    # -- the store -----------------------------------------------------------------------
+    @property
+    def output_shape(self) -> tuple[int, int, int, int]:
+        """The (N*P*Q, K) output seen as (N, P, Q) pixels; the channels are appended."""
+        return (self.batch, self.out_rows, self.out_cols)
+
+    def store_region(self, output, tile, n0, columns: int):
+        """The region of the (N, P, Q, K) ``output`` a C stage of tile ``tile`` stores:
+        ``rows`` output rows by ``box_cols`` columns by ``columns`` channels from
+        ``n0``."""
+        n, p0, q0 = self.coordinates(tile)
+        return output[n, p0:p0 + self.rows, q0:q0 + self.box_cols, n0:n0 + columns]
+
+    @property
+    def stored_rows(self) -> int:
+        """Rows of the C stage a store reads: ``rows`` runs of ``box_cols``."""
+        return self.rows * self.box_cols
+
+
+def halo_tiling(n: int, h: int, w: int, c: int, p: int, q: int, r: int, s: int,
+                padding: tuple[int, int], dilation: tuple[int, int], block_m: int,
+                tap_columns: int) -> HaloTiling:
+    """The halo tiles of a stride-1 layer on ``block_m``-row MMAs: whole output rows
+    where a row and the filter's reach fit ``block_m`` (as many rows a tile as fit,
+    evened out over the tiles an image needs), else one-row segments of at most
+    ``block_m - (S - 1) * dilation`` columns (evened out alike). Raises ValueError where
+    the channels are no multiple of 8 or the K columns of a tap no whole planes."""
+    if c % PLANE_CHANNELS or tap_columns % PLANE_CHANNELS or tap_columns < c:
+        raise ValueError(f"halo tiles: C={c} and the tap's K columns {tap_columns} must be "
+                         f"multiples of {PLANE_CHANNELS} with C <= {tap_columns} (16-byte "
+                         f"channel planes)")
+    reach = (s - 1) * dilation[1]
+    if q + reach <= block_m and q + reach <= MAX_BOX:
+        rows = min(p, block_m // (q + reach))
+        rows = math.ceil(p / math.ceil(p / rows))
+        cols = q
+    else:
+        rows = 1
+        fit = min(block_m, MAX_BOX) - reach
+        if fit < 8:
+            raise ValueError(f"halo tiles: a {s}-wide filter at dilation {dilation[1]} "
+                             f"leaves {fit} columns of a {block_m}-row tile")
+        cols = math.ceil(q / math.ceil(q / fit))
+    return HaloTiling(n, p, q, h, w, c, r, s, padding, dilation, rows, cols,
+                      tap_columns // PLANE_CHANNELS, block_m)
+
+
+def halo_ring(ring: TmaPipeline) -> TmaPipeline:
+    """The halo slots' ring beside the GEMM's ``ring``: :data:`HALO_STAGES` slots whose
+    barriers follow the ring's in its ``full`` and ``empty`` buffers (declared
+    ``stages + HALO_STAGES`` long), released by the same consumers. Its uses are the
+    CTA's tiles (one halo a tile), counted as the ring's are."""
+    return TmaPipeline(ring.full, ring.empty, HALO_STAGES, consumers=ring.consumers,
+                       first=ring.stages, cluster=ring.cluster)
