@@ -46,6 +46,11 @@ What it handles today (:func:`check_geometry` refuses the rest, naming the value
   GEMM's swapped tiles store it. The default for a layer of at most 256 output channels
   where it keeps more SMs busy (:func:`conv2d_config`); not over padded taps.
 
+* **Halo tiles** (``GemmConfig.halo``, :mod:`.halo`), stride 1: one tiled load a tile of
+  its input rows as 16-byte channel planes, every tap's A a wgmma descriptor offset into
+  them (each pixel read once, not once a tap); the default for layers of padded taps
+  (:func:`~.conv2d_tiling._halo_tiles`).
+
 :func:`conv2d_config` picks the tiling of a layer (:mod:`.conv2d_tiling`: each rule and the
 measurements that chose it; :func:`check_geometry` and :func:`check_config` refuse what
 the kernel does not run);

@@ -358,6 +358,13 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       1.08-1.45x); not past clusters, padded taps, 8-channel pieces or the caller's
       choices. ``swap_ab=True`` alone asks for these tiles wherever the kernel runs them
       (a layer over padded taps is refused by name).
+    * **halo** (last): a stride-1, undilated layer whose taps the im2col loads pad (C
+      at most :data:`HALO_MAX_CHANNELS`), of at most 256 output channels, on halo tiles
+      of at least two whole output rows (:func:`_halo_tiles`, :mod:`.halo`: each pixel
+      loaded once, every tap a descriptor offset; N=16 28x28x80 1.78x, N=32 35x35x48 ->
+      64 5x5 1.42x, 14 held-out layers 1.20x geomean). ``halo=True`` asks for halo tiles
+      at stride 1 whatever the rows (refused by name elsewhere), ``halo=False`` keeps the
+      im2col loads.
     * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
       count).
 
