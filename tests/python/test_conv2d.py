@@ -303,6 +303,9 @@ SMALL = [
     ("halo-c40-2x20x13x40-k48-ctas2", _layer(2, 20, 13, 40, 48), {"ctas": 2}),
     ("halo-segments-dil2-1x6x150x16-k32", _layer(1, 6, 150, 16, 32, pad=2, dilation=2),
      {"halo": True, "block_m": 128, "ctas": 3}),
+    # By default one-row tiles of a 112-wide image with the filter resident: 10 tiles on
+    # 4 CTAs (the ring one slot a K step, loaded once a CTA).
+    ("halo-one-row-resident-2x5x112x24-k32-ctas4", _layer(2, 5, 112, 24, 32), {"ctas": 4}),
     ("taps32-c24-streamk-2x14x14x24-k128", _layer(2, 14, 14, 24, 128),
      {"block_n": 128, "stream_k": True, "ctas": 8}),
     ("taps32-c24-cluster1x2-4x12x12x24-k128", _layer(4, 12, 12, 24, 128),
@@ -1551,18 +1554,28 @@ def test_conv2d_copies_plan_as_one_a_load_and_tiled_loads_and_stores(built):
 
 
 def _check_halo_plans(g, cfg, a_load, b_load, store) -> None:
-    """Halo tiles (kernels/halo.py): A is one tiled load a tile of the activation's
-    channel planes, (8, W, H, C / 8, N) with byte strides (2C, 2WC, 16, 2HWC) in driver
-    order (N folds away where it is 1), boxed (8, halo width, halo rows, planes); B the
+    """Halo tiles (kernels/halo.py): A is one tiled load a tile of the activation itself,
+    its box the halo's rows of ``width`` pixels (the padding the box's edges): a pixel a
+    box row (C, W, H, N), or where a halo row fits one box row (at most 256 elements of
+    the widest type dividing it) the row's W x C bytes merged into one (a 40-channel
+    halo row of 15 pixels: 150 uint64 from 10 before the image's row of 130); B the
     filter's (C, K, taps) view where taps are padded; C stored as the tile's pixels."""
     halo = cfg.halo
     spec = a_load.plan.tensor_map
+    element = {"uint64": 8, "uint32": 4}.get(spec.dtype, 2)
     assert a_load.encoder == "cuTensorMapEncodeTiled" and a_load.plan.num_issues == 1
-    assert spec.global_dims[:4] == (8, g.w, g.h, g.c // 8)
-    assert spec.global_strides[:3] == (2 * g.c, 2 * g.w * g.c, 16)
-    assert spec.box_dims[:4] == (8, halo.width, halo.halo_rows, halo.planes)
-    assert spec.swizzle == 0 and {1, 2} <= set(a_load.plan.edge_dims)
-    assert (3 in a_load.plan.edge_dims) == (halo.planes > g.c // 8)
+    assert math.prod(spec.global_dims) * element == g.n * g.h * g.w * g.c * 2
+    assert math.prod(spec.box_dims) * element == halo.load_bytes
+    row = halo.width * g.c * 2
+    if row <= 256 * element and spec.box_dims[0] * element == row:  # W x C merged
+        assert spec.global_dims[:2] == (g.w * g.c * 2 // element, g.h)
+        assert spec.box_dims[:2] == (row // element, halo.halo_rows)
+        assert {0, 1} <= set(a_load.plan.edge_dims)
+    else:  # a pixel a box row
+        assert spec.global_dims[:3] == (g.c, g.w, g.h)
+        assert spec.box_dims[:3] == (g.c, halo.width, halo.halo_rows)
+        assert {1, 2} <= set(a_load.plan.edge_dims)
+    assert spec.swizzle == 0
     assert halo.rows * halo.width <= cfg.block_m and halo.tiles * cfg.block_m == cfg.m
     assert a_load.instruction == (f"cp.async.bulk.tensor.{len(spec.global_dims)}d.shared::"
                                   "cluster.global.mbarrier::complete_tx::bytes")
@@ -1587,11 +1600,13 @@ def test_conv2d_assembles_for_sm90a_with_the_expected_instructions(built):
     assert (f"wgmma.mma_async.sync.aligned.m64n{cfg.block_n}k16.f32.{ptx_type}.{ptx_type}"
             in src)
     if cfg.halo is not None:
-        # A halo tile's planes: a tiled load (no im2col map), unswizzled wgmma descriptors
-        # whose leading byte offset is a plane (16 bytes a pixel), one per K step.
+        # A halo tile's pixels: a tiled load (no im2col map); the transposers' 16-byte
+        # copies into the planes, fenced for wgmma; unswizzled wgmma descriptors whose
+        # leading byte offset is a plane (16 bytes a pixel), one per K step.
         assert ".im2col." not in src and "X_tensormap" in src
-        assert re.search(r"cp\.async\.bulk\.tensor\.[45]d\.shared::cluster\.global\."
+        assert re.search(r"cp\.async\.bulk\.tensor\.[2-4]d\.shared::cluster\.global\."
                          r"mbarrier::complete_tx::bytes \[", src)
+        assert "uint4" in src and "fence.proxy.async.shared::cta" in src
         assert src.count(f", {cfg.halo.plane_pixels}, 8, 0);") >= 1
         assert kernel.tensormap_params == 3
         assert len(assemble(src)) > 0
@@ -1776,11 +1791,13 @@ HALO_SMALL = [c for c in SMALL if _config(c[1], c[2]).halo is not None]
 @pytest.mark.parametrize("case", HALO_SMALL, ids=[c[0] for c in HALO_SMALL])
 def test_every_halo_tile_holds_its_pixels_on_the_tma_model(case):
     """Halo tiles: the A copy's plan, evaluated for every (worker, round) the producer
-    runs and executed on the numpy TMA model, fills its halo slot so that what each K
-    step's wgmma descriptor addresses -- 16-byte row ``tap_start + i`` of each channel
-    plane, planes a leading byte offset apart -- is, for every row ``i`` of a stored
-    output pixel, that pixel's row of the im2col matrix (built from the convolution's
-    definition, each tap padded with zeros to ``tap_columns``); every tile loaded once."""
+    runs and executed on the numpy TMA model, fills its raw slot with the halo's pixels,
+    which copied into channel planes (16-byte chunk e of the raw slot to plane e % (C/8),
+    pixel e // (C/8)) make what each K step's wgmma descriptor addresses -- 16-byte row
+    ``tap_start + i`` of each plane, planes a leading byte offset apart -- for every row
+    ``i`` of a stored output pixel that pixel's row of the im2col matrix (built from the
+    convolution's definition, each tap padded with zeros to ``tap_columns``); every tile
+    loaded once."""
     import tvm
     from tvm.sym import Analyzer
 
@@ -1812,8 +1829,16 @@ def test_every_halo_tile_holds_its_pixels_on_the_tma_model(case):
             arena = np.full(cfg.shared_bytes, 0xA5, np.uint8)
             env = {var: {"worker": worker, "j": j}[name] for name, var in names.items()}
             execute_plan(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
+            # The raw slot is the halo pixel-major; the transposers copy 16-byte chunk e
+            # (pixel e // (C/8), plane e % (C/8)) into its plane; planes past C are zeros.
+            raw_at = (cfg.halo_raw_start + j % HALO_STAGES * halo.raw_slot_bytes) // 2
+            raw = arena.view(np.uint16)[raw_at:raw_at + halo.load_bytes // 2]
+            raw = raw.reshape(halo.plane_pixels, g.c // 8, 8)
+            image = np.full(cfg.shared_bytes // 2, 0xA5A5, np.uint16)
             slot = (cfg.a_ring_start + j % HALO_STAGES * halo.slot_bytes) // 2
-            image = arena.view(np.uint16)
+            plane_image = np.zeros((halo.planes, halo.plane_pixels, 8), np.uint16)
+            plane_image[:g.c // 8] = raw.transpose(1, 0, 2)
+            image[slot:slot + plane_image.size] = plane_image.reshape(-1)
             n, p0, q0 = (int(analyzer.simplify(tvm.tirx.const(0) + v))
                          for v in halo.coordinates(mb))
             for i in range(cfg.block_m):
@@ -1833,32 +1858,39 @@ def test_every_halo_tile_holds_its_pixels_on_the_tma_model(case):
 
 def test_halo_tiles_take_padded_taps_of_whole_output_rows():
     """The halo rule (conv2d_tiling._halo_tiles): stride 1, undilated, C of at most 96
-    padded in its taps, at most 256 output channels, tiles of at least two whole output
-    rows; the tile height loading the fewest halo rows a CTA. H200 (RESULTS.md 6z9)."""
-    cases = {  # layer: (rows, block_m, block_k, tap_columns, tiles)
-        (16, 56, 24, 24): (3, 192, 32, 32, 304),
-        (16, 28, 80, 80): (4, 128, 32, 96, 112),
-        (2, 56, 24, 64): (2, 128, 32, 32, 56),
+    padded in its taps, at most 256 output channels; tiles of at least two whole output
+    rows, the height loading the fewest halo rows a CTA; else one-row tiles with the
+    filter resident where it fits. H200 (RESULTS.md 6z9)."""
+    cases = {  # layer: (rows, block_m, block_k, tap_columns, tiles, resident)
+        (16, 56, 24, 24): (3, 192, 32, 32, 304, False),
+        (16, 28, 80, 80): (4, 128, 32, 96, 112, False),
+        (2, 56, 24, 64): (2, 128, 32, 32, 56, False),
+        (16, 112, 24, 64): (1, 128, 32, 32, 1792, True),  # one row of 112 a tile
+        (8, 112, 40, 40): (1, 128, 64, 64, 896, True),
     }
     for (n, h, c, k), want in cases.items():
         cfg = conv2d_config(_layer(n, h, h, c, k))
         halo = cfg.halo
-        assert (halo.rows, cfg.block_m, cfg.block_k, cfg.tap_columns, cfg.num_tiles) == want
+        assert (halo.rows, cfg.block_m, cfg.block_k, cfg.tap_columns, cfg.num_tiles,
+                cfg.b_resident) == want, (n, h, c, k)
         assert (halo.cols, cfg.schedule, cfg.block_n, cfg.cluster_size) == (
             h, "cooperative", k, 1)
+        if cfg.b_resident:  # one slot a K step, as many sets as fit
+            assert cfg.stages % cfg.k_steps == 0 and cfg.shared_bytes <= 227 * 1024
     inception = conv2d_config(_layer(32, 35, 35, 48, 64, 5, 5, pad=2))
     assert (inception.halo.rows, inception.block_k, inception.tap_columns) == (3, 64, 64)
-    # Not: wide rows (one output row a tile), aligned or wide C, stride 2, the caller's
-    # tile, halo=False; halo=True asks for them (a stride refused by name).
-    for layer, options in [(_layer(16, 112, 112, 24, 64), {}),
-                           (_layer(32, 56, 56, 64, 64), {}),
+    # Not: aligned or wide C, a filter too big to stay beside one-row halos (N=4
+    # 112x112x56 -> 112), stride 2, the caller's tile, halo=False; halo=True asks for them
+    # (a stride refused by name).
+    for layer, options in [(_layer(32, 56, 56, 64, 64), {}),
                            (_layer(8, 28, 28, 112, 112), {}),
+                           (_layer(4, 112, 112, 56, 112), {}),
                            (_layer(16, 56, 56, 24, 24, stride=2), {}),
                            (_layer(16, 56, 56, 24, 24), {"block_n": 24}),
                            (_layer(16, 56, 56, 24, 24), {"halo": False})]:
         assert conv2d_config(layer, **options).halo is None, (layer.describe(), options)
-    forced = conv2d_config(_layer(16, 112, 112, 24, 64), halo=True)
-    assert (forced.halo.rows, forced.halo.cols) == (1, 112)
+    forced = conv2d_config(_layer(32, 56, 56, 64, 64), halo=True)
+    assert (forced.halo.rows, forced.halo.cols, forced.b_resident) == (3, 56, False)
     with pytest.raises(ValueError, match=r"halo tiles with stride \(2, 2\): stride 1 only"):
         conv2d_config(_layer(16, 56, 56, 24, 24, stride=2), halo=True)
 

@@ -47,8 +47,9 @@ What it handles today (:func:`check_geometry` refuses the rest, naming the value
   where it keeps more SMs busy (:func:`conv2d_config`); not over padded taps.
 
 * **Halo tiles** (``GemmConfig.halo``, :mod:`.halo`), stride 1: one tiled load a tile of
-  its input rows as 16-byte channel planes, every tap's A a wgmma descriptor offset into
-  them (each pixel read once, not once a tap); the default for layers of padded taps
+  its input rows, which the producer warpgroup's idle warps copy into 16-byte channel
+  planes, every tap's A a wgmma descriptor offset into them (each pixel read once, not
+  once a tap); the default for layers of padded taps
   (:func:`~.conv2d_tiling._halo_tiles`).
 
 :func:`conv2d_config` picks the tiling of a layer (:mod:`.conv2d_tiling`: each rule and the
@@ -107,10 +108,10 @@ def conv2d_kernel(geometry: Conv2dGeometry, cfg: GemmConfig) -> tvm.tirx.PrimFun
     taps from views of X and F)."""
     check_config(geometry, cfg)
     if cfg.halo is not None:
-        # Halo tiles: the loads read the activation's channel planes (:mod:`.halo`).
+        # Halo tiles: the loads read the activation itself (:mod:`.halo`).
+        layout = geometry.argument_layout
         return gemm_kernel(cfg, a_operand=AOperand(
-            geometry.argument_shape, geometry.argument_layout, cfg.halo.view_layout, 0,
-            view_shape=cfg.halo.view_shape))
+            geometry.argument_shape, layout, layout, 0, view_shape=geometry.argument_shape))
     if not cfg.tap_columns:
         return gemm_kernel(cfg, a_operand=geometry)
     # K over taps padded to whole K blocks: A read as (pixels, taps, channels).

@@ -360,11 +360,11 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       (a layer over padded taps is refused by name).
     * **halo** (last): a stride-1, undilated layer whose taps the im2col loads pad (C
       at most :data:`HALO_MAX_CHANNELS`), of at most 256 output channels, on halo tiles
-      of at least two whole output rows (:func:`_halo_tiles`, :mod:`.halo`: each pixel
-      loaded once, every tap a descriptor offset; N=16 28x28x80 1.78x, N=32 35x35x48 ->
-      64 5x5 1.42x, 14 held-out layers 1.20x geomean). ``halo=True`` asks for halo tiles
-      at stride 1 whatever the rows (refused by name elsewhere), ``halo=False`` keeps the
-      im2col loads.
+      (:func:`_halo_tiles`, :mod:`.halo`: each pixel loaded once, every tap a descriptor
+      offset): at least two whole output rows a tile, else one-row tiles with the filter
+      resident where it fits (N=16 28x28x80 2.46x, N=8 112x112x40 2.42x, 23 held-out
+      layers 1.33x geomean). ``halo=True`` asks for halo tiles at stride 1 whatever the
+      rows (refused by name elsewhere), ``halo=False`` keeps the im2col loads.
     * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
       count).
 
@@ -383,10 +383,15 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     # The rules below see the layer as its im2col loads read it: patch axes folded into
     # the channels (the same GEMM; a ViT's 16 x 16 stride-16 patches of 8 channels are one
     # 16-row tap of 128 channels a folded pixel, so 64-wide K blocks).
+    folded = geometry.patches_folded() != geometry
     geometry = geometry.patches_folded()
     # halo=True asks for halo tiles (refused by name where the kernel runs none), False
-    # keeps the im2col loads; absent, the rule of :func:`_halo_tiles` decides.
+    # keeps the im2col loads; absent, the rule of :func:`_halo_tiles` decides (not over
+    # a folded patch axis: the halo load reads the activation as it is).
     wants_halo = options.pop("halo", None)
+    if wants_halo and folded:
+        raise ValueError(f"halo=True with {geometry.describe()} folded from patches: halo "
+                         f"tiles read the activation unfolded (stride 1 only)")
     if wants_halo:
         forced = halo_tiles(geometry, conv2d_config(geometry, dtype, **options),
                             whole_rows=False,
@@ -430,7 +435,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     best = _alternating_c_stages(best, options)
     best = _resident_filter(best, options)
     best = _few_columns(best, options)
-    if wants_halo is None:
+    if wants_halo is None and not folded:
         best = _halo_tiles(geometry, best, options)
     check_config(geometry, best)
     return best
@@ -441,13 +446,16 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
 HALO_MAX_CHANNELS = 96
 #: Tile heights halo tiles are tried on (two and three cooperative consumer warpgroups).
 HALO_BLOCK_MS = (128, 192)
+#: Most ring stages a resident filter on halo tiles takes (the ring's and the halo
+#: slots' barriers share 1 KiB: 2 x 60 + 8 of 8 bytes).
+HALO_RESIDENT_STAGES = 60
 
 
 def halo_tiles(geometry: Conv2dGeometry, base: GemmConfig, whole_rows: bool = True,
                block_ms: tuple[int, ...] = HALO_BLOCK_MS) -> GemmConfig | None:
     """``base`` (the layer's im2col tiling) on halo tiles (:mod:`.halo`): cooperative
     tiles of 128 or 192 rows, whichever loads the fewest halo rows per CTA (rounds times
-    a tile's planes x rows x columns; the shorter on a tie), one column block of all K
+    a tile's halo rows x columns; the shorter on a tie), one column block of all K
     output channels, each tap's channels padded as ``base`` pads them (whole K blocks),
     the ring as deep as fits. ``whole_rows``: only tiles of at least two whole output
     rows (None where there are none); else any. ``block_ms``: the tile heights tried
@@ -478,7 +486,7 @@ def halo_tiles(geometry: Conv2dGeometry, base: GemmConfig, whole_rows: bool = Tr
         cfg = _epilogue_and_stages(cfg, {})
         if cfg.shared_bytes > MAX_SHARED or cfg.accumulators > cfg.max_accumulators:
             continue
-        rows = -(-cfg.num_tiles // cfg.ctas) * tiling.planes * tiling.plane_pixels
+        rows = -(-cfg.num_tiles // cfg.ctas) * tiling.plane_pixels
         found.append((rows, block_m, cfg))
     if not found:
         if whole_rows:
@@ -488,14 +496,32 @@ def halo_tiles(geometry: Conv2dGeometry, base: GemmConfig, whole_rows: bool = Tr
     return min(found, key=lambda f: f[:2])[2]
 
 
+def resident_halo_filter(cfg: GemmConfig) -> GemmConfig | None:
+    """Halo tiles ``cfg`` with the filter resident (``b_resident``): the ring one slot a
+    K step, as many whole sets of them as fit (at most :data:`HALO_RESIDENT_STAGES`);
+    None where one set does not fit. A halo tile's only other load is one box, so the
+    filter's per-step tiles were most of its TMA rows (N=16 112x112x24 -> 64, one-row
+    tiles: 61.2 us streamed, 31.8 resident)."""
+    if cfg.n_blocks != 1:
+        return None
+    steps = cfg.k_steps
+    ring = MAX_SHARED - replace(cfg, stages=0).shared_bytes
+    sets = min(HALO_RESIDENT_STAGES, ring // cfg.b_tile_bytes) // steps
+    if sets < 1:
+        return None
+    return replace(cfg, stages=sets * steps, b_resident=True)
+
+
 def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict) -> GemmConfig:
     """Halo tiles (:func:`halo_tiles`) for a stride-1, undilated layer whose taps the
     im2col loads pad (C of at most :data:`HALO_MAX_CHANNELS` no K block divides: 24,
-    40, 48, 56, 80), at most 256 output channels, where tiles of at least two whole
-    output rows fit: there the im2col loads are L2-request bound (6z6, 6z8) and a halo
-    reads each pixel once. Not where the caller chose the tiling. H200, same runs
-    (6z9): N=16 56x56x24 -> 24 1.37x, -> 64 1.31x, N=4 -> 144 1.84x, N=16 28x28x80 1.78x,
-    N=32 35x35x48 -> 64 5x5 1.42x, N=2 56x56x24 -> 64 1.50x."""
+    40, 48, 56, 80), of at most 256 output channels: there the im2col loads are
+    L2-request bound (6z6, 6z8) and a halo reads each pixel once. Tiles of at least two
+    whole output rows where they fit; else (a wide image) one-row tiles with the filter
+    resident (:func:`resident_halo_filter`), where it fits. Not where the caller chose
+    the tiling. H200, same runs (6z9): N=16 28x28x80 2.46x, N=32 35x35x48 -> 64 5x5
+    1.89x, N=16 56x56x24 -> 24 1.42x; one-row tiles, resident: N=8 112x112x40 2.42x,
+    N=16 112x112x24 -> 64 1.59x."""
     if (TILING_CHOICES | C_STAGE_CHOICES | {"swap_ab", "b_resident", "cluster",
                                             "cluster_n"}) & set(options):
         return cfg
@@ -503,7 +529,14 @@ def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict) -> Gem
     if (g.stride != (1, 1) or g.dilation != (1, 1) or g.k > 256 or g.c > HALO_MAX_CHANNELS
             or cfg.tap_columns <= g.c or cfg.a_copy_k):
         return cfg
-    return halo_tiles(geometry, cfg) or cfg
+    whole = halo_tiles(geometry, cfg)
+    if whole is not None:
+        return whole
+    try:
+        one_row = halo_tiles(geometry, cfg, whole_rows=False)
+    except ValueError:  # no tile height fits (a wide image of 5x5 taps, say)
+        return cfg
+    return resident_halo_filter(one_row) or cfg
 
 
 def _few_columns(cfg: GemmConfig, options: dict) -> GemmConfig:

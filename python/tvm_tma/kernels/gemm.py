@@ -98,6 +98,11 @@ Options:
   tiles that fill the SMs' rounds (:func:`.tiling.on_few_columns`). An A view
   (``a_operand``, a conv2d's activation) is then declared over the B ring's argument.
 
+* ``halo`` (a conv2d's halo tiles, :mod:`.halo`): the A "ring" is two halo slots
+  loaded once a tile (raw pixels by TMA, copied into channel planes by the producer
+  warpgroup's warps 1-3), every K step's A descriptor an offset into them; the ring's
+  slots hold B alone.
+
 The kernel's pieces are modules of their own, shared with the other kernels of
 :mod:`tvm_tma.kernels`: the work order (:mod:`.scheduler`), the ring
 (:class:`tvm_tma.pipeline.TmaPipeline`), the consumer mainloop ``mma_unit`` and its slot
@@ -132,7 +137,7 @@ from tvm_tma.pipeline import TmaPipeline
 
 from .epilogue import c_stage_layout, c_stage_shape, make_store_unit
 from .gemm_config import PRODUCER_REGISTERS, WARPGROUP, GemmConfig
-from .halo import HALO_STAGES, halo_ring
+from .halo import FIRST_TRANSPOSER, HALO_STAGES, init_rings, make_transpose, raw_ring
 from .launch import with_dependent_launch
 from .operands import AOperand
 from .scheduler import (
@@ -257,11 +262,12 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
     def load_steps(ring, a_ring, b_ring, A, B, it0, k_step0, count, mb, nb, rank, place,
                    a_map=None, b_map=None):
         if halo is not None:
+            # The tile's halo into raw slot j % 2 (a_ring: the raw slots), pixel-major.
             j = T.meta_var(it0 // cfg.k_steps)
-            h_ring = T.meta_var(halo_ring(ring))
+            h_ring = T.meta_var(raw_ring(ring))
             h_ring.producer_acquire(j)
             h_ring.producer_commit(j, halo.load_bytes)
-            Tx.copy_async(a_ring[j % HALO_STAGES, :, :, :, :], halo.load_region(A, mb),
+            Tx.copy_async(a_ring[j % HALO_STAGES, :, :, :], halo.load_region(A, mb),
                           dispatch="tma", mbar=h_ring.full_barrier(j), oob="zero",
                           l2_promotion=promotion)
         for ks in k_loop(count, cfg):
@@ -581,7 +587,15 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
         a_shape = (HALO_STAGES, halo.planes, halo.halo_rows, halo.width, 8)
         a_layout = TileLayout(S[a_shape : (halo.slot_elements, halo.plane_pixels * 8,
                                            halo.width * 8, 8, 1)])
-        barriers = stages + HALO_STAGES
+        raw_shape = (HALO_STAGES, *halo.raw_shape)
+        raw_layout = TileLayout(S[raw_shape : (halo.raw_slot_bytes // elem,
+                                               halo.width * halo.channels, halo.channels,
+                                               1)])
+        raw_offset = cfg.halo_raw_start // elem
+        halo_words = HALO_STAGES * halo.slot_bytes // 4
+        raw_words = HALO_STAGES * halo.raw_slot_bytes // 4
+        transpose = make_transpose(halo)
+        barriers = stages + 2 * HALO_STAGES
     b_layout = swizzled_layout(b_dtype, (stages, *b_slot))
     c_layout = c_stage_layout(cfg)
     c_shape = c_stage_shape(cfg)
@@ -608,6 +622,18 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
                                layout=b_layout)
         c_tile = T.decl_buffer(c_shape, c_dtype, dyn.data, elem_offset=c_offset,
                                layout=c_layout)
+        if halo is not None:
+            # Halo tiles: the producer loads into the raw slots, the transposers copy
+            # them (as words) into the plane slots (a_ring), which the consumers read.
+            a_raw = T.decl_buffer(raw_shape, a_dtype, dyn.data, elem_offset=raw_offset,
+                                  layout=raw_layout)
+            raw_words_buf = T.decl_buffer((raw_words,), "uint32", dyn.data,
+                                          elem_offset=cfg.halo_raw_start // 4)
+            plane_words_buf = T.decl_buffer((halo_words,), "uint32", dyn.data,
+                                            elem_offset=cfg.a_ring_start // 4)
+            a_loads = T.meta_var(a_raw)
+        else:
+            a_loads = T.meta_var(a_ring)
         acc = T.alloc_local((cfg.accumulators,), "float32")
         desc_a = T.alloc_local((1,), "uint64")
         desc_b = T.alloc_local((1,), "uint64")
@@ -629,7 +655,7 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
         if tid == 0:
             ring.init()
             if halo is not None:
-                halo_ring(ring).init()
+                init_rings(ring)
         if zero_words > 0:
             # The zeroed piece a half last K block's MMA reads (K 8 mod 16, 8-column A
             # pieces): written once, made visible to the async proxy (wgmma) before the
@@ -656,7 +682,7 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
             T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGISTERS)
             if tid == 0:
                 if work is not None:
-                    work.produce(ring, a_ring, b_ring, A, B, groups, worker)
+                    work.produce(ring, a_loads, b_ring, A, B, groups, worker)
                 elif stream_k or tail:
                     # Whole tiles first (rounds 0 .. dp_rounds - 1, the plain order), then
                     # stream-K's run, tile by tile (ring use dp_rounds * k_steps + (step -
@@ -665,26 +691,33 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
                     if dp_rounds > 0:
                         for j in T.serial(dp_rounds):
                             mb, nb, part = T.meta_var(whole_tile(j))
-                            load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place)
+                            load_unit(ring, a_loads, b_ring, A, B, j, mb, nb, part, rank, place)
                     if stream_k:
                         first, end, lo, hi = T.meta_var(stream_k_walk(cfg, worker))
                         for t in T.serial(lo, hi):
                             it0, kb, ke, mb, nb = T.meta_var(
                                 stream_k_run_tile(cfg, t, first, end, place))
-                            load_steps(ring, a_ring, b_ring, A, B, it0, kb, ke - kb, mb, nb,
+                            load_steps(ring, a_loads, b_ring, A, B, it0, kb, ke - kb, mb, nb,
                                        rank, place)
                     elif worker < tail_units:
                         t, part = T.meta_var(tail_unit(cfg, worker))
                         kb, count = T.meta_var(tail_steps(cfg, part))
                         mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
-                        load_steps(ring, a_ring, b_ring, A, B, dp_steps, kb, count, mb, nb,
+                        load_steps(ring, a_loads, b_ring, A, B, dp_steps, kb, count, mb, nb,
                                    rank, place)
                 else:
                     for j in T.serial(n_rounds):
                         unit = T.meta_var(unit_of(cfg, worker, j))
                         if unit < units:
                             mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, place))
-                            load_unit(ring, a_ring, b_ring, A, B, j, mb, nb, part, rank, place)
+                            load_unit(ring, a_loads, b_ring, A, B, j, mb, nb, part, rank, place)
+            elif halo is not None:
+                if tid >= FIRST_TRANSPOSER:
+                    # Warps 1-3: each tile's raw halo into its channel planes.
+                    for j in T.serial(n_rounds):
+                        if unit_of(cfg, worker, j) < units:
+                            transpose(ring, raw_words_buf, plane_words_buf, j,
+                                      tid - FIRST_TRANSPOSER)
         elif not idle_warpgroups or warpgroup <= cfg.consumers:
             # (Decided while parsed but in a kernel of more warpgroups than this tiling's.)
             T.ptx.setmaxnreg.inc.sync.aligned.u32(cfg.consumer_registers)

@@ -207,10 +207,11 @@ class GemmConfig:
     #: operand's view ``(M, taps, channels)`` (``a_operand.view_shape``).
     tap_columns: int = 0
     #: None: the A operand is loaded a K block a ring slot. Else a stride-1 conv2d's
-    #: halo tiles (:mod:`.halo`): one TMA load per tile brings the tile's input rows as
-    #: channel planes into one of :data:`~.halo.HALO_STAGES` halo slots, and each K step's
-    #: A tile is that slot at the step's tap offset (the ring slots hold B alone). M is
-    #: then the halo tiles times ``block_m`` and ``tap_columns`` the planes' channels.
+    #: halo tiles (:mod:`.halo`): one TMA load per tile brings the tile's input rows into
+    #: a raw slot, the producer warpgroup's idle warps copy them into channel planes, and
+    #: each K step's A tile is the planes at the step's tap offset (the ring slots hold B
+    #: alone). M is then the halo tiles times ``block_m`` and ``tap_columns`` the planes'
+    #: channels.
     halo: HaloTiling | None = None
 
     def __post_init__(self) -> None:
@@ -602,8 +603,13 @@ class GemmConfig:
     def a_ring_bytes(self) -> int:
         """Bytes of the A ring: ``stages`` slots of A tiles, or the halo slots."""
         if self.halo is not None:
-            return HALO_STAGES * self.halo.slot_bytes
+            return HALO_STAGES * (self.halo.slot_bytes + self.halo.raw_slot_bytes)
         return self.stages * self.a_tile_bytes
+
+    @property
+    def halo_raw_start(self) -> int:
+        """Byte offset of the raw halo slots: after the plane slots (:mod:`.halo`)."""
+        return self.a_ring_start + HALO_STAGES * self.halo.slot_bytes
 
     @property
     def a_step_bytes(self) -> int:
@@ -791,7 +797,7 @@ class GemmConfig:
             raise ValueError(f"halo tiles of {halo.block_m} rows, {halo.tiles} of them: "
                              f"block_m={self.block_m} and m={self.m} must be "
                              f"{halo.block_m} and {halo.tiles * halo.block_m}")
-        if (2 * self.stages + 2 * HALO_STAGES) * 8 > BARRIER_BYTES:
+        if (2 * self.stages + 4 * HALO_STAGES) * 8 > BARRIER_BYTES:
             raise ValueError(f"stages={self.stages}: the ring's and the halo slots' "
                              f"barriers must fit {BARRIER_BYTES} bytes")
 

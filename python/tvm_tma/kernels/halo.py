@@ -12,16 +12,28 @@ tile is the same shared memory at another offset.
 **The layout.** The tile's output pixels are ``rows`` output rows by ``cols`` columns of
 one image; its input is ``halo_rows = rows + (R - 1) * dilation`` rows by ``width = cols +
 (S - 1) * dilation`` columns (padding included: the load starts ``padding`` before the
-tile's first pixel and reads zeros outside the image). The load writes it as **channel
+tile's first pixel and reads zeros outside the image). The MMAs read it as **channel
 planes**: plane ``c8`` holds channels ``8 c8 .. 8 c8 + 7`` of every halo pixel, 16 bytes
-a pixel, pixels row-major (a 5-D view of the NHWC activation, (N, C / 8, H, W, 8) with
-strides (HWC, 8, WC, C, 1): one box). Pixel ``(y, x)`` of the halo sits at ``y * width +
-x`` of each plane, so the accumulator row ``i = a * width + b`` (output row ``a``, column
-``b`` of the tile) reads tap ``(r, s)`` at ``i + r * dh * width + s * dw``: the same
-**linear** map for every row. That is exactly wgmma's unswizzled K-major layout (core
-matrices of 8 rows of 16 bytes, 128 bytes apart along M: the stride byte offset; the next
-8 channels one plane further along K: the leading byte offset), so a tap's A tile is a
-descriptor whose start address is the tap's offset, and a k16 step two planes.
+a pixel, pixels row-major. Pixel ``(y, x)`` of the halo sits at ``y * width + x`` of each
+plane, so the accumulator row ``i = a * width + b`` (output row ``a``, column ``b`` of the
+tile) reads tap ``(r, s)`` at ``i + r * dh * width + s * dw``: the same **linear** map for
+every row. That is exactly wgmma's unswizzled K-major layout (core matrices of 8 rows of 16
+bytes, 128 bytes apart along M: the stride byte offset; the next 8 channels one plane
+further along K: the leading byte offset), so a tap's A tile is a descriptor whose start
+address is the tap's offset, and a k16 step two planes.
+
+**The load.** The TMA moves a box a row at a time, and its rate is rows, not bytes, for
+short rows: ``scratch/s33/rowrate.py`` (streaming copies, H200) moved 16-byte rows at 700-870
+rows a microsecond an SM (1.5-1.8 TB/s), 48-byte rows at 560 (3.5-3.6 TB/s, the DRAM's).
+A box of planes (a 5-D view (N, C/8, H, W, 8): 16 bytes a row) costs ``C / 8`` rows a
+pixel, so the halo is loaded **pixel-major** instead, one row a pixel ((C, W, H, N) box
+``(C, width, halo_rows)``: the activation's own layout) into a raw slot, and the
+producer warpgroup's three idle warps (:data:`TRANSPOSERS` threads) copy it into the
+planes, 16 bytes a thread at a time (reads contiguous, each 16-byte chunk to its plane),
+fence it into the async proxy and arrive on the planes' barrier. Planes past C (a tap
+padded to whole K blocks: 24 channels in 32) are zeroed once. So a tile has two rings of
+:data:`HALO_STAGES` slots beside the GEMM's: raw slots (TMA -> transposers) and plane
+slots (transposers -> consumers).
 
 Rows ``i`` with ``b >= cols`` (the ``(S - 1) * dilation`` columns between two output rows
 of the tile) and rows past ``rows * width`` compute garbage that is never stored: the
@@ -42,7 +54,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from tvm.tirx.layout import S, TileLayout
+from tvm.script import tirx as T
 
 from tvm_tma.pipeline import TmaPipeline
 
@@ -56,6 +68,11 @@ PLANE_PIXEL_BYTES = 16
 MAX_BOX = 256
 #: Alignment of each halo slot in shared memory (the TMA destination's, generously).
 SLOT_ALIGN = 1024
+#: Threads that copy a raw halo into its planes: warps 1-3 of the producer warpgroup
+#: (warp 0's first thread issues the TMA loads).
+TRANSPOSERS = 96
+#: The first of them (thread index).
+FIRST_TRANSPOSER = 32
 
 
 @dataclass(frozen=True)
@@ -117,8 +134,13 @@ class HaloTiling:
 
     @property
     def load_bytes(self) -> int:
-        """Bytes one halo load delivers (its box, zero fill included)."""
-        return self.planes * self.plane_pixels * PLANE_PIXEL_BYTES
+        """Bytes one halo load delivers: its box of pixels, zero fill included."""
+        return self.halo_rows * self.width * self.channels * 2
+
+    @property
+    def raw_slot_bytes(self) -> int:
+        """Bytes of one raw (pixel-major) halo slot."""
+        return math.ceil(self.load_bytes / SLOT_ALIGN) * SLOT_ALIGN
 
     @property
     def slack_pixels(self) -> int:
@@ -143,15 +165,9 @@ class HaloTiling:
 
     # -- the load ------------------------------------------------------------------------
     @property
-    def view_shape(self) -> tuple[int, int, int, int, int]:
-        """The activation as (N, C / 8, H, W, 8): one halo is one box of it."""
-        return (self.batch, self.channels // PLANE_CHANNELS, self.in_rows, self.in_cols,
-                PLANE_CHANNELS)
-
-    @property
-    def view_layout(self) -> TileLayout:
-        h, w, c = self.in_rows, self.in_cols, self.channels
-        return TileLayout(S[self.view_shape : (h * w * c, PLANE_CHANNELS, w * c, c, 1)])
+    def raw_shape(self) -> tuple[int, int, int]:
+        """A raw slot: (halo rows, width, C), pixel-major as the activation."""
+        return (self.halo_rows, self.width, self.channels)
 
     def coordinates(self, tile):
         """(image, first output row, first output column) of halo tile ``tile`` (an
@@ -161,13 +177,12 @@ class HaloTiling:
         return (tile // per_image, rest // self.tiles_across * self.rows,
                 rest % self.tiles_across * self.cols)
 
-    def load_region(self, view, tile):
-        """The region of the (N, C / 8, H, W, 8) ``view`` tile ``tile``'s halo load reads:
-        ``planes`` planes (past C / 8: zeros), from ``padding`` before the tile's first
-        output pixel."""
+    def load_region(self, activation, tile):
+        """The region of the (N, H, W, C) ``activation`` tile ``tile``'s halo load reads:
+        from ``padding`` before the tile's first output pixel (zeros outside)."""
         n, p0, q0 = self.coordinates(tile)
         y0, x0 = p0 - self.padding[0], q0 - self.padding[1]
-        return view[n, 0:self.planes, y0:y0 + self.halo_rows, x0:x0 + self.width, :]
+        return activation[n, y0:y0 + self.halo_rows, x0:x0 + self.width, :]
 
     # -- the MMAs ------------------------------------------------------------------------
     def tap_start(self, k_step, block_k: int):
@@ -228,9 +243,74 @@ def halo_tiling(n: int, h: int, w: int, c: int, p: int, q: int, r: int, s: int,
 
 
 def halo_ring(ring: TmaPipeline) -> TmaPipeline:
-    """The halo slots' ring beside the GEMM's ``ring``: :data:`HALO_STAGES` slots whose
-    barriers follow the ring's in its ``full`` and ``empty`` buffers (declared
-    ``stages + HALO_STAGES`` long), released by the same consumers. Its uses are the
-    CTA's tiles (one halo a tile), counted as the ring's are."""
+    """The plane slots' ring beside the GEMM's ``ring``: :data:`HALO_STAGES` slots whose
+    barriers follow the ring's in its ``full`` and ``empty`` buffers (declared ``stages +
+    2 * HALO_STAGES`` long), filled by the transposers, released by the ring's
+    consumers. Its uses are the CTA's tiles (one halo a tile), counted as the ring's."""
     return TmaPipeline(ring.full, ring.empty, HALO_STAGES, consumers=ring.consumers,
                        first=ring.stages, cluster=ring.cluster)
+
+
+def raw_ring(ring: TmaPipeline) -> TmaPipeline:
+    """The raw slots' ring: after the plane slots' barriers, filled by the TMA (the
+    producer thread), released by the :data:`TRANSPOSERS`."""
+    return TmaPipeline(ring.full, ring.empty, HALO_STAGES, consumers=TRANSPOSERS,
+                       first=ring.stages + HALO_STAGES, cluster=ring.cluster)
+
+
+@T.inline
+def init_rings(ring):
+    """Initialise both halo rings (one thread): the plane slots' "full" barriers count
+    the transposers' arrivals, their "empty" ones the consumers'; the raw slots' are a
+    TMA ring's (one expect-tx arrival; the transposers release)."""
+    planes = T.meta_var(halo_ring(ring))
+    for s in T.unroll(HALO_STAGES):
+        T.ptx.mbarrier.init.shared.b64(planes.full.ptr_to([planes.first + s]),
+                                       T.uint32(TRANSPOSERS))
+        T.ptx.mbarrier.init.shared.b64(planes.empty.ptr_to([planes.first + s]),
+                                       T.uint32(planes.consumers))
+    raw_ring(ring).init()
+
+
+def make_transpose(halo: HaloTiling):
+    """``transpose(ring, raw_words, plane_words, j, t)``: transposer ``t`` (0 ..
+    :data:`TRANSPOSERS` - 1) takes its share of tile use ``j``: waits for the raw slot,
+    and for the plane slot's previous tile to be released, copies every ``t``-th 16-byte
+    chunk of the raw halo (pixel ``e // (C/8)``, plane ``e % (C/8)``) into its plane,
+    fences its writes into the async proxy (the consumers' wgmma reads them) and
+    arrives on the planes' "full" barrier and the raw slot's "empty" one. On its first
+    tile it also zeroes the planes past C in both plane slots (never written again).
+    ``raw_words`` / ``plane_words`` are uint32 views of the raw and plane slots."""
+    real = halo.channels // PLANE_CHANNELS
+    chunks = halo.halo_rows * halo.width * real
+    raw_words, slot_words = halo.raw_slot_bytes // 4, halo.slot_bytes // 4
+    plane_words = halo.plane_pixels * 4
+    padding_words = (halo.planes - real) * plane_words
+    per_thread = math.ceil(chunks / TRANSPOSERS)
+
+    # fmt: off
+    @T.inline
+    def transpose(ring, raw_buf, plane_buf, j, t):
+        raw = T.meta_var(raw_ring(ring))
+        planes = T.meta_var(halo_ring(ring))
+        if padding_words > 0:
+            if j == 0:
+                for i in T.serial(math.ceil(padding_words / TRANSPOSERS)):
+                    if i * TRANSPOSERS + t < padding_words:
+                        for h in T.unroll(HALO_STAGES):
+                            plane_buf[h * slot_words + real * plane_words
+                                      + i * TRANSPOSERS + t] = T.uint32(0)
+        raw.consumer_wait(j)
+        planes.producer_acquire(j)
+        for i in T.serial(per_thread):
+            e = T.meta_var(i * TRANSPOSERS + t)
+            if e < chunks:
+                for v in T.vectorized(4):
+                    plane_buf[j % HALO_STAGES * slot_words + e % real * plane_words
+                              + e // real * 4 + v] = raw_buf[j % HALO_STAGES * raw_words
+                                                             + e * 4 + v]
+        T.ptx.fence.proxy.async_.shared__cta()
+        T.evaluate(T.ptx.mbarrier.arrive.shared.b64(planes.full_barrier(j), T.uint32(1)))
+        raw.consumer_release(j)
+    # fmt: on
+    return transpose
