@@ -113,7 +113,8 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
     the wave model's tail split (:func:`~tvm_tma.kernels.tiling.in_tail_parts`) of 64- and
     128-row tiles, one wave of narrow 64-row tiles of whole K (the two widest dividing K
     that give half the CTAs or more one each), and one wave of tiles dividing K exactly
-    (:func:`~tvm_tma.kernels.tiling.exact_wave`)."""
+    (:func:`~tvm_tma.kernels.tiling.exact_wave`); and the layer on halo tiles, or on im2col
+    loads where the default takes halo tiles (``halo=True`` / ``False``)."""
     base = conv2d_config(geometry, dtype, ctas=ctas, **options)
     if not sweep:
         return [base]
@@ -188,11 +189,23 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
         # One wave of tiles dividing K exactly (tiling.in_one_exact_wave, a pointwise
         # layer's default within its bounds), for any layer and K.
         add(wave.block_n, block_m=wave.block_m, schedule="cooperative")
+    for halo in (True, False):
+        # Halo tiles (kernels/halo.py; stride 1) where the default loads im2col tiles,
+        # and the im2col loads where it takes halo tiles.
+        try:
+            cfg = conv2d_config(geometry, dtype, ctas=ctas, **{**options, "halo": halo})
+        except ValueError:
+            continue
+        if cfg not in found:
+            found.append(cfg)
     return found
 
 
 def describe(cfg: GemmConfig) -> str:
-    return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n}x{cfg.block_k}"
+    halo = cfg.halo
+    return (f"{f'halo tiles of {halo.rows}x{halo.cols} pixels ' if halo else ''}"
+            f"{'(filter resident) ' if cfg.b_resident else ''}"
+            f"{cfg.schedule} {cfg.block_m}x{cfg.block_n}x{cfg.block_k}"
             f"{f' (taps of {cfg.tap_columns} columns)' if cfg.tap_columns else ''} "
             f"C{cfg.epilogue_cols} "
             f"stages={cfg.stages} cluster={cfg.cluster}x{cfg.cluster_n} ctas={cfg.ctas}"
@@ -202,7 +215,9 @@ def describe(cfg: GemmConfig) -> str:
 
 
 def kernel_label(name: str, cfg: GemmConfig) -> str:
-    return (f"{name}-{cfg.dtype}-{cfg.schedule}-{cfg.block_m}x{cfg.block_n}x{cfg.block_k}"
+    halo = cfg.halo
+    return (f"{name}-{cfg.dtype}{f'-halo{halo.rows}x{halo.cols}' if halo else ''}"
+            f"-{cfg.schedule}-{cfg.block_m}x{cfg.block_n}x{cfg.block_k}"
             f"{f'-taps{cfg.tap_columns}' if cfg.tap_columns else ''}"
             f"-e{cfg.epilogue_cols}"
             f"-s{cfg.stages}-x{cfg.cluster}{'' if cfg.cluster_n == 1 else f'x{cfg.cluster_n}'}"
@@ -302,6 +317,8 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
                 "epilogue_n": cfg.epilogue_cols, "stages": cfg.stages,
                 "cluster": cfg.cluster, "cluster_n": cfg.cluster_n, "ctas": cfg.ctas,
                 "tiles": cfg.num_tiles,
+                "halo": f"{cfg.halo.rows}x{cfg.halo.cols}" if cfg.halo else None,
+                "b_resident": cfg.b_resident,
                 "stream_k": cfg.stream_k, "split_k": cfg.split_k,
                 "tail_split": cfg.tail_split, "correct": ok,
                 "worst_error_over_bound": round(worst, 4),
