@@ -15,7 +15,14 @@ from dataclasses import fields, replace
 
 from ..conv import Conv2dGeometry
 from ..planner.im2col import MAX_TRAVERSAL_STRIDE
-from .gemm_config import K_BLOCKS, MAX_ORDERED_SPLIT, MAX_SHARED, PART_STEPS_FLOOR, GemmConfig
+from .gemm_config import (
+    HALO_MAX_STAGES,
+    K_BLOCKS,
+    MAX_ORDERED_SPLIT,
+    MAX_SHARED,
+    PART_STEPS_FLOOR,
+    GemmConfig,
+)
 from .halo import halo_tiling
 from .tiling import (
     C_STAGE_CHOICES,
@@ -446,9 +453,6 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
 HALO_MAX_CHANNELS = 96
 #: Tile heights halo tiles are tried on (two and three cooperative consumer warpgroups).
 HALO_BLOCK_MS = (128, 192)
-#: Most ring stages a resident filter on halo tiles takes (the ring's and the halo
-#: slots' barriers share 1 KiB: 2 x 60 + 8 of 8 bytes).
-HALO_RESIDENT_STAGES = 60
 
 
 def halo_tiles(geometry: Conv2dGeometry, base: GemmConfig, whole_rows: bool = True,
@@ -474,9 +478,7 @@ def halo_tiles(geometry: Conv2dGeometry, base: GemmConfig, whole_rows: bool = Tr
     width = -(-geometry.k // 8) * 8
     found = []
     for block_m in block_ms:
-        tiling = halo_tiling(geometry.n, geometry.h, geometry.w, geometry.c, geometry.p,
-                             geometry.q, geometry.r, geometry.s, geometry.padding,
-                             geometry.dilation, block_m, columns)
+        tiling = halo_tiling(geometry, block_m, columns)
         if whole_rows and (tiling.rows < 2 or tiling.cols != geometry.q):
             continue
         cfg = GemmConfig(tiling.tiles * block_m, geometry.k, gemm_k(geometry, columns),
@@ -498,7 +500,8 @@ def halo_tiles(geometry: Conv2dGeometry, base: GemmConfig, whole_rows: bool = Tr
 
 def resident_halo_filter(cfg: GemmConfig) -> GemmConfig | None:
     """Halo tiles ``cfg`` with the filter resident (``b_resident``): the ring one slot a
-    K step, as many whole sets of them as fit (at most :data:`HALO_RESIDENT_STAGES`);
+    K step, as many whole sets of them as fit (at most
+    :data:`~.gemm_config.HALO_MAX_STAGES`);
     None where one set does not fit. A halo tile's only other load is one box, so the
     filter's per-step tiles were most of its TMA rows (N=16 112x112x24 -> 64, one-row
     tiles: 61.2 us streamed, 31.8 resident)."""
@@ -506,7 +509,7 @@ def resident_halo_filter(cfg: GemmConfig) -> GemmConfig | None:
         return None
     steps = cfg.k_steps
     ring = MAX_SHARED - replace(cfg, stages=0).shared_bytes
-    sets = min(HALO_RESIDENT_STAGES, ring // cfg.b_tile_bytes) // steps
+    sets = min(HALO_MAX_STAGES, ring // cfg.b_tile_bytes) // steps
     if sets < 1:
         return None
     return replace(cfg, stages=sets * steps, b_resident=True)
@@ -1216,8 +1219,6 @@ def _check_halo(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
     if geometry.stride != (1, 1):
         raise ValueError(f"halo tiles with stride {geometry.stride}: stride 1 only (a "
                          f"stride would read every other halo pixel)")
-    want = halo_tiling(geometry.n, geometry.h, geometry.w, geometry.c, geometry.p,
-                       geometry.q, geometry.r, geometry.s, geometry.padding,
-                       geometry.dilation, halo.block_m, halo.planes * 8)
+    want = halo_tiling(geometry, halo.block_m, halo.planes * 8)
     if replace(want, rows=halo.rows, cols=halo.cols) != halo:
         raise ValueError(f"halo tiles {halo}: not those of {geometry.describe()}")

@@ -209,7 +209,7 @@ def make_load_steps(cfg: GemmConfig) -> Callable[..., None]:
                                              cluster * cluster_place(cfg, rank)[1]))
     kn = cfg.b_layout == "kn"
     tile_bytes = cfg.a_step_bytes + cfg.b_tile_bytes
-    # Halo tiles: A is one load a tile into a halo slot (use j of the halo ring, j the
+    # Halo tiles: A is one load a tile into a raw halo slot (use j of the raw ring, j the
     # unit's ordinal: whole units of k_steps ring uses), before the tile's B steps.
     halo = cfg.halo
     pieces, piece = cfg.a_pieces, cfg.a_copy_k
@@ -452,7 +452,7 @@ def gemm_kernel(cfg: GemmConfig, a_operand: AOperand | None = None) -> tvm.tirx.
 def _tap_view_shape(cfg: GemmConfig, a_operand: AOperand | None) -> tuple[int, int, int]:
     """(M, taps, channels) of a kernel whose K walks filter taps (``cfg.tap_columns``):
     the A operand's 3-D view, whose taps times ``tap_columns`` must be K. With halo tiles
-    (whose A view is the activation's planes) the halo's taps and channels."""
+    (whose A operand is the activation itself) the halo's taps and channels."""
     if cfg.halo is not None:
         return cfg.m, cfg.halo.taps, cfg.halo.channels
     shape = getattr(a_operand, "view_shape", None)
@@ -579,8 +579,8 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
     c_offset = cfg.c_stage_start // out_elem
     a_layout = a_slot_layout(cfg)
     a_shape = (stages, bm, bk)
-    # Halo tiles: the A ring is the halo slots (channel planes, :mod:`.halo`), whose
-    # barriers follow the ring's.
+    # Halo tiles: the A ring is the plane slots (:mod:`.halo`), the raw slots after
+    # them; both rings' barriers follow the ring's.
     halo = cfg.halo
     barriers = stages
     if halo is not None:

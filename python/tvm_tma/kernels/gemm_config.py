@@ -27,6 +27,9 @@ from .tiling import choose
 #: Bytes at the front of dynamic shared memory for the ring's mbarriers; the tiles start
 #: right after, on the 1024-byte period of the 128B swizzle.
 BARRIER_BYTES = 1024
+#: Most ring stages beside halo tiles' two raw and two plane slots: each stage and each
+#: halo slot a "full" and an "empty" mbarrier of 8 bytes in :data:`BARRIER_BYTES`.
+HALO_MAX_STAGES = (BARRIER_BYTES // 8 - 4 * HALO_STAGES) // 2
 #: Warpgroup size, and the register budgets of the producer and the consumers
 #: (2 x 128 x 232 + 128 x 40 = 64512 of the SM's 65536 registers).
 WARPGROUP = 128
@@ -797,9 +800,10 @@ class GemmConfig:
             raise ValueError(f"halo tiles of {halo.block_m} rows, {halo.tiles} of them: "
                              f"block_m={self.block_m} and m={self.m} must be "
                              f"{halo.block_m} and {halo.tiles * halo.block_m}")
-        if (2 * self.stages + 4 * HALO_STAGES) * 8 > BARRIER_BYTES:
-            raise ValueError(f"stages={self.stages}: the ring's and the halo slots' "
-                             f"barriers must fit {BARRIER_BYTES} bytes")
+        if self.stages > HALO_MAX_STAGES:
+            raise ValueError(f"stages={self.stages}: at most {HALO_MAX_STAGES} with halo "
+                             f"tiles (the ring's and the halo slots' barriers share "
+                             f"{BARRIER_BYTES} bytes)")
 
     def _check_swap_ab(self) -> None:
         """``C^T = B A^T``: both operands K-major (B as N x K), a tile width of any

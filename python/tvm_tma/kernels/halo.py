@@ -40,12 +40,12 @@ of the tile) and rows past ``rows * width`` compute garbage that is never stored
 epilogue stores the C stage as (``rows``, ``box_cols``, channels) of the (N, P, Q, K)
 output, and a tile of whole output rows (``cols == Q``) stores ``box_cols = width``
 columns whose last ``(S - 1) * dilation`` fall past Q (the store skips them); a tile of
-one row segment (``rows == 1``) stores its ``cols`` columns only. Channels past C (C
-padded to whole K blocks, 24 in 32) are planes the load reads as zeros.
+one row segment (``rows == 1``) stores its ``cols`` columns only.
 
 :class:`HaloTiling` is that plan for one layer and tile height (:func:`halo_tiling`
-chooses rows and columns); :mod:`.gemm` runs it (a second ring of :data:`HALO_STAGES`
-slots, one halo a tile), :mod:`.wgmma` addresses it, :mod:`.epilogue` stores through it.
+chooses rows and columns); :mod:`.gemm` runs it (the raw and plane rings, one halo a
+tile, and the transposers), :mod:`.wgmma` addresses it, :mod:`.epilogue` stores through
+it.
 Stride 1 only: a stride would make the taps' pixels every other halo pixel.
 """
 
@@ -56,7 +56,9 @@ from dataclasses import dataclass
 
 from tvm.script import tirx as T
 
+from tvm_tma.conv import Conv2dGeometry
 from tvm_tma.pipeline import TmaPipeline
+from tvm_tma.planner.context import MAX_BOX
 
 #: Halo slots: the producer loads tile j + 1's halo while the consumers read tile j's.
 HALO_STAGES = 2
@@ -64,8 +66,6 @@ HALO_STAGES = 2
 PLANE_CHANNELS = 8
 #: Bytes of one halo pixel in one plane (16-bit elements).
 PLANE_PIXEL_BYTES = 16
-#: Widest TMA box dimension: the halo's width and rows, and the stored columns.
-MAX_BOX = 256
 #: Alignment of each halo slot in shared memory (the TMA destination's, generously).
 SLOT_ALIGN = 1024
 #: Threads that copy a raw halo into its planes: warps 1-3 of the producer warpgroup
@@ -79,12 +79,10 @@ FIRST_TRANSPOSER = 32
 class HaloTiling:
     """How a stride-1 conv2d's output is cut into halo tiles (see the module docstring)."""
 
-    #: Images, output rows and columns (N, P, Q), input rows and columns (H, W), channels.
+    #: Images, output rows and columns (N, P, Q), channels.
     batch: int
     out_rows: int
     out_cols: int
-    in_rows: int
-    in_cols: int
     channels: int
     #: Filter rows and columns, padding and dilation (rows, columns).
     taps_r: int
@@ -214,14 +212,14 @@ class HaloTiling:
         return self.rows * self.box_cols
 
 
-def halo_tiling(n: int, h: int, w: int, c: int, p: int, q: int, r: int, s: int,
-                padding: tuple[int, int], dilation: tuple[int, int], block_m: int,
-                tap_columns: int) -> HaloTiling:
+def halo_tiling(geometry: Conv2dGeometry, block_m: int, tap_columns: int) -> HaloTiling:
     """The halo tiles of a stride-1 layer on ``block_m``-row MMAs: whole output rows
     where a row and the filter's reach fit ``block_m`` (as many rows a tile as fit,
     evened out over the tiles an image needs), else one-row segments of at most
     ``block_m - (S - 1) * dilation`` columns (evened out alike). Raises ValueError where
     the channels are no multiple of 8 or the K columns of a tap no whole planes."""
+    c, p, q, s, dilation = (geometry.c, geometry.p, geometry.q, geometry.s,
+                            geometry.dilation)
     if c % PLANE_CHANNELS or tap_columns % PLANE_CHANNELS or tap_columns < c:
         raise ValueError(f"halo tiles: C={c} and the tap's K columns {tap_columns} must be "
                          f"multiples of {PLANE_CHANNELS} with C <= {tap_columns} (16-byte "
@@ -238,8 +236,8 @@ def halo_tiling(n: int, h: int, w: int, c: int, p: int, q: int, r: int, s: int,
             raise ValueError(f"halo tiles: a {s}-wide filter at dilation {dilation[1]} "
                              f"leaves {fit} columns of a {block_m}-row tile")
         cols = math.ceil(q / math.ceil(q / fit))
-    return HaloTiling(n, p, q, h, w, c, r, s, padding, dilation, rows, cols,
-                      tap_columns // PLANE_CHANNELS, block_m)
+    return HaloTiling(geometry.n, p, q, c, geometry.r, s, geometry.padding, dilation, rows,
+                      cols, tap_columns // PLANE_CHANNELS, block_m)
 
 
 def halo_ring(ring: TmaPipeline) -> TmaPipeline:
