@@ -2,14 +2,30 @@
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
 
 import pytest
 
+import tvm_tma
 from tvm_tma.kernels import wgmma
 from tvm_tma.kernels.gemm import gemm_kernel
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.testing.runner import compile_kernel
+
+
+@functools.cache
+def parsed_gemm(cfg: GemmConfig):
+    """``gemm_kernel(cfg)``, parsed once a worker: the TVMScript parse of a GEMM kernel
+    (0.4-0.6 s) is most of what a test of its plans costs, and the fixture's build and the
+    tests' ``explain`` read the same (immutable) PrimFunc."""
+    return gemm_kernel(cfg)
+
+
+@functools.cache
+def explained_gemm(cfg: GemmConfig):
+    """``tvm_tma.explain`` of :func:`parsed_gemm` (cached alike)."""
+    return tvm_tma.explain(parsed_gemm(cfg))
 
 
 def built_fixture(cases: list[GemmConfig], name: Callable[[GemmConfig], str]):
@@ -19,7 +35,7 @@ def built_fixture(cases: list[GemmConfig], name: Callable[[GemmConfig], str]):
     @pytest.fixture(scope="module", params=cases, ids=name)
     def built(request):
         cfg = request.param
-        return cfg, compile_kernel(gemm_kernel(cfg))
+        return cfg, compile_kernel(parsed_gemm(cfg))
 
     return built
 

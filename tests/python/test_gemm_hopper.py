@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from gemm_kernels import built_fixture, mainloop_step_copies
+from gemm_kernels import built_fixture, explained_gemm, mainloop_step_copies, parsed_gemm
 
 import tvm_tma
 from tvm_tma.kernels.gemm import gemm_kernel
@@ -41,7 +41,7 @@ CASES = [
     GemmConfig(256, 512, 256),
     GemmConfig(1, 256, 256),  # M = 1: one row, the rest of the row block zeros
     GemmConfig(1001, 520, 136),  # M odd: no TMA stride depends on it
-    GemmConfig(49, 512, 4608, block_n=64, stages=8, epilogue_n=0, b_layout="kn"),
+    GemmConfig(49, 512, 1152, block_n=64, stages=8, epilogue_n=0, b_layout="kn"),
     GemmConfig(256, 512, 256, stages=3, epilogue_n=0),
     GemmConfig.for_problem(1000, 2000, 3000),
     GemmConfig.for_problem(300, 128, 2048),  # 3 tiles: 8 ordered K parts, ping-pong
@@ -71,7 +71,7 @@ CASES = [
     # of 192 x 128, one wave).
     GemmConfig(1000, 2000, 3000, tail_split=5, ctas=20),
     GemmConfig(1000, 2000, 3000, cluster=2, tail_split=2, ctas=26),
-    GemmConfig(520, 648, 1000, b_layout="kn", dtype="float16", tail_split=4, ctas=12),
+    GemmConfig(520, 648, 776, b_layout="kn", dtype="float16", tail_split=4, ctas=12),
     GemmConfig(6272, 512, 1024, block_n=128, stages=6, epilogue_n=0, tail_split=2),
     GemmConfig.for_problem(6272, 512, 1024),
     GemmConfig(1000, 2000, 3000, ctas=16),
@@ -81,7 +81,7 @@ CASES = [
     GemmConfig(264, 520, 136, dtype="float16", b_layout="kn"),
     GemmConfig(512, 384, 1024, block_n=128, stages=4, group_m=2, ctas=7),
     GemmConfig(192, 320, 200, block_n=128, stages=5, b_layout="kn", dtype="float16"),
-    GemmConfig(520, 648, 1000, ctas=9),
+    GemmConfig(520, 648, 520, ctas=9),
     GemmConfig(256, 264, 192, stages=4, epilogue_n=64, b_layout="kn"),
     # Tiles a multiple of 32 but not of 64 wide (B as N x K): C staged 32 columns at a time
     # in 64B-swizzled stages. Ragged M and K (the UNet K = 320 layer's 160-wide tiles),
@@ -112,7 +112,7 @@ CASES = [
     # Ping-pong: each consumer warpgroup takes whole 128 x 128 tiles, in turns; ragged,
     # persistent (several tiles per warpgroup), both layouts.
     GemmConfig(1000, 2000, 3000, block_n=128, stages=5, epilogue_n=64, schedule="pingpong"),
-    GemmConfig(520, 648, 1000, block_n=128, stages=6, epilogue_n=64, schedule="pingpong",
+    GemmConfig(520, 648, 520, block_n=128, stages=6, epilogue_n=64, schedule="pingpong",
                b_layout="kn", dtype="float16", ctas=5),
     GemmConfig(200, 520, 136, block_m=64, block_n=256, stages=4, schedule="pingpong",
                ctas=3),
@@ -126,7 +126,7 @@ CASES = [
     # column count (9 column blocks: the last cluster's last 3 CTAs are past N), ping-pong
     # 1x2 with the K x N B, 1x4 on 64-row tiles (16-row shares), 1x2 with 8-column pieces.
     GemmConfig(1000, 576, 520, block_n=64, stages=8, epilogue_n=0, cluster_n=4, ctas=8),
-    GemmConfig(520, 648, 1000, block_n=128, stages=5, epilogue_n=64, schedule="pingpong",
+    GemmConfig(520, 648, 520, block_n=128, stages=5, epilogue_n=64, schedule="pingpong",
                b_layout="kn", cluster_n=2, ctas=6, dtype="float16"),
     GemmConfig(200, 520, 136, block_m=64, block_n=128, stages=6, cluster_n=4, ctas=4),
     GemmConfig(264, 256, 200, block_k=16, a_copy_k=8, block_n=64, stages=8, epilogue_n=0,
@@ -136,12 +136,12 @@ CASES = [
     # past M or N), persistent clusters (several tiles each), 112-wide tiles (56-row
     # halves of B), ping-pong, the tail split in ordered parts, and the model's choice on
     # 120 CTAs (straddled rows of a wide problem).
-    GemmConfig(600, 2200, 1000, block_n=256, cluster=2, cluster_n=2, ctas=8),
+    GemmConfig(600, 2200, 520, block_n=256, cluster=2, cluster_n=2, ctas=8),
     GemmConfig(520, 1000, 264, block_n=112, stages=6, epilogue_n=0, cluster=2, cluster_n=4,
                ctas=8),
     GemmConfig(1000, 2000, 520, block_n=128, stages=5, epilogue_n=64, schedule="pingpong",
                cluster=2, cluster_n=2, ctas=8, dtype="float16"),
-    GemmConfig(1300, 1000, 1000, cluster=2, cluster_n=2, tail_split=2, ctas=20),
+    GemmConfig(1300, 1000, 520, cluster=2, cluster_n=2, tail_split=2, ctas=20),
     GemmConfig.for_problem(600, 2224, 3000),
     # The model's ping-pong 64 x 256 tiles for a few row blocks (300 rows: 5 of 64, the
     # last 44 rows; one tile a CTA, 115 of them).
@@ -263,7 +263,7 @@ CASES = [
     # with whole tiles before the runs (81 tiles of 128 x 256 on 20 CTAs: 60 tiles
     # in the plain order; the partial wave, one tile of 9 K steps, is too short for 20
     # runs, so the last full wave joins it: 21 tiles cut into runs).
-    GemmConfig(520, 648, 1000, stream_k=True, ctas=7),
+    GemmConfig(520, 648, 520, stream_k=True, ctas=7),
     GemmConfig(256, 264, 4096, block_n=128, stages=6, epilogue_n=0, b_layout="kn",
                dtype="float16", stream_k=True, ctas=20),
     GemmConfig(49, 512, 4608, block_n=64, stages=8, epilogue_n=0, stream_k=True),
@@ -271,7 +271,7 @@ CASES = [
     GemmConfig(1152, 2304, 520, stream_k=True, ctas=20),
     # Stream-K in 2x1 clusters (each CTA hands over its own row block; B multicast): an
     # odd number of row blocks (the last cluster's second CTA is past M), and 128 x 256.
-    GemmConfig(300, 264, 2048, block_n=128, stages=6, epilogue_n=0, cluster=2,
+    GemmConfig(300, 264, 1024, block_n=128, stages=6, epilogue_n=0, cluster=2,
                stream_k=True, ctas=8),
     GemmConfig(1568, 512, 4608, cluster=2, stream_k=True),
     # C^T = B A^T (swap_ab: B's rows the MMAs' M, A's their N, C stored transposed through
@@ -307,6 +307,10 @@ CASES = [
     # Few columns (tiling.on_few_columns): N = 192 in 3 row blocks of 64 by M = 1000 in 4
     # column blocks of 256 (the last 232 rows), the default on 12 CTAs.
     GemmConfig.for_problem(1000, 192, 320, ctas=12),
+    # One column block in ordered K parts (tiling.in_one_column_block): 9 row blocks of
+    # 128 x 72 tiles (the last 76 rows; C staged whole, unswizzled), 64 K steps in 13
+    # parts on 132 CTAs (part 0 of 4 steps, the others of 5).
+    GemmConfig.for_problem(1100, 72, 4096),
 ]
 
 
@@ -408,7 +412,7 @@ def test_gemm_issues_the_expected_instructions(built):
             folded = re.fullmatch(r"\((\d+) - \(.* \* (\d+)\)\)", lead)
             assert str(lead) in {str(o) for o in offsets} or (
                 folded and int(folded[1]) in offsets and int(folded[2]) % slot_units == 0)
-    a_copy, b_copy = tvm_tma.explain(gemm_kernel(cfg)).copies[:2]
+    a_copy, b_copy = explained_gemm(cfg).copies[:2]
     assert a_copy.plan.tensor_map.swizzle == (0 if cfg.a_copy_k else swizzle)
     assert b_copy.plan.tensor_map.swizzle == (3 if cfg.b_layout == "kn" else swizzle)
     # The producer gives registers back; each consumer takes 232 beside one other
@@ -461,7 +465,7 @@ def test_gemm_issues_the_expected_instructions(built):
     # carries the stage's swizzle and its inner box is one swizzle span. A width no
     # multiple of 32 is one unswizzled stage, stored by one box holding the whole tile
     # (where the tile spans whole rows of C the planner may fold them into a wider box).
-    store_map = tvm_tma.explain(gemm_kernel(cfg)).copies[-1].plan.tensor_map
+    store_map = explained_gemm(cfg).copies[-1].plan.tensor_map
     if cfg.swap_ab:
         # C^T's tile transposed: epilogue_cols of C's rows by block_m of its columns, in
         # 128B-swizzled 64-column atoms.
@@ -735,7 +739,7 @@ def test_two_c_stages_alternate_and_wait_for_all_but_the_newest_store():
     assert (one.c_stages, two.c_stages) == (1, 2)
     assert two.shared_bytes - one.shared_bytes == 128 * 64 * 2
     for cfg, waits in ((one, {"0"}), (two, {"0", "1"})):
-        src = compile_kernel(gemm_kernel(cfg)).cuda_source
+        src = compile_kernel(parsed_gemm(cfg)).cuda_source
         assert set(re.findall(r"bulk_wait_group_read_(\d)\(\);", src)) == waits
         assert ("cp.async.bulk.wait_group.read 1;" in src) == (cfg.c_stages == 2)
     with pytest.raises(ValueError, match="epilogue_buffers=2 with schedule='pingpong'"):
@@ -756,7 +760,7 @@ def test_a_resident_b_is_loaded_on_each_slots_first_use_only():
                          b_resident=True, ctas=1)
         assert (cfg.a_tile_bytes, cfg.b_tile_bytes, cfg.num_tiles) == (16384, 8192, 8)
         lines = [line.strip() for line in
-                 compile_kernel(gemm_kernel(cfg)).cuda_source.splitlines()
+                 compile_kernel(parsed_gemm(cfg)).cuda_source.splitlines()
                  if "__device__" not in line]
         commit = next(i for i, line in enumerate(lines) if "arrive_expect_tx" in line)
         assert lines[commit - 5:commit] == ["if (j < 4) {", "condval = 24576;",
@@ -790,7 +794,7 @@ def test_a_resident_b_of_several_k_steps_keeps_one_step_in_each_slot():
                      stages=6, epilogue_n=0, b_resident=True, ctas=2)
     assert (cfg.k_steps, cfg.a_tile_bytes, cfg.b_tile_bytes, cfg.a_zero_bytes) == (
         3, 4096, 1280, 2048)
-    lines = [line.strip() for line in compile_kernel(gemm_kernel(cfg)).cuda_source.splitlines()
+    lines = [line.strip() for line in compile_kernel(parsed_gemm(cfg)).cuda_source.splitlines()
              if "__device__" not in line]
     commits = [i for i, line in enumerate(lines) if "arrive_expect_tx" in line]
     assert len(commits) == 3
@@ -828,7 +832,7 @@ def test_whole_tile_c_stages_alternate_from_one_tile_to_the_next():
              and "__device__" not in line]
     assert store and all(stage.search(line) for line in store)
     for cfg in (replace(two, epilogue_buffers=1), replace(two, stream_k=True)):
-        src = compile_kernel(gemm_kernel(cfg)).cuda_source
+        src = compile_kernel(parsed_gemm(cfg)).cuda_source
         assert set(re.findall(r"bulk_wait_group_read_(\d)\(\);", src)) == {"0"}
         assert not stage.search(src)
 
@@ -959,13 +963,13 @@ def test_swapped_operands_load_b_into_the_mma_a_slot_and_store_c_transposed():
     cfg = GemmConfig(20, 1000, 1000, swap_ab=True, block_n=24, epilogue_n=8,
                      epilogue_buffers=2, stages=8, ctas=5)
     assert (cfg.product_m, cfg.product_n, cfg.m_blocks, cfg.n_blocks) == (1000, 20, 8, 1)
-    copies = tvm_tma.explain(gemm_kernel(cfg)).copies
+    copies = explained_gemm(cfg).copies
     a_map, b_map, c_map = (c.plan.tensor_map for c in (copies[0], copies[1], copies[-1]))
     assert tuple(a_map.global_dims) == (1000, 1000) and tuple(a_map.box_dims) == (64, 128)
     assert tuple(b_map.global_dims) == (1000, 20) and tuple(b_map.box_dims) == (64, 24)
     assert tuple(c_map.global_dims) == (1000, 20) and tuple(c_map.box_dims) == (64, 8)
     assert c_map.swizzle == 3
-    src = compile_kernel(gemm_kernel(cfg)).cuda_source
+    src = compile_kernel(parsed_gemm(cfg)).cuda_source
     assert "wgmma.mma_async.sync.aligned.m64n24k16.f32.bf16.bf16" in src
     # (A stage of 8 of C's rows is 8 columns of the tile: one .x2 pair of 8 x 8 blocks a
     # warp, written transposed.)
@@ -1245,7 +1249,7 @@ def test_a_view_operand_reads_a_as_the_plain_argument_does(cfg):
     row-major (M, K) argument viewed as itself) its device code is the default kernel's but
     for the argument's name (X: the tensor map is the argument's, and kernel parameters
     are ordered by name)."""
-    plain = compile_kernel(gemm_kernel(cfg)).cuda_source
+    plain = compile_kernel(parsed_gemm(cfg)).cuda_source
     viewed = compile_kernel(gemm_kernel(cfg, AOperand.row_major(cfg.m, cfg.k))).cuda_source
     assert len(assemble(viewed)) > 0
     assert "X_tensormap" in viewed and "A_tensormap" not in viewed
