@@ -44,6 +44,7 @@ from tvm_tma.kernels.tiling import (
     few_columns_tiling,
     fullest_narrow_wave,
     in_gemm_fullest_narrow_wave,
+    in_one_column_block,
     in_one_exact_wave,
     in_ordered_parts,
     in_tail_parts,
@@ -203,6 +204,37 @@ def test_tiles_too_few_for_the_sms_are_offered_in_ordered_parts_of_enough_steps(
     # One row block streams B: no parts (64 x 11520 x 4096 ran 0.97x in them).
     assert GemmConfig(64, 11520, 4096, block_n=192).ordered_parts == 2
     assert in_ordered_parts(GemmConfig(64, 11520, 4096, block_n=192)) is None
+
+
+def test_long_k_of_few_columns_runs_one_column_block_in_ordered_parts():
+    """Where 128 x 128 tiles fill at most half the SMs and N is 64 to 256, K at least 4096
+    and M at least 1024: cooperative 128-row tiles as wide as N (a multiple of 8) in
+    their own ordered parts, the C stage that leaves the most ring stages."""
+    def tiling(m, n, k, **options):
+        cfg = GemmConfig.for_problem(m, n, k, **options)
+        return (cfg.schedule, cfg.block_m, cfg.block_n, cfg.split_k, cfg.split_k_ordered,
+                cfg.epilogue_cols, cfg.stages, cfg.swap_ab)
+
+    # 32 tiles of 128 x 192 in 4 parts (129 swapped tiles of 64 x 96 before: 1.43x).
+    assert tiling(4096, 192, 8192) == ("cooperative", 128, 192, 4, True, 64, 4, False)
+    # N = 64 on 64-wide tiles, not ping-pong 128 x 128 half padding.
+    assert tiling(4096, 64, 16384) == ("cooperative", 128, 64, 4, True, 64, 8, False)
+    # 8 row blocks of 128 x 200 (C staged whole): as many parts as the CTAs hold, 16.
+    assert tiling(1024, 200, 8192) == ("cooperative", 128, 200, 16, True, 200, 4, False)
+    # Ragged M (9 row blocks): 13 parts of 5 steps, part 0 of 4.
+    ragged = GemmConfig.for_problem(1100, 72, 4096)
+    assert (ragged.block_n, ragged.split_k, ragged.steps_per_unit) == (72, 13, 5)
+    # Not taken: N = 128 (the ping-pong tile is as wide), N = 256 in more than 8 parts
+    # (1024 x 256 x 12288 ran 0.88x), N under 64, M under 1024, K under 4096, 8-bit
+    # inputs, B as K x N, or a tiling the caller chose.
+    for m, n, k, options in [(2048, 128, 16384, {}), (1024, 256, 12288, {}),
+                             (4096, 32, 16384, {}), (1000, 192, 8192, {}),
+                             (4096, 192, 2048, {}), (4096, 192, 8192, {"dtype": "float8_e4m3fn"}),
+                             (4096, 192, 8192, {"b_layout": "kn"}),
+                             (4096, 192, 8192, {"stages": 5})]:
+        assert in_one_column_block(GemmConfig, m, n, k, options) is None, (m, n, k, options)
+    assert in_one_column_block(GemmConfig, 2048, 256, 16384, {}).split_k == 8
+    assert in_one_column_block(GemmConfig, 4096, 192, 8192, {"ctas": 66}).split_k == 2
 
 
 @pytest.mark.parametrize(("problem", "expected"), [
@@ -953,9 +985,10 @@ def test_few_columns_run_swapped_where_that_keeps_more_sms_busy():
         True, "cooperative", 64, 216, 129, 5, 216, 1, 1)
     assert busy_share(cfg) == pytest.approx(9248 * 192 / (132 * 64 * 216))
     assert cfg == on_few_columns(before) == few_columns_tiling(before)
+    # (4096 x 192 x 8192, swapped here before, runs one column block in ordered parts now:
+    # test_long_k_of_few_columns_runs_one_column_block_in_ordered_parts.)
     cases = {  # (m, n, k): (width, tiles, stages), (block_m, block_n, units) before
         (25088, 64, 256): ((192, 131, 6), (192, 128, 131)),  # half the columns padding
-        (4096, 192, 8192): ((96, 129, 10), (128, 128, 128)),  # 64 tiles in 2 parts
         (6272, 128, 480): ((96, 132, 10), (64, 128, 98)),  # on_half_rows: 64 x 128
         (3136, 256, 1024): ((96, 132, 10), (64, 128, 98)),
         (39200, 64, 192): ((152, 258, 7), (128, 64, 307)),  # two rounds

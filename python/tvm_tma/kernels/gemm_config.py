@@ -231,7 +231,9 @@ class GemmConfig:
         half full cut into ordered K parts (``tail_split``; stream-K where no tiling can
         be cut so); 2x1 clusters multicasting B where the operands' rows
         straddle 128-byte L2 lines; where 128 x 128 tiles fill at most half the SMs, K
-        cut into ordered parts on ping-pong tiles (:attr:`ordered_parts`); and 64 x 128
+        cut into ordered parts on ping-pong tiles (:attr:`ordered_parts`), or for N of 64
+        to 256 and a long K on cooperative tiles as wide as N
+        (:func:`.tiling.in_one_column_block`: 4096 x 192 x 8192 1.43x); and 64 x 128
         tiles where M is at most 64, or where a problem of at most 16 K steps has too few
         128-row tiles (:func:`.tiling.on_half_rows`); 192-row tiles 128, 160 or 192
         wide (three consumer warpgroups) where they fill one wave

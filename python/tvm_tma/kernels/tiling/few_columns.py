@@ -85,7 +85,8 @@ def on_few_columns(cfg: Tiling) -> Tiling:
     (73 tiles of 128 x 192, 55% busy; 129 of 64 x 216, 98%) 1.48x (117%), 25088 x 64 x
     256 (131 tiles of 192 x 128, half of them N's padding; 131 of 64 x 192) 1.42x (127%),
     4096 x 192 x 8192 (64 ping-pong tiles in 2 ordered parts, 73%; 129 of 64 x 96) 1.27x
-    (91%), 6272 x 128 x 480 1.17x (123%), 3136 x 256 x 1024 1.14x (136%); conv2d 1x1
+    (91%; since taken by :func:`.model.in_one_column_block`, 1.43x these, 118-122%),
+    6272 x 128 x 480 1.17x (123%), 3136 x 256 x 1024 1.14x (136%); conv2d 1x1
     layers at N=32: Inception's 17x17x768 -> 192 1.48x (0.80x cuDNN to 1.19x), 35x35x192
     -> 64 (two rounds of 64 x 152) 1.17x, DenseNet's 14x14x480 -> 128 1.18x. Left: 16384
     x 128 x 4096 (128 tiles of 128 x 128, 97% busy; swapped 0.96-0.98x). Held out: 14

@@ -77,9 +77,11 @@ round (:func:`.clusters.in_two_by_two`: 1.03x geometric mean on an H200, 1.075x 
 
 Problems whose 128 x 128 tiles fill at most half the SMs keep the rule of
 :meth:`~.gemm_config.GemmConfig.ordered_parts` (ping-pong 128 x 128 tiles, K cut into
-ordered parts), which the model is not asked about. A caller's options always win: the
-candidates are the measured tilings with the caller's fields laid over them, and those the
-kernel cannot run (:meth:`~.gemm_config.GemmConfig.check`) are dropped.
+ordered parts), which the model is not asked about; where N is 64 to 256 and K long, on
+one column block of cooperative tiles as wide as N instead (:func:`in_one_column_block`).
+A caller's options always win: the candidates are the measured tilings with the caller's
+fields laid over them, and those the kernel cannot run
+(:meth:`~.gemm_config.GemmConfig.check`) are dropped.
 
 The costs are measurements (H100, benchmarks/RESULTS.md section 6d), not a roofline, and
 :func:`ranked` lists every candidate's estimate so ``benchmarks/gemm.py --sweep`` can set
@@ -226,6 +228,15 @@ ORDERED_PART_COST = 1.5
 #: (768 x 1536 x 8192, 1024 x 1280 x 11520, 128 x 256 in 3); of 12 and 8 0.88x
 #: (1024 x 1536 x 1536, 768 x 2048 x 1000).
 MIN_PART_STEPS = 32
+#: :func:`in_one_column_block`: the narrowest N, the fewest rows and the shortest K it was
+#: measured on.
+ONE_BLOCK_MIN_N = 64
+ONE_BLOCK_MIN_M = 1024
+ONE_BLOCK_MIN_K = 4096
+#: :func:`in_one_column_block`: the most ordered parts it takes where the ping-pong 128 x
+#: 128 tiles pad no column (N = 256): 1024 x 256 x 12288 in 16 parts ran 0.88x of them,
+#: 2048 x 256 x 16384 in 8 1.11x.
+ONE_BLOCK_UNPADDED_PARTS = 8
 #: Fewest K steps a tile needs for the tail split to be a candidate of the model
 #: (:func:`in_tail_parts`). H100, same runs, against the default before it: with 16 K steps
 #: it won or tied (7000 x 3000 x 1000 in 4 parts 1.03-1.05x, 10000 x 1000 x 1000 1.02x,
@@ -601,19 +612,64 @@ def ranked(make: MakeTiling, m: int, n: int, k: int, **options) -> list[Estimate
 
 def modelled(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
     """The model's choice before :func:`refinements`: ordered split-K on ping-pong 128 x
-    128 tiles where those tiles fill at most half the SMs, else the cheapest candidate of
-    :func:`ranked` (the caller's options over the default tiling where none runs)."""
+    128 tiles where those tiles fill at most half the SMs (on one column block of tiles
+    as wide as N where :func:`in_one_column_block` takes the problem), else the cheapest
+    candidate of :func:`ranked` (the caller's options over the default tiling where none
+    runs)."""
     wide = make(m, n, k, **options)
     narrow = PINGPONG if wide.schedule == "pingpong" else TILINGS[-1]
     split = (1 if (SPLIT_FIELDS | {"schedule"}) & set(options) else
              make(m, n, k, **{**options, **narrow}).ordered_parts)
     if split > 1:
-        chosen = make(m, n, k, **{**PINGPONG, "split_k": split, "split_k_ordered": True,
-                                  **options})
+        chosen = in_one_column_block(make, m, n, k, options) or make(
+            m, n, k, **{**PINGPONG, "split_k": split, "split_k_ordered": True, **options})
     else:
         best = ranked(make, m, n, k, **options)
         chosen = best[0].config if best else wide
     return chosen
+
+
+def in_one_column_block(make: MakeTiling, m: int, n: int, k: int,
+                        options: dict) -> Tiling | None:
+    """Where :func:`modelled` cuts K into ordered parts (128 x 128 tiles fill at most half
+    the SMs), cooperative 128-row tiles as wide as N (one column block, N rounded up to 8
+    columns; the C stage that leaves the most ring stages) in their own ordered
+    parts, in place of the ping-pong 128 x 128 tiles: for 16-bit inputs with B as N x K,
+    N from :data:`ONE_BLOCK_MIN_N` to 256 but not 121 to 128 (the same tile), M at least
+    :data:`ONE_BLOCK_MIN_M`, K at least :data:`ONE_BLOCK_MIN_K`, and no tiling the caller
+    chose; else None.
+
+    A ping-pong 128 x 128 tile pads N = 64 to twice its columns and cuts N = 192 into a
+    full column block and a half-empty one; a tile as wide as N loads each row of A once
+    per K step and reads more products a byte (128 x 192: 77 flops a byte loaded against
+    the swapped 64 x 96 tiles' 38, which :func:`.few_columns.on_few_columns` took for M of
+    3000 and more). Where N = 256 (no padding to save) at most
+    :data:`ONE_BLOCK_UNPADDED_PARTS` parts.
+
+    H200, same runs, graph replays (``benchmarks/RESULTS.md`` 6z10), the tiles before /
+    these, % of cuBLAS after: fit on 4096 x 192 x 8192 (129 swapped 64 x 96 tiles -> 32 of
+    128 x 192 in 4 parts) 1.43x (118-122%), 4096 x 64 x 16384 1.21x (112%), 1024 x 192 x
+    8192 1.29x (115%), 2048 x 128 x 16384 the same tile either way (1.00x); held out, 16
+    drawn from the 395 problems of M 1024-8192, N 64-256, K 4096-16384 it changes: 15
+    faster, 1.03-2.62x (1500 x 136 x 8192 2.05x, 2500 x 136 x 8192 2.62x, 2048 x 160 x
+    16384 1.73x, 3000 x 256 x 16384 1.69x), one slower (1024 x 256 x 12288 in 16 parts,
+    0.88x: hence the limit on parts at N = 256)."""
+    if (TILING_CHOICES & set(options) or not ONE_BLOCK_MIN_N <= n <= 256
+            or m < ONE_BLOCK_MIN_M or k < ONE_BLOCK_MIN_K):
+        return None
+    width = math.ceil(n / 8) * 8
+    if width == PINGPONG["block_n"]:
+        return None
+    tile = make(m, n, k, **{**options, "block_n": width, "epilogue_n": width, "stages": 4})
+    if not sixteen_bit_nk(tile) or tile.ordered_parts == 1:
+        return None
+    if n % PINGPONG["block_n"] == 0 and tile.ordered_parts > ONE_BLOCK_UNPADDED_PARTS:
+        return None
+    tile = replace(tile, split_k=tile.ordered_parts, split_k_ordered=True)
+    staged = [cfg for rows in c_stage_widths(width)
+              if (cfg := with_most_stages(replace(tile, epilogue_n=rows))) is not None]
+    # The most ring stages, then the widest C stage (c_stage_widths: widest first).
+    return max(staged, key=lambda cfg: cfg.stages, default=None)
 
 
 def trimmed(cfg: Tiling) -> Tiling:

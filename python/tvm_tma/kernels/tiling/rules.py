@@ -23,7 +23,8 @@ from .unswapped import UNSWAPPED_RULES
 
 def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
     """The default configuration of ``GemmConfig.for_problem``: ordered split-K on
-    ping-pong 128 x 128 tiles where those tiles fill at most half the SMs, else the
+    ping-pong 128 x 128 tiles where those tiles fill at most half the SMs (on one column
+    block of tiles as wide as N for few columns and a long K: :func:`modelled`), else the
     cheapest candidate of :func:`ranked` (the caller's options laid over the default
     tiling when none of the candidates runs, so that ``check`` names what is wrong); 128 x
     128 tiles as 64 x 128 ones where M is at most 64 or a short problem's tiles are few
