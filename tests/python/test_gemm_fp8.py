@@ -48,7 +48,7 @@ FEATURE_CASES = [
     GemmConfig(264, 520, 400, dtype=E5, b_dtype=E4, ctas=3),
     # Stream-K: many tiles per run, and 2x1 clusters (odd row blocks, B multicast) with
     # whole tiles before the runs.
-    GemmConfig(520, 648, 528, dtype=E4, stream_k=True, ctas=7),
+    GemmConfig(520, 648, 1008, dtype=E4, stream_k=True, ctas=7),
     GemmConfig(300, 264, 2048, dtype=E5, block_n=128, stages=6, epilogue_n=0, cluster=2,
                stream_k=True, ctas=8),
     # Split-K: 8 K blocks in 3 parts (a short last one), bf16 reduce-adds of scaled parts.

@@ -55,7 +55,7 @@ CASES = [
     # stream-K sharing the last wave's 60 tiles.
     GemmConfig.for_problem(768, 4096, 1024),
     GemmConfig.for_problem(700, 4040, 1000),
-    GemmConfig(1536, 3072, 1024, block_n=192, stages=5, epilogue_n=64, stream_k=True),
+    GemmConfig(1536, 3072, 520, block_n=192, stages=5, epilogue_n=64, stream_k=True),
     # Stream-K sharing the last full wave with the partial one (stream_k_waves=2): 15
     # tiles on 9 CTAs all cut into runs; and 32 cluster tiles on 7 clusters (4 past 4 full
     # waves: 11 shared).
@@ -162,17 +162,17 @@ CASES = [
     # 6 row blocks, the last 40 rows) on 5 CTAs (two rounds), the K x N B in fp16 at 192
     # columns (96 accumulators a thread), and the tail split (12 tiles on 9 CTAs: 3 left
     # over, each in 3 ordered K parts: 4, 6 and 6 of its 16 K steps).
-    GemmConfig(1000, 520, 1000, block_m=192, block_n=128, stages=5, epilogue_n=64, ctas=5),
+    GemmConfig(1000, 520, 520, block_m=192, block_n=128, stages=5, epilogue_n=64, ctas=5),
     GemmConfig(520, 384, 264, block_m=192, block_n=192, stages=4, epilogue_n=64,
                b_layout="kn", dtype="float16", ctas=3),
     GemmConfig(1000, 256, 1024, block_m=192, block_n=128, stages=5, epilogue_n=64,
                tail_split=3, ctas=9),
     # 192-row tiles in 2x1 clusters (the model's where rows straddle L2 lines), each CTA
     # multicasting half of B: 160 wide (80-row halves, C in 32-column stages) with ragged
-    # M (6 row blocks, the last 40 rows), N (the last block 120 wide) and K (1000: 15.6 K
+    # M (6 row blocks, the last 40 rows), N (the last block 120 wide) and K (520: 8.1 K
     # steps); 192 wide (96-row halves) with 4 row blocks, the last 124 rows, and N = 1000
     # in 6 blocks, the last 40 wide.
-    GemmConfig(1000, 600, 1000, block_m=192, block_n=160, stages=4, epilogue_n=32,
+    GemmConfig(1000, 600, 520, block_m=192, block_n=160, stages=4, epilogue_n=32,
                cluster=2, ctas=6),
     GemmConfig(700, 1000, 520, block_m=192, block_n=192, stages=4, epilogue_n=64, cluster=2,
                ctas=8),
