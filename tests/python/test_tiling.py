@@ -226,12 +226,13 @@ def test_long_k_of_few_columns_runs_one_column_block_in_ordered_parts():
     assert (ragged.block_n, ragged.split_k, ragged.steps_per_unit) == (72, 13, 5)
     # Not taken: N = 128 (the ping-pong tile is as wide), N = 256 in more than 8 parts
     # (1024 x 256 x 12288 ran 0.88x), N under 64, M under 1024, K under 4096, 8-bit
-    # inputs, B as K x N, or a tiling the caller chose.
+    # inputs, B as K x N, or a tiling or swap the caller chose.
     for m, n, k, options in [(2048, 128, 16384, {}), (1024, 256, 12288, {}),
                              (4096, 32, 16384, {}), (1000, 192, 8192, {}),
                              (4096, 192, 2048, {}), (4096, 192, 8192, {"dtype": "float8_e4m3fn"}),
                              (4096, 192, 8192, {"b_layout": "kn"}),
-                             (4096, 192, 8192, {"stages": 5})]:
+                             (4096, 192, 8192, {"stages": 5}),
+                             (4096, 192, 8192, {"swap_ab": True})]:
         assert in_one_column_block(GemmConfig, m, n, k, options) is None, (m, n, k, options)
     assert in_one_column_block(GemmConfig, 2048, 256, 16384, {}).split_k == 8
     assert in_one_column_block(GemmConfig, 4096, 192, 8192, {"ctas": 66}).split_k == 2

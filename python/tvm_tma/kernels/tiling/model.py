@@ -636,8 +636,8 @@ def in_one_column_block(make: MakeTiling, m: int, n: int, k: int,
     columns; the C stage that leaves the most ring stages) in their own ordered
     parts, in place of the ping-pong 128 x 128 tiles: for 16-bit inputs with B as N x K,
     N from :data:`ONE_BLOCK_MIN_N` to 256 but not 121 to 128 (the same tile), M at least
-    :data:`ONE_BLOCK_MIN_M`, K at least :data:`ONE_BLOCK_MIN_K`, and no tiling the caller
-    chose; else None.
+    :data:`ONE_BLOCK_MIN_M`, K at least :data:`ONE_BLOCK_MIN_K`, and no tiling (or swap)
+    the caller chose; else None.
 
     A ping-pong 128 x 128 tile pads N = 64 to twice its columns and cuts N = 192 into a
     full column block and a half-empty one; a tile as wide as N loads each row of A once
@@ -654,8 +654,8 @@ def in_one_column_block(make: MakeTiling, m: int, n: int, k: int,
     faster, 1.03-2.62x (1500 x 136 x 8192 2.05x, 2500 x 136 x 8192 2.62x, 2048 x 160 x
     16384 1.73x, 3000 x 256 x 16384 1.69x), one slower (1024 x 256 x 12288 in 16 parts,
     0.88x: hence the limit on parts at N = 256)."""
-    if (TILING_CHOICES & set(options) or not ONE_BLOCK_MIN_N <= n <= 256
-            or m < ONE_BLOCK_MIN_M or k < ONE_BLOCK_MIN_K):
+    if (TILING_CHOICES & set(options) or options.get("swap_ab")
+            or not ONE_BLOCK_MIN_N <= n <= 256 or m < ONE_BLOCK_MIN_M or k < ONE_BLOCK_MIN_K):
         return None
     width = math.ceil(n / 8) * 8
     if width == PINGPONG["block_n"]:
