@@ -298,11 +298,17 @@ SMALL = [
      {"block_k": 16, "a_copy_k": 0, "halo": False}),
     # Halo tiles (kernels/halo.py): by default for 40 channels (one 64-wide K block a
     # tap), 10 output rows of 13 a tile on 192 rows, 4 tiles on 2 CTAs (both halo slots
-    # in turn); asked for on 128 rows, one-row segments of 75 of 150 columns (the
-    # filter's reach past 128 rows), dilation 2, 12 tiles on 3 CTAs.
+    # in turn); asked for on 128 rows at dilation 2 (150 columns and the filter's reach
+    # pass 128 rows), segments of 6 rows by 12 columns (halo width 16), 13 tiles on 3
+    # CTAs.
     ("halo-c40-2x20x13x40-k48-ctas2", _layer(2, 20, 13, 40, 48), {"ctas": 2}),
     ("halo-segments-dil2-1x6x150x16-k32", _layer(1, 6, 150, 16, 32, pad=2, dilation=2),
      {"halo": True, "block_m": 128, "ctas": 3}),
+    # By default segments of several output rows where a row is wider than a tile: 5
+    # rows of 22 columns (halo width 24: each row's part of the C stage on a whole
+    # swizzle period), stored a row at a time; 28 tiles on 6 CTAs, ragged columns
+    # (136 = 6 x 22 + 4) and rows (10 = 2 x 5).
+    ("halo-row-segments-2x10x136x24-k32-ctas6", _layer(2, 10, 136, 24, 32), {"ctas": 6}),
     # By default one-row tiles of a 112-wide image with the filter resident: 10 tiles on
     # 4 CTAs (the ring one slot a K step, loaded once a CTA).
     ("halo-one-row-resident-2x5x112x24-k32-ctas4", _layer(2, 5, 112, 24, 32), {"ctas": 4}),
@@ -1877,6 +1883,12 @@ def test_halo_tiles_take_padded_taps_of_whole_output_rows():
             h, "cooperative", k, 1)
         if cfg.b_resident:  # one slot a K step, as many sets as fit
             assert cfg.stages % cfg.k_steps == 0 and cfg.shared_bytes <= 227 * 1024
+    # Rows wider than a tile: segments of several rows, the fewest halo pixels (N=1
+    # 224x224x24 -> 48: 8 rows of 14, halo 10 x 16 for 112 outputs against 3 x 114 for
+    # 112 on one-row tiles; H200 1.16x, RESULTS.md 6z9), stored a row at a time.
+    wide = conv2d_config(_layer(1, 224, 224, 24, 48)).halo
+    assert (wide.rows, wide.cols, wide.width, wide.row_stores, wide.stored_rows) == (
+        8, 14, 16, 8, 14)
     inception = conv2d_config(_layer(32, 35, 35, 48, 64, 5, 5, pad=2))
     assert (inception.halo.rows, inception.block_k, inception.tap_columns) == (3, 64, 64)
     # Not: aligned or wide C, a filter too big to stay beside one-row halos (N=4

@@ -520,8 +520,9 @@ def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict) -> Gem
     im2col loads pad (C of at most :data:`HALO_MAX_CHANNELS` no K block divides: 24,
     40, 48, 56, 80), of at most 256 output channels: there the im2col loads are
     L2-request bound (6z6, 6z8) and a halo reads each pixel once. Tiles of at least two
-    whole output rows where they fit; else (a wide image) one-row tiles with the filter
-    resident (:func:`resident_halo_filter`), where it fits. Not where the caller chose
+    whole output rows where they fit; else (a wide image) one-row tiles, or segments of
+    several rows where a row is wider than a tile, with the filter resident
+    (:func:`resident_halo_filter`), where it fits. Not where the caller chose
     the tiling. H200, same runs (6z9): N=16 28x28x80 2.46x, N=32 35x35x48 -> 64 5x5
     1.89x, N=16 56x56x24 -> 24 1.42x; one-row tiles, resident: N=8 112x112x40 2.42x,
     N=16 112x112x24 -> 64 1.59x."""

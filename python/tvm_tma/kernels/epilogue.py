@@ -171,24 +171,29 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
 
     halo = cfg.halo
 
-    def c_block(C, mb, col):
+    def c_block(C, mb, col, part=0):
         """The region of C a stage of tile ``mb`` at column ``col`` of the product
         stores: ``block_m x en`` at row ``mb * block_m``, or with swap_ab ``en x block_m``
         at (``col``, ``mb * block_m``) of C (the product is C^T); with halo tiles the
-        tile's output pixels (:meth:`.halo.HaloTiling.store_region`, C as (N, P, Q, K))."""
+        tile's output pixels (:meth:`.halo.HaloTiling.store_region`, C as (N, P, Q, K);
+        store ``part`` of :attr:`~.halo.HaloTiling.row_stores`)."""
         row = mb * bm
         if halo is not None:
-            return halo.store_region(C, mb, col, en)
+            return halo.store_region(C, mb, col, en, part)
         if swapped:
             return C[col:col + en, row:row + bm]
         return C[row:row + bm, col:col + en]
 
-    def stage_read(c_tile, stage):
+    def stage_read(c_tile, stage, part=0):
         """The part of C stage ``stage`` a store reads: all of it, or a halo tile's
         stored rows (the garbage rows after them are not stored)."""
         if halo is not None:
-            return c_tile[stage, 0:halo.stored_rows, :]
+            start = halo.stage_start(part)
+            return c_tile[stage, start:start + halo.stored_rows, :]
         return c_tile[stage, :, :]
+
+    #: Stores a C stage takes (several only for halo segments of several output rows).
+    stores = 1 if halo is None else halo.row_stores
     tail = en % 16 == 8
     # Two C stages: store h rounds into stage cs + h % 2 while store h - 1 reads the other.
     double = cfg.c_stages == 2 and cfg.schedule == "cooperative"
@@ -274,8 +279,9 @@ def make_store_unit(cfg: GemmConfig, ordered_parts: int | None = None
                                   dispatch="tma", oob="skip", reduce=reduce,
                                   tensormap=c_map)
                 else:
-                    Tx.copy_async(c_block(C, mb, n0), stage_read(c_tile, stage),
-                                  dispatch="tma", oob="skip", tensormap=c_map)
+                    for part in T.unroll(stores):
+                        Tx.copy_async(c_block(C, mb, n0, part), stage_read(c_tile, stage, part),
+                                      dispatch="tma", oob="skip", tensormap=c_map)
                 T.ptx.cp.async_.bulk.commit_group()
         if ordered:
             # Every unit, its stores skipped past M or N or not, passes the flag on.

@@ -40,7 +40,9 @@ of the tile) and rows past ``rows * width`` compute garbage that is never stored
 epilogue stores the C stage as (``rows``, ``box_cols``, channels) of the (N, P, Q, K)
 output, and a tile of whole output rows (``cols == Q``) stores ``box_cols = width``
 columns whose last ``(S - 1) * dilation`` fall past Q (the store skips them); a tile of
-one row segment (``rows == 1``) stores its ``cols`` columns only.
+one row segment (``rows == 1``) stores its ``cols`` columns only, and a segment of
+several rows (a row wider than a tile) one store a row, each ``cols`` columns from
+``a * width`` of the stage (``width`` a multiple of 8: a whole swizzle period).
 
 :class:`HaloTiling` is that plan for one layer and tile height (:func:`halo_tiling`
 chooses rows and columns); :mod:`.gemm` runs it (the raw and plane rings, one halo a
@@ -111,8 +113,16 @@ class HaloTiling:
     def box_cols(self) -> int:
         """Columns a tile's store writes per output row: the whole halo width on a tile of
         whole output rows (the columns past Q are skipped), else the tile's columns (a
-        one-row segment: the garbage rows follow them)."""
+        row segment: the garbage rows follow them)."""
         return self.width if self.cols == self.out_cols else self.cols
+
+    @property
+    def row_stores(self) -> int:
+        """Stores a C stage takes: one (whole output rows, or a one-row segment), or one
+        an output row of a segment of several rows (each row's ``cols`` pixels sit
+        ``width`` rows of the stage apart; one store of them all would write the garbage
+        columns between them over the next segment's pixels)."""
+        return self.rows if self.rows > 1 and self.cols < self.out_cols else 1
 
     @property
     def tiles_down(self) -> int:
@@ -199,25 +209,32 @@ class HaloTiling:
         """The (N*P*Q, K) output seen as (N, P, Q) pixels; the channels are appended."""
         return (self.batch, self.out_rows, self.out_cols)
 
-    def store_region(self, output, tile, n0, columns: int):
-        """The region of the (N, P, Q, K) ``output`` a C stage of tile ``tile`` stores:
-        ``rows`` output rows by ``box_cols`` columns by ``columns`` channels from
-        ``n0``."""
+    def store_region(self, output, tile, n0, columns: int, row: int = 0):
+        """The region of the (N, P, Q, K) ``output`` a store of tile ``tile``'s C stage
+        writes: ``rows`` output rows (or, where a C stage takes :attr:`row_stores`, its
+        ``row``-th) by ``box_cols`` columns by ``columns`` channels from ``n0``."""
         n, p0, q0 = self.coordinates(tile)
-        return output[n, p0:p0 + self.rows, q0:q0 + self.box_cols, n0:n0 + columns]
+        rows = self.rows // self.row_stores
+        p = p0 + row
+        return output[n, p:p + rows, q0:q0 + self.box_cols, n0:n0 + columns]
+
+    def stage_start(self, row: int = 0) -> int:
+        """First row of the C stage store ``row`` reads (:attr:`row_stores`)."""
+        return row * self.width if self.row_stores > 1 else 0
 
     @property
     def stored_rows(self) -> int:
-        """Rows of the C stage a store reads: ``rows`` runs of ``box_cols``."""
-        return self.rows * self.box_cols
+        """Rows of the C stage a store reads: its output rows' runs of ``box_cols``."""
+        return self.rows // self.row_stores * self.box_cols
 
 
 def halo_tiling(geometry: Conv2dGeometry, block_m: int, tap_columns: int) -> HaloTiling:
     """The halo tiles of a stride-1 layer on ``block_m``-row MMAs: whole output rows
     where a row and the filter's reach fit ``block_m`` (as many rows a tile as fit,
-    evened out over the tiles an image needs), else one-row segments of at most
-    ``block_m - (S - 1) * dilation`` columns (evened out alike). Raises ValueError where
-    the channels are no multiple of 8 or the K columns of a tap no whole planes."""
+    evened out over the tiles an image needs), else row segments (:func:`_segment`:
+    one row, or several rows of a halo width a multiple of 8, whichever loads the
+    fewest halo pixels). Raises ValueError where the channels are no multiple of 8 or
+    the K columns of a tap no whole planes."""
     c, p, q, s, dilation = (geometry.c, geometry.p, geometry.q, geometry.s,
                             geometry.dilation)
     if c % PLANE_CHANNELS or tap_columns % PLANE_CHANNELS or tap_columns < c:
@@ -230,14 +247,42 @@ def halo_tiling(geometry: Conv2dGeometry, block_m: int, tap_columns: int) -> Hal
         rows = math.ceil(p / math.ceil(p / rows))
         cols = q
     else:
-        rows = 1
         fit = min(block_m, MAX_BOX) - reach
         if fit < 8:
             raise ValueError(f"halo tiles: a {s}-wide filter at dilation {dilation[1]} "
                              f"leaves {fit} columns of a {block_m}-row tile")
-        cols = math.ceil(q / math.ceil(q / fit))
+        rows, cols = _segment(p, q, (geometry.r - 1) * dilation[0], reach, block_m)
     return HaloTiling(geometry.n, p, q, c, geometry.r, s, geometry.padding, dilation, rows,
                       cols, tap_columns // PLANE_CHANNELS, block_m)
+
+
+def _segment(p: int, q: int, reach_rows: int, reach: int, block_m: int) -> tuple[int, int]:
+    """(rows, cols) of the row segments of a layer whose output row and the filter's reach
+    pass ``block_m``: one row of ``cols`` evened out over the segments a row needs, or
+    ``rows`` rows of a halo ``width`` a multiple of 8 (so that each output row's part of
+    the C stage starts on a swizzle period), whichever loads the fewest halo pixels over
+    all the tiles (then the fewest tiles). Rows share their vertical halo: a 3x3 filter on
+    112-pixel rows loads 3 rows of 114 pixels a row of 112 outputs on one-row segments,
+    10 rows of 16 for 8 x 14 outputs on eight-row ones (1.4 pixels an output, not 3).
+    H200, same run, several rows against one (RESULTS.md 6z9): N=1 224x224x24 -> 48
+    1.16x, N=2 200x200x24 -> 32 1.58x, N=1 256x256x40 1.20x, N=4 160x160x48 1.15x, N=2
+    128x128x40 1.13x, N=4 150x150x24 1.21x. Where one whole row fits a tile it stays one
+    row: N=8 112x112x40 ran 0.84x on eight-row segments (N=4 112x112x24 -> 32 1.16x)."""
+    room = min(block_m, MAX_BOX)
+    fit = room - reach
+    candidates = [(1, math.ceil(q / math.ceil(q / fit)))]
+    for rows in range(2, p + 1):
+        cols = min(room // rows, MAX_BOX) // 8 * 8 - reach
+        if cols < 8:
+            break
+        candidates.append((rows, cols))
+
+    def cost(candidate):
+        rows, cols = candidate
+        tiles = math.ceil(p / rows) * math.ceil(q / cols)
+        return tiles * (rows + reach_rows) * (cols + reach), tiles
+
+    return min(candidates, key=cost)
 
 
 def halo_ring(ring: TmaPipeline) -> TmaPipeline:
