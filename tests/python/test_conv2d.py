@@ -1885,7 +1885,7 @@ def test_halo_tiles_take_padded_taps_of_whole_output_rows():
             assert cfg.stages % cfg.k_steps == 0 and cfg.shared_bytes <= 227 * 1024
     # Rows wider than a tile: segments of several rows, the fewest halo pixels (N=1
     # 224x224x24 -> 48: 8 rows of 14, halo 10 x 16 for 112 outputs against 3 x 114 for
-    # 112 on one-row tiles; H200 1.16x, RESULTS.md 6z9), stored a row at a time.
+    # 112 on one-row tiles; H200 1.16x, RESULTS.md 6z11), stored a row at a time.
     wide = conv2d_config(_layer(1, 224, 224, 24, 48)).halo
     assert (wide.rows, wide.cols, wide.width, wide.row_stores, wide.stored_rows) == (
         8, 14, 16, 8, 14)

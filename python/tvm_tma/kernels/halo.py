@@ -264,7 +264,7 @@ def _segment(p: int, q: int, reach_rows: int, reach: int, block_m: int) -> tuple
     all the tiles (then the fewest tiles). Rows share their vertical halo: a 3x3 filter on
     112-pixel rows loads 3 rows of 114 pixels a row of 112 outputs on one-row segments,
     10 rows of 16 for 8 x 14 outputs on eight-row ones (1.4 pixels an output, not 3).
-    H200, same run, several rows against one (RESULTS.md 6z9): N=1 224x224x24 -> 48
+    H200, same run, several rows against one (RESULTS.md 6z11): N=1 224x224x24 -> 48
     1.16x, N=2 200x200x24 -> 32 1.58x, N=1 256x256x40 1.20x, N=4 160x160x48 1.15x, N=2
     128x128x40 1.13x, N=4 150x150x24 1.21x. Where one whole row fits a tile it stays one
     row: N=8 112x112x40 ran 0.84x on eight-row segments (N=4 112x112x24 -> 32 1.16x)."""
@@ -272,7 +272,7 @@ def _segment(p: int, q: int, reach_rows: int, reach: int, block_m: int) -> tuple
     fit = room - reach
     candidates = [(1, math.ceil(q / math.ceil(q / fit)))]
     for rows in range(2, p + 1):
-        cols = min(room // rows, MAX_BOX) // 8 * 8 - reach
+        cols = room // rows // 8 * 8 - reach
         if cols < 8:
             break
         candidates.append((rows, cols))
