@@ -158,6 +158,11 @@ CASES = [
     # rows) by 8 column blocks of 80 (C staged whole), 20 K steps each on a ring of 8
     # stages (with_narrow_ring), on 128 CTAs.
     GemmConfig.for_problem(1000, 640, 1280),
+    # A short problem's smallest plain tiles of one wave (in_short_wave): 131 rows in 3
+    # row blocks of 64 (the last 3 rows), N = 1320 in 21 column blocks of 64 (the last 40
+    # wide), K = 136 (3 steps, the last 8 wide): 63 tiles of 64 x 64 on 132 CTAs, where
+    # 2x2 clusters took 22 of 128 x 128.
+    GemmConfig.for_problem(131, 1320, 136),
     # 192-row tiles, three consumer warpgroups of 64 rows: ragged M, N and K (1000 rows:
     # 6 row blocks, the last 40 rows) on 5 CTAs (two rounds), the K x N B in fp16 at 192
     # columns (96 accumulators a thread), and the tail split (12 tiles on 9 CTAs: 3 left

@@ -27,6 +27,7 @@ from tvm_tma.kernels.tiling import (
     NARROW_WAVE_MAX_STEPS,
     ORDERED_PART_COST,
     ROWS_STEP_FACTOR,
+    SHORT_MAX_STEPS,
     SPLIT_STEP_FACTOR,
     STEP_BYTES,
     STEP_COST,
@@ -47,6 +48,7 @@ from tvm_tma.kernels.tiling import (
     in_one_column_block,
     in_one_exact_wave,
     in_ordered_parts,
+    in_short_wave,
     in_tail_parts,
     in_two_by_two,
     modelled,
@@ -59,6 +61,7 @@ from tvm_tma.kernels.tiling import (
     refinements,
     rows_straddle_lines,
     sharing_a_in_fours,
+    short_wave,
     step_cost,
     straddled_step_cost,
     streams_weights,
@@ -76,11 +79,19 @@ def picker(*names: str):
     return picked
 
 
-def before_the_narrow_wave(m: int, n: int, k: int, **options) -> GemmConfig:
-    """``GemmConfig.for_problem`` without its last three rules, the fullest narrow wave and
-    the swap for few columns (as conftest's ``before_narrow_wave`` fixture), and the
-    alternating C stages after them."""
+def before_the_short_wave(m: int, n: int, k: int, **options) -> GemmConfig:
+    """``GemmConfig.for_problem`` without its last rule (the short problems' one wave)."""
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
+        return GemmConfig.for_problem(m, n, k, **options)
+
+
+def before_the_narrow_wave(m: int, n: int, k: int, **options) -> GemmConfig:
+    """``GemmConfig.for_problem`` without its last four rules, the fullest narrow wave and
+    the swap for few columns (as conftest's ``before_narrow_wave`` fixture), and the
+    alternating C stages and the short problems' one wave after them."""
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
         patch.setattr(rules_module, "in_gemm_fullest_narrow_wave", lambda cfg: cfg)
         patch.setattr(rules_module, "on_few_columns", lambda cfg: cfg)
         patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
@@ -89,16 +100,19 @@ def before_the_narrow_wave(m: int, n: int, k: int, **options) -> GemmConfig:
 
 def before_the_few_columns(m: int, n: int, k: int, **options) -> GemmConfig:
     """``GemmConfig.for_problem`` without the swap for few columns and the alternating C
-    stages after it."""
+    stages and the short problems' one wave after it."""
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
         patch.setattr(rules_module, "on_few_columns", lambda cfg: cfg)
         patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
         return GemmConfig.for_problem(m, n, k, **options)
 
 
 def before_the_c_stages(m: int, n: int, k: int, **options) -> GemmConfig:
-    """``GemmConfig.for_problem`` without its last rule (the alternating C stages)."""
+    """``GemmConfig.for_problem`` without its last two rules (the alternating C stages and
+    the short problems' one wave)."""
     with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
         patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
         return GemmConfig.for_problem(m, n, k, **options)
 
@@ -688,6 +702,9 @@ def test_the_rules_after_the_model_are_listed_in_the_order_they_apply():
     assert rules(9248, 192, 768) == ["on_few_columns"]
     assert rules(6272, 128, 480) == ["on_half_rows", "on_few_columns"]
     assert rules(9248, 192, 768, swap_ab=False) == ["with_alternating_c_stages"]
+    assert rules(131, 1320, 136) == ["in_two_by_two", "in_short_wave"]
+    assert rules(334, 4248, 88) == ["in_two_by_two", "with_alternating_c_stages",
+                                    "in_short_wave"]
     assert rules(4096, 4096, 4096) == []
     assert rules(300, 5680, 2224, block_n=192) == []
 
@@ -838,7 +855,12 @@ def test_the_default_runs_on_any_problem():
         for dtype in ("bfloat16", "float8_e4m3fn"):
             cfg = GemmConfig.for_problem(m, n, k, dtype=dtype)
             cfg.check()
-            # Last, the alternating C stages of the tiling before them.
+            # Last, the short problems' one wave, of the tiling before it.
+            before_short = before_the_short_wave(m, n, k, dtype=dtype)
+            assert cfg == replace(in_short_wave(before_short, 132),
+                                  l2_promotion=cfg.l2_promotion)
+            cfg = before_short
+            # Then the alternating C stages of the tiling before them.
             plain = before_the_c_stages(m, n, k, dtype=dtype)
             assert cfg == (plain if streams_weights(plain) else with_alternating_c_stages(plain))
             cfg = plain
@@ -1026,3 +1048,52 @@ def test_few_columns_run_swapped_where_that_keeps_more_sms_busy():
     assert few_columns_tiling(GemmConfig(100352, 64, 576)) is None
     assert few_columns_tiling(GemmConfig(2000, 128, 1024)) is None
     assert few_columns_tiling(GemmConfig(2000, 256, 1024, ctas=3)) is None  # 4 row blocks
+
+
+def test_short_problems_take_the_smallest_plain_tiles_of_one_wave():
+    """in_short_wave: a problem of at most SHORT_MAX_STEPS K steps (16-bit, B as N x K)
+    whose tiles are in clusters, swapped for few rows, or fewer than those of the first
+    plain tiling of SHORT_TILINGS (64 x 64, 64 x 128, 128 x 128, ping-pong 64 x 256) that
+    makes one wave on all the SMs, takes that tiling. Measured on the H200 (kernels/tiling/
+    short.py, RESULTS.md 6z12)."""
+    picked = picker("block_m", "block_n", "schedule", "stages", "epilogue_n", "cluster",
+                    "cluster_n", "swap_ab", "ctas", "epilogue_buffers", "num_tiles")
+    # 2x2 clusters of 22 tiles of 128 x 128 (on 120 CTAs) before: 63 of 64 x 64 on 132.
+    assert before_the_short_wave(131, 1320, 136).cluster_size == 4
+    assert picked(131, 1320, 136) == (64, 64, "cooperative", 12, 64, 1, 1, False, 132, 1, 63)
+    # 2x1 clusters of 54 tiles of 128 x 128 before: 64 x 64 make 187 (two rounds), so the
+    # 102 of 64 x 128.
+    assert before_the_short_wave(1074, 688, 40).cluster == 2
+    assert picked(1074, 688, 40) == (64, 128, "cooperative", 9, 64, 1, 1, False, 132, 1, 102)
+    # Swapped for few rows (35 tiles of 128 x 240) before: 70 of 128 x 128.
+    assert before_the_short_wave(237, 4480, 64).swap_ab
+    assert picked(237, 4480, 64) == (128, 128, "cooperative", 6, 64, 1, 1, False, 132, 1,
+                                     70)
+    # Only 64 x 256 tiles make one wave: 123 of them, ping-pong.
+    assert picked(134, 10320, 8) == (64, 256, "pingpong", 5, 64, 1, 1, False, 132, 1, 123)
+    # A swap of at most 64 rows on 15 tiles (under a quarter of the CTAs) gives way ...
+    assert before_the_short_wave(3, 1912, 24).swap_ab
+    assert picked(3, 1912, 24)[:2] == (64, 64)
+    # ... but not on 85 (4 x 10832 x 8 ran 0.80x on 64 x 128 tiles), nor the swap for
+    # few columns (its 64-row tiles measured on short problems too).
+    for problem in [(4, 10832, 8), (6272, 128, 480)]:
+        assert GemmConfig.for_problem(*problem).swap_ab
+        assert GemmConfig.for_problem(*problem) == before_the_short_wave(*problem)
+    # Kept: a plain tiling with as many tiles (468 x 3568 x 32: 112 of 64 x 256 against
+    # 112 of 128 x 128); 9 K steps; no tiling of the four in one wave (529 x 6664 x 216:
+    # 243 tiles of 64 x 256); FP8; B as K x N; the caller's tile or swap.
+    for problem, options in [((468, 3568, 32), {}), ((131, 1320, 576), {}),
+                             ((529, 6664, 216), {}), ((131, 1320, 128),
+                                                      {"dtype": "float8_e4m3fn"}),
+                             ((131, 1320, 136), {"b_layout": "kn"}),
+                             ((131, 1320, 136), {"block_n": 128}),
+                             ((237, 4480, 64), {"swap_ab": True}),
+                             ((237, 4480, 64), {"swap_ab": False})]:
+        cfg = GemmConfig.for_problem(*problem, **options)
+        assert cfg == before_the_short_wave(*problem, **options), (problem, options)
+    assert short_wave(GemmConfig.for_problem(529, 6664, 216), 132) is None
+    assert GemmConfig.for_problem(131, 1320, 576).k_steps == SHORT_MAX_STEPS + 1
+    # The rule weighs the GPU's SMs, not the 120 CTAs clusters of 4 leave.
+    clustered = before_the_short_wave(131, 1320, 136)
+    assert clustered.ctas == 120
+    assert in_short_wave(clustered, 132).ctas == 132

@@ -260,7 +260,11 @@ class GemmConfig:
         tiles of 64 x 216, 1.48x the 73 of 128 x 192); then two alternating C stages
         where a cooperative tile stores C in pieces and 4 ring stages still fit, but not
         where one row block streams B (:func:`.tiling.with_alternating_c_stages`: 1200 x
-        512 x 1000 on 64 x 128 tiles 1.03x, 600 x 7000 x 2048 on 128 x 192 1.05x).
+        512 x 1000 on 64 x 128 tiles 1.03x, 600 x 7000 x 2048 on 128 x 192 1.05x); and
+        for a problem of at most 8 K steps, the smallest plain tiles (64 x 64, 64 x 128,
+        128 x 128, ping-pong 64 x 256) that make one wave where those before are in
+        clusters, swapped for few rows, or fewer (:func:`.tiling.in_short_wave`: 131 x
+        1320 x 136 on 63 tiles of 64 x 64, 1.56x the 2x2 clusters of 22).
 
         Every option the caller gives is kept; the model fills in the rest. FP8 inputs take
         the same tiles with a K block of 128: their slots have the 16-bit slots' bytes

@@ -1,7 +1,8 @@
 """The default tiling of a GEMM problem (and of conv2d's, which shares it): a wave model over
 measured tilings (:mod:`.model`, whose docstring describes the whole), then the measured
 refinements of its choice, each in a module of its own (:mod:`.swap`, :mod:`.half_rows`,
-:mod:`.clusters`, :mod:`.one_wave`, :mod:`.few_columns`, :mod:`.c_stages`), applied in
+:mod:`.clusters`, :mod:`.one_wave`, :mod:`.few_columns`, :mod:`.c_stages`,
+:mod:`.short`), applied in
 order by :mod:`.rules`
 (:mod:`.unswapped` lists those measured on unswapped tiles)."""
 
@@ -125,6 +126,13 @@ from .rules import (
     REFINEMENTS,
     choose,
     refinements,
+)
+from .short import (
+    SHORT_MAX_STEPS,
+    SHORT_SWAP_MAX_FILL,
+    SHORT_TILINGS,
+    in_short_wave,
+    short_wave,
 )
 from .swap import (
     SWAP_BLOCK_M,
@@ -265,4 +273,9 @@ __all__ = [
     "unswapped_tiling",
     "with_most_stages",
     "with_narrow_ring",
+    "SHORT_MAX_STEPS",
+    "SHORT_SWAP_MAX_FILL",
+    "SHORT_TILINGS",
+    "in_short_wave",
+    "short_wave",
 ]

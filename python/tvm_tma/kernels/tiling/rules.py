@@ -17,6 +17,7 @@ from .model import (
     streams_weights,
 )
 from .one_wave import in_gemm_fullest_narrow_wave
+from .short import in_short_wave
 from .swap import on_swapped_operands, swapped
 from .unswapped import UNSWAPPED_RULES
 
@@ -59,13 +60,17 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
     tiles keep more of the SMs busy (:func:`.few_columns.on_few_columns`); last, two
     alternating C stages where C is stored in pieces
     (:func:`.c_stages.with_alternating_c_stages`), but not where one row block streams B
-    (:func:`.model.streams_weights`).
+    (:func:`.model.streams_weights`); and last of all, on a problem of a few K steps, the
+    smallest plain tiles of one wave (:func:`.short.in_short_wave`, on the model's CTAs:
+    the GPU's SMs, where clusters of 4 leave fewer), unless the caller chose the swap.
     ``benchmarks/gemm.py --explain`` prints them. The caller's ``swap_ab`` decides the
     swap (:func:`on_swapped_operands` and :func:`.few_columns.on_few_columns` are skipped;
     with True, none applies: they were measured on A @ B^T's tiles)."""
     if TILING_CHOICES & set(options) or options.get("swap_ab"):
         return []
     steps = []
+    # The GPU's SMs: the model's choice is on all of them (clusters of 4 leave fewer).
+    ctas = chosen.ctas
     # The caller's swap_ab decides the swaps; a swapped tiling skips the rules measured on
     # A @ B^T's tiles (the narrow wave and the few-columns swap keep a swapped one as is).
     swaps = (on_swapped_operands, on_few_columns) if "swap_ab" in options else (
@@ -84,6 +89,11 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
     if (alternating != chosen and not C_STAGE_CHOICES & set(options)
             and not streams_weights(chosen)):
         steps.append((with_alternating_c_stages.__name__, alternating))
+        chosen = alternating
+    if "swap_ab" not in options:
+        short = in_short_wave(chosen, ctas)
+        if short != chosen:
+            steps.append((in_short_wave.__name__, short))
     return steps
 
 

@@ -1,0 +1,80 @@
+"""The smallest plain tiles that make one wave, the last refinement of problems of a few K
+steps (:func:`in_short_wave`)."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from .half_rows import HALF_ROWS, QUARTER_TILES, WIDE_HALF_ROWS
+from .model import Tiling, kernel_runs, sixteen_bit_nk
+
+#: :func:`in_short_wave`: the most K steps of a problem it applies to (K of 512 in 16-bit
+#: elements; the measured problems had 1 to 8).
+SHORT_MAX_STEPS = 8
+#: :func:`in_short_wave`: where M is at most 64, C^T = B A^T is kept on more of its 128 x
+#: ceil8(M) tiles than this share of the CTAs (4 x 5984 x 32 on 47: 0.98x, 46 x 6120 x 16
+#: on 48: 0.94x, 4 x 10832 x 8 on 85: 0.80x the plain tiles; on 9 to 25, 1.00-1.13x).
+SHORT_SWAP_MAX_FILL = 0.25
+#: :func:`in_short_wave`: the plain tilings it weighs, smallest tile first: 64 x 64, 64 x
+#: 128, 128 x 128 (cooperative) and 64 x 256 (ping-pong), each on the ring and C stage it
+#: was measured with (one C stage: stored whole or in 64-column pieces).
+SHORT_TILINGS: tuple[dict, ...] = (
+    {**QUARTER_TILES, "block_m": 64, "schedule": "cooperative"},
+    HALF_ROWS,
+    {"block_m": 128, "block_n": 128, "stages": 6, "epilogue_n": 64,
+     "schedule": "cooperative"},
+    WIDE_HALF_ROWS,
+)
+
+
+def short_wave(cfg: Tiling, ctas: int) -> Tiling | None:
+    """The first tiling of :data:`SHORT_TILINGS` whose tiles of ``cfg``'s problem number at
+    most ``ctas`` (one wave, no cluster, no swap, no K split, one C stage), on ``ctas``
+    CTAs; None where none does."""
+    for tiling in SHORT_TILINGS:
+        plain = replace(cfg, **tiling, ctas=ctas, cluster=1, cluster_n=1, swap_ab=False,
+                        split_k=1, split_k_ordered=False, stream_k=False, tail_split=1,
+                        epilogue_buffers=1)
+        if plain.num_tiles <= ctas and kernel_runs(plain):
+            return plain
+    return None
+
+
+def in_short_wave(cfg: Tiling, ctas: int) -> Tiling:
+    """``cfg`` as the tiles of :func:`short_wave` on ``ctas`` CTAs (the GPU's SMs, which
+    clusters of 4 leave fewer of) where the problem has at most :data:`SHORT_MAX_STEPS` K
+    steps and ``cfg`` is in clusters, swapped for few rows, or has fewer tiles; a swap of
+    at most 64 rows on more than :data:`SHORT_SWAP_MAX_FILL` of the CTAs, and the swap for
+    few columns (:func:`.few_columns.on_few_columns`, measured on short problems too),
+    stay. 16-bit inputs with B as N x K (what was measured).
+
+    A problem of a few K steps runs a few microseconds: each CTA's launch, one round trip
+    of its loads, a few MMAs and its C store; the more SMs share the tiles, the less each
+    stores, as long as all run in one round. The rules fit on longer problems gave such
+    problems fewer, larger tiles: 2x1 or 2x2 clusters where the rows straddle L2 lines
+    (a cluster's launch and handshakes outlast what sharing B saves on a step or two:
+    64 x 128 tiles in 2x1 clusters ran slower than alone on 12 of 13 such problems),
+    C^T = B A^T on 128-row tiles of few rows, or 64 x 256 ping-pong tiles.
+
+    H200, graph replays, same runs, the rule's tiles / the default before (RESULTS.md
+    6z12). Fit, 21 problems of 1 to 10 K steps, 16 it changes: 1.20x geomean, 0.99-1.56x
+    (131 x 1320 x 136: 63 tiles of 64 x 64 against 2x2 clusters of 22, 66% of cuBLAS to
+    102%; 109 x 2696 x 440 1.45x, 237 x 4480 x 64 1.42x, 91 x 7792 x 8 1.31x). Held out, 34
+    it then changed (before the swap guard): 1.18x, the two losses the swaps the guard now
+    keeps (4 x 10832 x 8 on 85 tiles 0.80x, 46 x 6120 x 16 on 48 0.94x); the other 32
+    1.00-1.55x, 1.21x geomean, 5 under 95% of cuBLAS where 17 were. Drawn on the final
+    rule, 24 problems: 1.22x geomean, 22 faster, 1147 x 920 x 8 0.99x, 103 x 11400 x 136
+    0.91x (a swap of 103 rows on 90 tiles). Where no tiling of the four makes one wave
+    (529 x 6664 x 216, 1375 x 1552 x 608) the default stays."""
+    if not sixteen_bit_nk(cfg) or cfg.k_steps > SHORT_MAX_STEPS:
+        return cfg
+    wave = short_wave(cfg, ctas)
+    if wave is None:
+        return cfg
+    if cfg.swap_ab and cfg.m >= cfg.n:
+        return cfg  # the swap for few columns (its tiles measured on short problems too)
+    if cfg.swap_ab and cfg.m <= 64 and cfg.num_tiles > SHORT_SWAP_MAX_FILL * ctas:
+        return cfg
+    if cfg.cluster_size > 1 or cfg.swap_ab or wave.num_tiles > cfg.num_tiles:
+        return wave
+    return cfg
