@@ -51,12 +51,13 @@ def pytest_collection_modifyitems(config, items):
 def before_narrow_wave(monkeypatch):
     """The GEMM's default tiling without its last tiling rules (the fullest wave of narrow
     tiles, tiling.in_gemm_fullest_narrow_wave, C^T = B A^T for few columns,
-    tiling.on_few_columns, and the short problems' one wave, tiling.in_short_wave; their
-    tests are in test_tiling.py), for the tests of the rules
-    before them: those replace their choice on some problems, but they still choose for
-    every problem they leave."""
+    tiling.on_few_columns, and the short problems' tilings, tiling.in_short_wave and
+    tiling.in_short_pingpong; their tests are in test_tiling.py), for the tests of the
+    rules before them: those replace their choice on some problems, but they still choose
+    for every problem they leave."""
     from tvm_tma.kernels.tiling import rules
 
     monkeypatch.setattr(rules, "in_gemm_fullest_narrow_wave", lambda cfg: cfg)
     monkeypatch.setattr(rules, "on_few_columns", lambda cfg: cfg)
     monkeypatch.setattr(rules, "in_short_wave", lambda cfg, ctas: cfg)
+    monkeypatch.setattr(rules, "in_short_pingpong", lambda cfg: cfg)

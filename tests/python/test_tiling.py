@@ -28,6 +28,7 @@ from tvm_tma.kernels.tiling import (
     ORDERED_PART_COST,
     ROWS_STEP_FACTOR,
     SHORT_MAX_STEPS,
+    SHORT_PINGPONG_STEPS,
     SPLIT_STEP_FACTOR,
     STEP_BYTES,
     STEP_COST,
@@ -48,6 +49,7 @@ from tvm_tma.kernels.tiling import (
     in_one_column_block,
     in_one_exact_wave,
     in_ordered_parts,
+    in_short_pingpong,
     in_short_wave,
     in_tail_parts,
     in_two_by_two,
@@ -80,9 +82,11 @@ def picker(*names: str):
 
 
 def before_the_short_wave(m: int, n: int, k: int, **options) -> GemmConfig:
-    """``GemmConfig.for_problem`` without its last rule (the short problems' one wave)."""
+    """``GemmConfig.for_problem`` without its last rules (the short problems' one wave or
+    ping-pong tiles)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
+        patch.setattr(rules_module, "in_short_pingpong", lambda cfg: cfg)
         return GemmConfig.for_problem(m, n, k, **options)
 
 
@@ -92,6 +96,7 @@ def before_the_narrow_wave(m: int, n: int, k: int, **options) -> GemmConfig:
     alternating C stages and the short problems' one wave after them."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
+        patch.setattr(rules_module, "in_short_pingpong", lambda cfg: cfg)
         patch.setattr(rules_module, "in_gemm_fullest_narrow_wave", lambda cfg: cfg)
         patch.setattr(rules_module, "on_few_columns", lambda cfg: cfg)
         patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
@@ -103,6 +108,7 @@ def before_the_few_columns(m: int, n: int, k: int, **options) -> GemmConfig:
     stages and the short problems' one wave after it."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
+        patch.setattr(rules_module, "in_short_pingpong", lambda cfg: cfg)
         patch.setattr(rules_module, "on_few_columns", lambda cfg: cfg)
         patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
         return GemmConfig.for_problem(m, n, k, **options)
@@ -113,6 +119,7 @@ def before_the_c_stages(m: int, n: int, k: int, **options) -> GemmConfig:
     the short problems' one wave)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
+        patch.setattr(rules_module, "in_short_pingpong", lambda cfg: cfg)
         patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
         return GemmConfig.for_problem(m, n, k, **options)
 
@@ -703,6 +710,7 @@ def test_the_rules_after_the_model_are_listed_in_the_order_they_apply():
     assert rules(6272, 128, 480) == ["on_half_rows", "on_few_columns"]
     assert rules(9248, 192, 768, swap_ab=False) == ["with_alternating_c_stages"]
     assert rules(131, 1320, 136) == ["in_two_by_two", "in_short_wave"]
+    assert rules(2048, 8192, 256) == ["in_short_pingpong"]
     assert rules(334, 4248, 88) == ["in_two_by_two", "with_alternating_c_stages",
                                     "in_short_wave"]
     assert rules(4096, 4096, 4096) == []
@@ -855,9 +863,9 @@ def test_the_default_runs_on_any_problem():
         for dtype in ("bfloat16", "float8_e4m3fn"):
             cfg = GemmConfig.for_problem(m, n, k, dtype=dtype)
             cfg.check()
-            # Last, the short problems' one wave, of the tiling before it.
+            # Last, the short problems' one wave or ping-pong tiles, of the tiling before.
             before_short = before_the_short_wave(m, n, k, dtype=dtype)
-            assert cfg == replace(in_short_wave(before_short, 132),
+            assert cfg == replace(in_short_pingpong(in_short_wave(before_short, 132)),
                                   l2_promotion=cfg.l2_promotion)
             cfg = before_short
             # Then the alternating C stages of the tiling before them.
@@ -1064,10 +1072,11 @@ def test_short_problems_take_the_smallest_plain_tiles_of_one_wave():
     # 2x1 clusters of 54 tiles of 128 x 128 before: 64 x 64 make 187 (two rounds), so the
     # 102 of 64 x 128.
     assert before_the_short_wave(1074, 688, 40).cluster == 2
-    assert picked(1074, 688, 40) == (64, 128, "cooperative", 9, 64, 1, 1, False, 132, 1, 102)
+    # (Two alternating C stages: 8 ring stages beside them.)
+    assert picked(1074, 688, 40) == (64, 128, "cooperative", 8, 64, 1, 1, False, 132, 2, 102)
     # Swapped for few rows (35 tiles of 128 x 240) before: 70 of 128 x 128.
     assert before_the_short_wave(237, 4480, 64).swap_ab
-    assert picked(237, 4480, 64) == (128, 128, "cooperative", 6, 64, 1, 1, False, 132, 1,
+    assert picked(237, 4480, 64) == (128, 128, "cooperative", 5, 64, 1, 1, False, 132, 2,
                                      70)
     # Only 64 x 256 tiles make one wave: 123 of them, ping-pong.
     assert picked(134, 10320, 8) == (64, 256, "pingpong", 5, 64, 1, 1, False, 132, 1, 123)
@@ -1097,3 +1106,30 @@ def test_short_problems_take_the_smallest_plain_tiles_of_one_wave():
     clustered = before_the_short_wave(131, 1320, 136)
     assert clustered.ctas == 120
     assert in_short_wave(clustered, 132).ctas == 132
+
+
+def test_short_multi_wave_problems_run_pingpong_128_by_128_tiles():
+    """in_short_pingpong: where no plain tiling makes one wave, a problem of 4 to 8 K
+    steps (16-bit, B as N x K) on cooperative 128 x 192 or 128 x 256 tiles without a
+    cluster, swap or K split takes ping-pong 128 x 128 tiles (SHORT_PINGPONG), whose C
+    stores run under the other warpgroup's MMAs. Measured on the H200 (RESULTS.md 6z12)."""
+    picked = picker("block_m", "block_n", "schedule", "stages", "epilogue_n", "cluster",
+                    "num_tiles")
+    for problem, tiles in [((2048, 8192, 256), 1024), ((4096, 4096, 512), 1024),
+                           ((13663, 2872, 288), 2461), ((6000, 3000, 384), 1128)]:
+        before = before_the_short_wave(*problem)
+        assert (before.schedule, before.block_m, before.cluster) == ("cooperative", 128, 1)
+        assert before.block_n in (192, 256) and before.num_tiles > before.ctas
+        assert picked(*problem) == (128, 128, "pingpong", 5, 64, 1, tiles), problem
+        assert GemmConfig.for_problem(*problem).k_steps in SHORT_PINGPONG_STEPS
+    # Kept: 3, 9 and 16 K steps; 2x1 clusters (straddled rows: 9316 x 10416 x 264 ran 0.64x
+    # on ping-pong tiles); one wave (455 x 6640 x 976: 104 tiles); FP8; the caller's tile.
+    for problem, options in [((4096, 2048, 192), {}), ((9301, 704, 544), {}),
+                             ((8192, 2048, 1024), {}),
+                             ((9316, 10416, 264), {}), ((455, 6640, 976), {}),
+                             ((4096, 4096, 512), {"dtype": "float8_e4m3fn"}),
+                             ((4096, 4096, 512), {"block_n": 256})]:
+        cfg = GemmConfig.for_problem(*problem, **options)
+        assert cfg == before_the_short_wave(*problem, **options), (problem, options)
+        assert cfg.schedule == "cooperative", (problem, options)
+    assert GemmConfig.for_problem(9316, 10416, 264).cluster == 2

@@ -264,7 +264,9 @@ class GemmConfig:
         for a problem of at most 8 K steps, the smallest plain tiles (64 x 64, 64 x 128,
         128 x 128, ping-pong 64 x 256) that make one wave where those before are in
         clusters, swapped for few rows, or fewer (:func:`.tiling.in_short_wave`: 131 x
-        1320 x 136 on 63 tiles of 64 x 64, 1.56x the 2x2 clusters of 22).
+        1320 x 136 on 63 tiles of 64 x 64, 1.56x the 2x2 clusters of 22), else for 4 to 8
+        K steps ping-pong 128 x 128 tiles in place of cooperative 128 x 192 or 128 x 256
+        ones (:func:`.tiling.in_short_pingpong`: 2048 x 8192 x 256 1.22x).
 
         Every option the caller gives is kept; the model fills in the rest. FP8 inputs take
         the same tiles with a K block of 128: their slots have the 16-bit slots' bytes

@@ -129,8 +129,11 @@ from .rules import (
 )
 from .short import (
     SHORT_MAX_STEPS,
+    SHORT_PINGPONG,
+    SHORT_PINGPONG_STEPS,
     SHORT_SWAP_MAX_FILL,
     SHORT_TILINGS,
+    in_short_pingpong,
     in_short_wave,
     short_wave,
 )
@@ -274,8 +277,11 @@ __all__ = [
     "with_most_stages",
     "with_narrow_ring",
     "SHORT_MAX_STEPS",
+    "SHORT_PINGPONG",
+    "SHORT_PINGPONG_STEPS",
     "SHORT_SWAP_MAX_FILL",
     "SHORT_TILINGS",
+    "in_short_pingpong",
     "in_short_wave",
     "short_wave",
 ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
+from functools import partial
 
 from .c_stages import C_STAGE_CHOICES, with_alternating_c_stages
 from .few_columns import few_columns_tiling, on_few_columns
@@ -17,7 +18,7 @@ from .model import (
     streams_weights,
 )
 from .one_wave import in_gemm_fullest_narrow_wave
-from .short import in_short_wave
+from .short import in_short_pingpong, in_short_wave
 from .swap import on_swapped_operands, swapped
 from .unswapped import UNSWAPPED_RULES
 
@@ -62,7 +63,9 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
     (:func:`.c_stages.with_alternating_c_stages`), but not where one row block streams B
     (:func:`.model.streams_weights`); and last of all, on a problem of a few K steps, the
     smallest plain tiles of one wave (:func:`.short.in_short_wave`, on the model's CTAs:
-    the GPU's SMs, where clusters of 4 leave fewer), unless the caller chose the swap.
+    the GPU's SMs, where clusters of 4 leave fewer), or where no such wave is, ping-pong
+    128 x 128 tiles for 4 to 8 K steps (:func:`.short.in_short_pingpong`), unless the
+    caller chose the swap.
     ``benchmarks/gemm.py --explain`` prints them. The caller's ``swap_ab`` decides the
     swap (:func:`on_swapped_operands` and :func:`.few_columns.on_few_columns` are skipped;
     with True, none applies: they were measured on A @ B^T's tiles)."""
@@ -91,9 +94,11 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
         steps.append((with_alternating_c_stages.__name__, alternating))
         chosen = alternating
     if "swap_ab" not in options:
-        short = in_short_wave(chosen, ctas)
-        if short != chosen:
-            steps.append((in_short_wave.__name__, short))
+        for rule in (partial(in_short_wave, ctas=ctas), in_short_pingpong):
+            short = rule(chosen)
+            if short != chosen:
+                steps.append((getattr(rule, "func", rule).__name__, short))
+                chosen = short
     return steps
 
 

@@ -1,5 +1,5 @@
-"""The smallest plain tiles that make one wave, the last refinement of problems of a few K
-steps (:func:`in_short_wave`)."""
+"""The last refinements, for problems of a few K steps: the smallest plain tiles that make
+one wave (:func:`in_short_wave`), else ping-pong 128 x 128 tiles (:func:`in_short_pingpong`)."""
 
 from __future__ import annotations
 
@@ -16,15 +16,24 @@ SHORT_MAX_STEPS = 8
 #: on 48: 0.94x, 4 x 10832 x 8 on 85: 0.80x the plain tiles; on 9 to 25, 1.00-1.13x).
 SHORT_SWAP_MAX_FILL = 0.25
 #: :func:`in_short_wave`: the plain tilings it weighs, smallest tile first: 64 x 64, 64 x
-#: 128, 128 x 128 (cooperative) and 64 x 256 (ping-pong), each on the ring and C stage it
-#: was measured with (one C stage: stored whole or in 64-column pieces).
+#: 128, 128 x 128 (cooperative) and 64 x 256 (ping-pong). The 64 x 128 and 128 x 128 tiles
+#: store C in 64-column pieces through two alternating C stages (8 and 5 ring stages beside
+#: them), which ran faster than one on 17 of 18 short problems (0.99-1.12x, RESULTS.md
+#: 6z12); the 64 x 64 tile's C stage is the whole tile.
 SHORT_TILINGS: tuple[dict, ...] = (
-    {**QUARTER_TILES, "block_m": 64, "schedule": "cooperative"},
-    HALF_ROWS,
-    {"block_m": 128, "block_n": 128, "stages": 6, "epilogue_n": 64,
-     "schedule": "cooperative"},
-    WIDE_HALF_ROWS,
+    {**QUARTER_TILES, "block_m": 64, "schedule": "cooperative", "epilogue_buffers": 1},
+    {**HALF_ROWS, "stages": 8, "epilogue_buffers": 2},
+    {"block_m": 128, "block_n": 128, "stages": 5, "epilogue_n": 64,
+     "schedule": "cooperative", "epilogue_buffers": 2},
+    {**WIDE_HALF_ROWS, "epilogue_buffers": 1},
 )
+#: :func:`in_short_pingpong`: the K steps of the problems it applies to (fewer: mixed,
+#: 0.86-1.11x; 9 to 12: 0.94-1.05x, about even; 16: 0.97x).
+SHORT_PINGPONG_STEPS = range(4, 9)
+#: :func:`in_short_pingpong`: the tiling it takes, ping-pong 128 x 128 (each consumer
+#: warpgroup a whole tile, its C store under the other's MMAs).
+SHORT_PINGPONG = {"block_m": 128, "block_n": 128, "stages": 5, "epilogue_n": 64,
+                  "schedule": "pingpong", "epilogue_buffers": 1}
 
 
 def short_wave(cfg: Tiling, ctas: int) -> Tiling | None:
@@ -33,8 +42,7 @@ def short_wave(cfg: Tiling, ctas: int) -> Tiling | None:
     CTAs; None where none does."""
     for tiling in SHORT_TILINGS:
         plain = replace(cfg, **tiling, ctas=ctas, cluster=1, cluster_n=1, swap_ab=False,
-                        split_k=1, split_k_ordered=False, stream_k=False, tail_split=1,
-                        epilogue_buffers=1)
+                        split_k=1, split_k_ordered=False, stream_k=False, tail_split=1)
         if plain.num_tiles <= ctas and kernel_runs(plain):
             return plain
     return None
@@ -64,8 +72,12 @@ def in_short_wave(cfg: Tiling, ctas: int) -> Tiling:
     keeps (4 x 10832 x 8 on 85 tiles 0.80x, 46 x 6120 x 16 on 48 0.94x); the other 32
     1.00-1.55x, 1.21x geomean, 5 under 95% of cuBLAS where 17 were. Drawn on the final
     rule, 24 problems: 1.22x geomean, 22 faster, 1147 x 920 x 8 0.99x, 103 x 11400 x 136
-    0.91x (a swap of 103 rows on 90 tiles). Where no tiling of the four makes one wave
-    (529 x 6664 x 216, 1375 x 1552 x 608) the default stays."""
+    0.91x (a swap of 103 rows on 90 tiles). Then the 64 x 128 and 128 x 128 tiles took
+    two alternating C stages (:data:`SHORT_TILINGS`), and a last draw of 16 problems it
+    changes ran 1.15x geomean, 12 faster, 0.94-0.97x on three (2476 x 600 x 440: 7 K
+    steps whose 2x1 clusters had shared B). Where no tiling of the four makes one wave
+    (529 x 6664 x 216, 1375 x 1552 x 608) the default stays, and
+    :func:`in_short_pingpong` may apply."""
     if not sixteen_bit_nk(cfg) or cfg.k_steps > SHORT_MAX_STEPS:
         return cfg
     wave = short_wave(cfg, ctas)
@@ -78,3 +90,32 @@ def in_short_wave(cfg: Tiling, ctas: int) -> Tiling:
     if cfg.cluster_size > 1 or cfg.swap_ab or wave.num_tiles > cfg.num_tiles:
         return wave
     return cfg
+
+
+def in_short_pingpong(cfg: Tiling) -> Tiling:
+    """``cfg``'s cooperative tiles of 128 rows and 192 or 256 columns, without a cluster,
+    swap or K split, as ping-pong 128 x 128 tiles (:data:`SHORT_PINGPONG`) where the
+    problem has :data:`SHORT_PINGPONG_STEPS` K steps and more tiles than CTAs. 16-bit
+    inputs with B as N x K.
+
+    With a few K steps a tile's C store is a large share of its time, and a cooperative
+    CTA stores between mainloops; ping-pong warpgroups store one tile while the other
+    multiplies the next (the reason CUTLASS has the schedule). H200, same runs, graph
+    replays, time of the default / of ping-pong 128 x 128 (RESULTS.md 6z12). Fit: 2048 x
+    8192 x 256 1.22-1.24, 4096 x 2048 x 256 1.18-1.19, 13663 x 2872 x 288 1.09, 6000 x
+    3000 x 384 (128 x 192) 1.08, 4096 x 4096 x 512 1.06, 2048 x 8192 x 512 1.04; at 10 and
+    12 steps 1.05 (8434 x 8504 x 640, 3000 x 5000 x 768), at 16 0.97. Held out (drawn with
+    4 to 12 steps): 1.02-1.15 on 11 of 14, 0.94-0.98 on three, two of them at 9 and 10
+    steps (12140 x 1192 x 624, 9301 x 704 x 544), so the bound is 8; of the 10 at 4 to 8
+    steps, 1.08x geomean, 625 x 13648 x 368 (128 x 192) 0.95. In 2x1 clusters (straddled
+    rows) the defaults won (9316 x 10416 x 264 0.64x), and on 1 to 3 K steps the
+    ping-pong tiles were mixed (0.86-1.11x)."""
+    if not sixteen_bit_nk(cfg) or cfg.k_steps not in SHORT_PINGPONG_STEPS:
+        return cfg
+    if (cfg.schedule, cfg.block_m) != ("cooperative", 128) or cfg.block_n not in (192, 256):
+        return cfg
+    if (cfg.cluster_size > 1 or cfg.swap_ab or cfg.split_k > 1 or cfg.stream_k
+            or cfg.tail_split > 1 or cfg.num_tiles <= cfg.ctas):
+        return cfg
+    pingpong = replace(cfg, **SHORT_PINGPONG)
+    return pingpong if kernel_runs(pingpong) else cfg
