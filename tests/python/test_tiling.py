@@ -28,6 +28,7 @@ from tvm_tma.kernels.tiling import (
     ORDERED_PART_COST,
     ROWS_STEP_FACTOR,
     SHORT_MAX_STEPS,
+    SHORT_ORDERED_MAX_STEPS,
     SHORT_PINGPONG_STEPS,
     SPLIT_STEP_FACTOR,
     STEP_BYTES,
@@ -1089,9 +1090,10 @@ def test_short_problems_take_the_smallest_plain_tiles_of_one_wave():
         assert GemmConfig.for_problem(*problem).swap_ab
         assert GemmConfig.for_problem(*problem) == before_the_short_wave(*problem)
     # Kept: a plain tiling with as many tiles (468 x 3568 x 32: 112 of 64 x 256 against
-    # 112 of 128 x 128); 9 K steps; no tiling of the four in one wave (529 x 6664 x 216:
-    # 243 tiles of 64 x 256); FP8; B as K x N; the caller's tile or swap.
-    for problem, options in [((468, 3568, 32), {}), ((131, 1320, 576), {}),
+    # 112 of 128 x 128); 15 K steps without ordered parts; no tiling of the four in one
+    # wave (529 x 6664 x 216: 243 tiles of 64 x 256); FP8; B as K x N; the caller's tile
+    # or swap.
+    for problem, options in [((468, 3568, 32), {}), ((1191, 608, 928), {}),
                              ((529, 6664, 216), {}), ((131, 1320, 128),
                                                       {"dtype": "float8_e4m3fn"}),
                              ((131, 1320, 136), {"b_layout": "kn"}),
@@ -1101,7 +1103,15 @@ def test_short_problems_take_the_smallest_plain_tiles_of_one_wave():
         cfg = GemmConfig.for_problem(*problem, **options)
         assert cfg == before_the_short_wave(*problem, **options), (problem, options)
     assert short_wave(GemmConfig.for_problem(529, 6664, 216), 132) is None
-    assert GemmConfig.for_problem(131, 1320, 576).k_steps == SHORT_MAX_STEPS + 1
+    plain = GemmConfig.for_problem(1191, 608, 928)
+    assert plain.k_steps > SHORT_MAX_STEPS and not plain.split_k_ordered
+    # Up to 16 K steps where the tiles before run in ordered K parts (SHORT_ORDERED_MAX_
+    # STEPS): 167 x 2176 x 672 (11 steps) swapped on 17 tiles of 128 x 168 in 2 parts
+    # before, now 102 of 64 x 64 with the whole K each.
+    ordered = before_the_short_wave(167, 2176, 672)
+    assert (ordered.swap_ab, ordered.split_k, ordered.split_k_ordered) == (True, 2, True)
+    assert picked(167, 2176, 672) == (64, 64, "cooperative", 12, 64, 1, 1, False, 132, 1, 102)
+    assert GemmConfig.for_problem(167, 2176, 672).k_steps <= SHORT_ORDERED_MAX_STEPS
     # The rule weighs the GPU's SMs, not the 120 CTAs clusters of 4 leave.
     clustered = before_the_short_wave(131, 1320, 136)
     assert clustered.ctas == 120

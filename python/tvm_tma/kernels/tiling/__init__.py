@@ -129,6 +129,7 @@ from .rules import (
 )
 from .short import (
     SHORT_MAX_STEPS,
+    SHORT_ORDERED_MAX_STEPS,
     SHORT_PINGPONG,
     SHORT_PINGPONG_STEPS,
     SHORT_SWAP_MAX_FILL,
@@ -277,6 +278,7 @@ __all__ = [
     "with_most_stages",
     "with_narrow_ring",
     "SHORT_MAX_STEPS",
+    "SHORT_ORDERED_MAX_STEPS",
     "SHORT_PINGPONG",
     "SHORT_PINGPONG_STEPS",
     "SHORT_SWAP_MAX_FILL",

@@ -11,6 +11,11 @@ from .model import Tiling, kernel_runs, sixteen_bit_nk
 #: :func:`in_short_wave`: the most K steps of a problem it applies to (K of 512 in 16-bit
 #: elements; the measured problems had 1 to 8).
 SHORT_MAX_STEPS = 8
+#: :func:`in_short_wave`: the most K steps of a problem it applies to where the tiles
+#: before run in ordered K parts (each part a wait on the one before and an add: on 20
+#: problems of 9 to 16 steps, 64 x 64 tiles of the whole K ran 1.14x geomean, 18 faster;
+#: held out, 18 of 18 faster, 1.38x; RESULTS.md 6z12).
+SHORT_ORDERED_MAX_STEPS = 16
 #: :func:`in_short_wave`: where M is at most 64, C^T = B A^T is kept on more of its 128 x
 #: ceil8(M) tiles than this share of the CTAs (4 x 5984 x 32 on 47: 0.98x, 46 x 6120 x 16
 #: on 48: 0.94x, 4 x 10832 x 8 on 85: 0.80x the plain tiles; on 9 to 25, 1.00-1.13x).
@@ -51,10 +56,11 @@ def short_wave(cfg: Tiling, ctas: int) -> Tiling | None:
 def in_short_wave(cfg: Tiling, ctas: int) -> Tiling:
     """``cfg`` as the tiles of :func:`short_wave` on ``ctas`` CTAs (the GPU's SMs, which
     clusters of 4 leave fewer of) where the problem has at most :data:`SHORT_MAX_STEPS` K
-    steps and ``cfg`` is in clusters, swapped for few rows, or has fewer tiles; a swap of
-    at most 64 rows on more than :data:`SHORT_SWAP_MAX_FILL` of the CTAs, and the swap for
-    few columns (:func:`.few_columns.on_few_columns`, measured on short problems too),
-    stay. 16-bit inputs with B as N x K (what was measured).
+    steps (:data:`SHORT_ORDERED_MAX_STEPS` where ``cfg`` runs ordered K parts) and ``cfg``
+    is in clusters, swapped for few rows, or has fewer tiles; a swap of at most 64 rows on
+    more than :data:`SHORT_SWAP_MAX_FILL` of the CTAs, and the swap for few columns
+    (:func:`.few_columns.on_few_columns`, measured on short problems too), stay. 16-bit
+    inputs with B as N x K (what was measured).
 
     A problem of a few K steps runs a few microseconds: each CTA's launch, one round trip
     of its loads, a few MMAs and its C store; the more SMs share the tiles, the less each
@@ -78,7 +84,8 @@ def in_short_wave(cfg: Tiling, ctas: int) -> Tiling:
     steps whose 2x1 clusters had shared B). Where no tiling of the four makes one wave
     (529 x 6664 x 216, 1375 x 1552 x 608) the default stays, and
     :func:`in_short_pingpong` may apply."""
-    if not sixteen_bit_nk(cfg) or cfg.k_steps > SHORT_MAX_STEPS:
+    most_steps = SHORT_ORDERED_MAX_STEPS if cfg.split_k_ordered else SHORT_MAX_STEPS
+    if not sixteen_bit_nk(cfg) or cfg.k_steps > most_steps:
         return cfg
     wave = short_wave(cfg, ctas)
     if wave is None:
