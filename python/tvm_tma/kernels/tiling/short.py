@@ -43,8 +43,8 @@ SHORT_PINGPONG = {"block_m": 128, "block_n": 128, "stages": 5, "epilogue_n": 64,
 
 def short_wave(cfg: Tiling, ctas: int) -> Tiling | None:
     """The first tiling of :data:`SHORT_TILINGS` whose tiles of ``cfg``'s problem number at
-    most ``ctas`` (one wave, no cluster, no swap, no K split, one C stage), on ``ctas``
-    CTAs; None where none does."""
+    most ``ctas`` (one wave, no cluster, no swap, no K split), on ``ctas`` CTAs; None
+    where none does."""
     for tiling in SHORT_TILINGS:
         plain = replace(cfg, **tiling, ctas=ctas, cluster=1, cluster_n=1, swap_ab=False,
                         split_k=1, split_k_ordered=False, stream_k=False, tail_split=1)
