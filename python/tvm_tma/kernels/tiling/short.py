@@ -67,7 +67,7 @@ def in_short_wave(cfg: Tiling, ctas: int) -> Tiling:
     stores, as long as all run in one round. The rules fit on longer problems gave such
     problems fewer, larger tiles: 2x1 or 2x2 clusters where the rows straddle L2 lines
     (a cluster's launch and handshakes outlast what sharing B saves on a step or two:
-    64 x 128 tiles in 2x1 clusters ran slower than alone on 12 of 13 such problems),
+    64 x 128 tiles in 2x1 clusters ran slower than alone on 20 of 21 such problems),
     C^T = B A^T on 128-row tiles of few rows, or 64 x 256 ping-pong tiles.
 
     H200, graph replays, same runs, the rule's tiles / the default before (RESULTS.md
