@@ -60,4 +60,4 @@ def before_narrow_wave(monkeypatch):
     monkeypatch.setattr(rules, "in_gemm_fullest_narrow_wave", lambda cfg: cfg)
     monkeypatch.setattr(rules, "on_few_columns", lambda cfg: cfg)
     monkeypatch.setattr(rules, "in_short_wave", lambda cfg, ctas: cfg)
-    monkeypatch.setattr(rules, "in_short_pingpong", lambda cfg: cfg)
+    monkeypatch.setattr(rules, "in_short_pingpong", lambda cfg, ctas: cfg)

@@ -87,7 +87,7 @@ def before_the_short_wave(m: int, n: int, k: int, **options) -> GemmConfig:
     ping-pong tiles)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
-        patch.setattr(rules_module, "in_short_pingpong", lambda cfg: cfg)
+        patch.setattr(rules_module, "in_short_pingpong", lambda cfg, ctas: cfg)
         return GemmConfig.for_problem(m, n, k, **options)
 
 
@@ -97,7 +97,7 @@ def before_the_narrow_wave(m: int, n: int, k: int, **options) -> GemmConfig:
     alternating C stages and the short problems' one wave after them."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
-        patch.setattr(rules_module, "in_short_pingpong", lambda cfg: cfg)
+        patch.setattr(rules_module, "in_short_pingpong", lambda cfg, ctas: cfg)
         patch.setattr(rules_module, "in_gemm_fullest_narrow_wave", lambda cfg: cfg)
         patch.setattr(rules_module, "on_few_columns", lambda cfg: cfg)
         patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
@@ -109,7 +109,7 @@ def before_the_few_columns(m: int, n: int, k: int, **options) -> GemmConfig:
     stages and the short problems' one wave after it."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
-        patch.setattr(rules_module, "in_short_pingpong", lambda cfg: cfg)
+        patch.setattr(rules_module, "in_short_pingpong", lambda cfg, ctas: cfg)
         patch.setattr(rules_module, "on_few_columns", lambda cfg: cfg)
         patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
         return GemmConfig.for_problem(m, n, k, **options)
@@ -120,7 +120,7 @@ def before_the_c_stages(m: int, n: int, k: int, **options) -> GemmConfig:
     the short problems' one wave)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
-        patch.setattr(rules_module, "in_short_pingpong", lambda cfg: cfg)
+        patch.setattr(rules_module, "in_short_pingpong", lambda cfg, ctas: cfg)
         patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
         return GemmConfig.for_problem(m, n, k, **options)
 
@@ -866,7 +866,7 @@ def test_the_default_runs_on_any_problem():
             cfg.check()
             # Last, the short problems' one wave or ping-pong tiles, of the tiling before.
             before_short = before_the_short_wave(m, n, k, dtype=dtype)
-            assert cfg == replace(in_short_pingpong(in_short_wave(before_short, 132)),
+            assert cfg == replace(in_short_pingpong(in_short_wave(before_short, 132), 132),
                                   l2_promotion=cfg.l2_promotion)
             cfg = before_short
             # Then the alternating C stages of the tiling before them.

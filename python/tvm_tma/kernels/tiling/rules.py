@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import replace
-from functools import partial
 
 from .c_stages import C_STAGE_CHOICES, with_alternating_c_stages
 from .few_columns import few_columns_tiling, on_few_columns
@@ -94,10 +93,10 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
         steps.append((with_alternating_c_stages.__name__, alternating))
         chosen = alternating
     if "swap_ab" not in options:
-        for rule in (partial(in_short_wave, ctas=ctas), in_short_pingpong):
-            short = rule(chosen)
+        for rule in (in_short_wave, in_short_pingpong):
+            short = rule(chosen, ctas)
             if short != chosen:
-                steps.append((getattr(rule, "func", rule).__name__, short))
+                steps.append((rule.__name__, short))
                 chosen = short
     return steps
 

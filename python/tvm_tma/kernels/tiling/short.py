@@ -99,11 +99,11 @@ def in_short_wave(cfg: Tiling, ctas: int) -> Tiling:
     return cfg
 
 
-def in_short_pingpong(cfg: Tiling) -> Tiling:
+def in_short_pingpong(cfg: Tiling, ctas: int) -> Tiling:
     """``cfg``'s cooperative tiles of 128 rows and 192 or 256 columns, without a cluster,
     swap or K split, as ping-pong 128 x 128 tiles (:data:`SHORT_PINGPONG`) where the
-    problem has :data:`SHORT_PINGPONG_STEPS` K steps and more tiles than CTAs. 16-bit
-    inputs with B as N x K.
+    problem has :data:`SHORT_PINGPONG_STEPS` K steps and more tiles than ``ctas`` (the
+    GPU's SMs, as :func:`in_short_wave` takes them). 16-bit inputs with B as N x K.
 
     With a few K steps a tile's C store is a large share of its time, and a cooperative
     CTA stores between mainloops; ping-pong warpgroups store one tile while the other
@@ -122,7 +122,7 @@ def in_short_pingpong(cfg: Tiling) -> Tiling:
     if (cfg.schedule, cfg.block_m) != ("cooperative", 128) or cfg.block_n not in (192, 256):
         return cfg
     if (cfg.cluster_size > 1 or cfg.swap_ab or cfg.split_k > 1 or cfg.stream_k
-            or cfg.tail_split > 1 or cfg.num_tiles <= cfg.ctas):
+            or cfg.tail_split > 1 or cfg.num_tiles <= ctas):
         return cfg
     pingpong = replace(cfg, **SHORT_PINGPONG)
     return pingpong if kernel_runs(pingpong) else cfg
