@@ -5,9 +5,10 @@ within the bound below; then the TMA kernel and cuDNN (``torch.nn.functional.con
 channels_last bf16 tensors, ``torch.backends.cudnn.benchmark = True``, warmed up) are timed
 in the same run, the same way: ``--launches`` back-to-back launches captured in a CUDA
 graph, whose replay is timed between two CUDA events, the best of ``--repetitions``
-replays (ms per launch); beside it the same launches issued back to back from the host
-("host"), and the median of ``--runs`` launches each timed with its own pair of events.
-The graph keeps host launch cost out of both: torch's dispatcher and cuDNN's host code
+replays (ms per launch), after 300 ms of replays that let the clock settle under the
+power cap (``tvm_tma.testing.timing``); beside it the same launches issued back to back
+from the host ("host"), and the median of ``--runs`` launches each timed with its own pair
+of events. The graph keeps host launch cost out of both: torch's dispatcher and cuDNN's host code
 take longer per convolution than cuDNN's kernel takes on the small layers (ResNet 7x7x512:
 a 17-18 us kernel timed at 28 us from the host on an H100), which flattered the TMA kernel
 by up to 1.6x before. TFLOP/s count 2 * N*P*Q * K * R*S*C flops (the padding's zero

@@ -5,13 +5,14 @@ Every problem is first checked against torch (fp32 reference, relative error bou
 then both are timed in the same run: replays of a CUDA graph of ``--launches`` back-to-back
 launches between two CUDA events, best of ``--repetitions`` (what the ratio is taken from:
 the kernels with no host in between, so a baseline slower to launch than to run is not
-charged its launch), the same launched from the host (``host_launched_ms``, the ratio
-before the nineteenth session), and the median of ``--runs`` launches each timed with its
-own pair of events. The output is checked again
-after the timed launches. ``--compile-only`` builds and assembles every kernel for sm_90a (no GPU);
-``--sweep`` times tilings, ping-pong against cooperative warpgroups, 2x1 clusters with B
-multicast, and split-K per problem; ``--schedule``, ``--cluster`` and ``--split-k`` set
-them for the default tiling.
+charged its launch; each side first replayed for ``--heat-ms``, so that both are timed
+at the clock the power cap settles to whichever ran before: RESULTS.md 6z13), the same
+launched from the host (``host_launched_ms``, the ratio before the nineteenth session),
+and the median of ``--runs`` launches each timed with its own pair of events. The output
+is checked again after the timed launches. ``--compile-only`` builds and assembles every
+kernel for sm_90a (no GPU); ``--sweep`` times tilings, ping-pong against cooperative
+warpgroups, 2x1 clusters with B multicast, and split-K per problem; ``--schedule``,
+``--cluster`` and ``--split-k`` set them for the default tiling.
 
 Correctness bound (``tvm_tma.kernels.reference.error_bound``): C is rounded to bf16/fp16
 from an fp32 accumulation of K products, so each element may differ from the fp32
@@ -64,7 +65,7 @@ from tvm_tma.kernels.tiling import (
     swapped,
 )
 from tvm_tma.testing.runner import assemble, compile_kernel
-from tvm_tma.testing.timing import kernel_times
+from tvm_tma.testing.timing import HEAT_MS, kernel_times
 
 # The timing helper of the sibling benchmark (this directory is not a package).
 
@@ -302,6 +303,7 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
     if dtype in FP8_DTYPES:
         options["b_dtype"] = b_dtype
     launches, repetitions, runs = timing["launches"], timing["repetitions"], timing["runs"]
+    heat = timing.get("heat_ms", HEAT_MS)
     rows = []
     for m, n, k in problems:
         gen = torch.Generator(device="cuda").manual_seed(m + n + k)
@@ -309,7 +311,8 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
             operands = fp8_operands(torch, m, n, k, dtype, b_dtype or dtype, gen)
         else:
             operands = sixteen_bit_operands(torch, m, n, k, dtype, b_layout, gen)
-        baseline_ms = {name: kernel_times(torch, launch, launches, repetitions, runs, 5)
+        baseline_ms = {name: kernel_times(torch, launch, launches, repetitions, runs, 5,
+                                            heat)
                        for name, launch in operands.baselines.items()}
         flops = 2 * m * n * k
         for cfg in configs_for(m, n, k, dtype, b_layout, sweep, ctas, **options):
@@ -335,14 +338,15 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
                     c.zero_()
                 executable(*args)
 
-            ms, host_ms, median = kernel_times(torch, launch, launches, repetitions, runs, 5)
+            ms, host_ms, median = kernel_times(torch, launch, launches, repetitions, runs, 5,
+                                               heat)
             # C again after the timed launches (stream-K reuses its workspace), and the
             # workspace's flags left clean.
             device.sync()
             ok_after, worst_after = check(torch, c, operands, cfg)
             check_workspace_left_clean(cfg, args[3 + len(operands.extra):])
             row = {
-                "problem": f"{m}x{n}x{k}", "dtype": dtype, "b": b_layout,
+                "problem": f"{m}x{n}x{k}", "dtype": dtype, "b": b_layout, "heat_ms": heat,
                 "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
                 "stages": cfg.stages, "group_m": cfg.group_m,
                 "epilogue_n": cfg.epilogue_cols, "cluster": cfg.cluster,
@@ -445,6 +449,9 @@ def main(argv: list[str] | None = None) -> int:
                         help="back-to-back launches between two events")
     parser.add_argument("--repetitions", type=int, default=7,
                         help="runs of --launches; the best is reported")
+    parser.add_argument("--heat-ms", type=float, default=HEAT_MS,
+                        help="replays before the timed ones, each side (0: time from "
+                             "whatever clock the GPU is at)")
     parser.add_argument("--dump-cuda", type=Path, metavar="DIR")
     parser.add_argument("--dtype", choices=(*DTYPES_16, *FP8_DTYPES),
                         help="input type (A's, and B's unless --b-dtype); default bfloat16 "
@@ -516,7 +523,8 @@ def main(argv: list[str] | None = None) -> int:
         count = compile_only(problems, dtypes, args.sweep, args.dump_cuda, **options)
         print(f"{count} kernels assembled")
         return 0
-    timing = {"launches": args.launches, "repetitions": args.repetitions, "runs": args.runs}
+    timing = {"launches": args.launches, "repetitions": args.repetitions, "runs": args.runs,
+              "heat_ms": args.heat_ms}
     rows = measure(problems, args.dtype or "bfloat16", args.b_layout, args.sweep, timing,
                    args.dump_cuda, args.b_dtype, **options)
     print_table(rows)
