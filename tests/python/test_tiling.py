@@ -36,6 +36,7 @@ from tvm_tma.kernels.tiling import (
     TAIL_MIN_STEPS,
     TALL_MIN_FILL,
     TALL_TILINGS,
+    THIN_ROUND,
     WIDE,
     WIDE_STRADDLED_MAX_STEPS,
     busy_share,
@@ -45,6 +46,7 @@ from tvm_tma.kernels.tiling import (
     estimate,
     exact_wave,
     few_columns_tiling,
+    fills_two_rounds,
     fullest_narrow_wave,
     in_gemm_fullest_narrow_wave,
     in_one_column_block,
@@ -54,6 +56,7 @@ from tvm_tma.kernels.tiling import (
     in_short_wave,
     in_tail_parts,
     in_two_by_two,
+    leaves_thin_round,
     modelled,
     on_few_columns,
     on_half_rows,
@@ -392,6 +395,44 @@ def test_192_row_tiles_are_offered_where_they_fill_one_wave():
         assert all(cfg.block_m != 192 for cfg in candidates(GemmConfig, *problem, options))
         assert GemmConfig.for_problem(*problem, **options).block_m != 192
     assert GemmConfig.for_problem(6272, 512, 1024, block_m=128).block_m == 128
+
+
+def test_two_full_rounds_of_192_row_tiles_replace_a_thin_last_round():
+    """192-row tiles in two rounds, each at least 90% full, are a candidate only where the
+    cheapest other one ends in a round at most half full or cuts its tail into K parts
+    (H200, steady clocks, RESULTS.md 6z13: 1.07-1.22x on 11 of 13 held-out problems, 0.99
+    on two; 0.93-1.00x against 128-row tiles whose last round was 59-97% full)."""
+    assert THIN_ROUND == 0.5
+    for problem, tiling, tiles, cluster in (
+            ((2443, 3720, 592), (192, 192), 260, 1),    # was 300 of 128 x 256: 1.22x
+            ((2491, 2552, 1232), (192, 128), 260, 1),   # was 320 of 128 x 160: 1.14x
+            ((724, 12072, 1128), (192, 192), 252, 2),   # was 288 of 128 x 256, tail in 3
+            ((3604, 2080, 5192), (192, 160), 247, 2)):  # was 261 of 128 x 256, tail in 7
+        cfg = GemmConfig.for_problem(*problem)
+        assert ((cfg.block_m, cfg.block_n), cfg.num_tiles, cfg.cluster) == (
+            tiling, tiles, cluster), problem
+        assert fills_two_rounds(cfg) and not (cfg.work_units <= cfg.workers)
+        assert (cfg.tail_split, cfg.split_k, cfg.stream_k) == (1, 1, False)
+        others = [c for c in candidates(GemmConfig, *problem, {}) if c.block_m != 192]
+        assert leaves_thin_round(min(others, key=lambda c: estimate(c).cost)), problem
+    # The 128-row tiles' last round full enough: 4002 x 2296 x 792 keeps 384 of 128 x 192
+    # in 2x1 clusters (192 units on 66 workers, the third round 91% full; 0.95x for 252
+    # of 192 x 192); 25088 x 256 x 512 keeps its 128-row tiles (0.87x for 262 of 192 x
+    # 128, section 6j).
+    for problem in ((4002, 2296, 792), (2384, 3456, 168), (25088, 256, 512)):
+        found = candidates(GemmConfig, *problem, {})
+        assert all(cfg.block_m != 192 for cfg in found), problem
+        assert not leaves_thin_round(min(found, key=lambda c: estimate(c).cost)), problem
+    kept = GemmConfig.for_problem(4002, 2296, 792)
+    assert (kept.block_m, kept.block_n, kept.num_tiles, kept.cluster) == (128, 192, 384, 2)
+    # Two rounds: at least 1.9 and at most 2 waves of work units.
+    one = GemmConfig.for_problem(2443, 3720, 592)
+    assert not fills_two_rounds(replace(one, ctas=one.ctas * 2))  # one wave
+    assert not fills_two_rounds(replace(one, ctas=120))           # 260 units on 120: three
+    # Not where the caller chose the tile, nor for other inputs than the measured ones.
+    assert GemmConfig.for_problem(2443, 3720, 592, block_m=128).block_m == 128
+    for options in ({"b_layout": "kn"}, {"dtype": "float8_e4m3fn"}):
+        assert GemmConfig.for_problem(2443, 3720, 592, **options).block_m != 192
 
 
 def test_320_wide_tiles_are_offered_where_they_alone_fill_one_wave():

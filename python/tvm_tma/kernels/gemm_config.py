@@ -237,7 +237,9 @@ class GemmConfig:
         tiles where M is at most 64, or where a problem of at most 16 K steps has too few
         128-row tiles (:func:`.tiling.on_half_rows`); 192-row tiles 128, 160 or 192
         wide (three consumer warpgroups) where they fill one wave
-        (:func:`.tiling.fills_one_wave`; in 2x1 clusters on straddled rows); and the
+        (:func:`.tiling.fills_one_wave`; in 2x1 clusters on straddled rows), or two full
+        rounds where the other tilings leave a thin last round
+        (:func:`.tiling.leaves_thin_round`); and the
         chosen 128-row tiles narrowed to the fewest columns that keep their column blocks
         where N leaves the last one partly empty (:func:`.tiling.trimmed`: N = 296 in
         blocks of 112, 328 of 168); ping-pong 64 x 256 tiles where M is 65 to 512 (no

@@ -49,7 +49,13 @@ the same width: 6272 x 512 x K runs 132 of 192 x 128 where 128 x 128 tiles made 
 last 64 in K parts), 1.03-1.23x faster (H100, same runs, RESULTS.md section 6j); 5680 x
 640 x 3000 120 of 192 x 160 in 2x1 clusters, 1.26-1.27x the 128 x 160 tiles with 26 past a
 wave in parts (106% of cuBLAS against 83%), and 35 problems more at 0.99-1.60x, geometric
-mean 1.18x (section 6n).
+mean 1.18x (section 6n). They are a candidate in two rounds each at least
+:data:`TALL_MIN_FILL` full (:func:`fills_two_rounds`) only where the cheapest other
+candidate ends in a round at most :data:`THIN_ROUND` full or cuts its tail into K parts
+(:func:`leaves_thin_round`): 2443 x 3720 x 592 runs 260 of 192 x 192 where 300 of 128 x
+256 left 36 in a third round, 1.22x (H200, steady clocks, section 6z13; 13 held-out
+problems 1.10x geometric mean, 11 faster, two within 1%); against tiles whose last round
+was 59-97% full they lost (0.93-1.00x).
 
 Where the rows of a K-major operand are not whole 128-byte lines (K x element bytes not a
 multiple of 128: K = 2000, 3000, 5000, 6000 in 16-bit elements), every 128-byte box row TMA
@@ -295,6 +301,14 @@ WIDE_STRADDLED_MAX_STEPS = 32
 #: 512, 262 tiles) 0.87x, over a wave (1568 x 2048 x 512, 144) 0.67x, and not measured in
 #: a wave partly empty.
 TALL_MIN_FILL = 0.9
+#: Fullest a tiling's last round may be for two full rounds of 192-row tiles to be a
+#: candidate against it (:func:`fills_two_rounds`, :func:`leaves_thin_round`). H200,
+#: steady clocks (RESULTS.md 6z13), the two rounds of 192-row tiles against the default
+#: before: 1.08-1.21x where it left a round at most half full or cut its tail in K parts
+#: (724 x 12072 x 1128: 288 tiles of 128 x 256 in 2x1, 12 in 3 parts, 1.09x; 912 x 6496
+#: x 1392 1.21x; 12518 x 488 x 688: 196 of 128 x 256, 1.17x), 0.93-1.00x against 128 x
+#: 144 to 192 tiles whose last round was 59-97% full.
+THIN_ROUND = 0.5
 #: The ping-pong tiling (a caller's ``schedule="pingpong"``, and ordered split-K): each
 #: warpgroup its own 128 x 128 tile and 64-column C stage, leaving room for 5 ring stages.
 PINGPONG = {"block_n": 128, "stages": 5, "epilogue_n": 64, "schedule": "pingpong"}
@@ -496,6 +510,21 @@ def sixteen_bit_nk(cfg: Tiling) -> bool:
     return cfg.element_bytes == 2 and cfg.b_layout == "nk"
 
 
+def fills_two_rounds(cfg: Tiling) -> bool:
+    """Whether ``cfg``'s 192-row tiles run in two rounds, each at least
+    :data:`TALL_MIN_FILL` full (16-bit inputs, B as N x K): a candidate only against
+    tilings that leave a thin last round (:func:`leaves_thin_round`; :func:`candidates`)."""
+    return (sixteen_bit_nk(cfg)
+            and (1 + TALL_MIN_FILL) * cfg.workers <= cfg.work_units <= 2 * cfg.workers)
+
+
+def leaves_thin_round(cfg: Tiling) -> bool:
+    """Whether ``cfg`` ends in a round at most :data:`THIN_ROUND` full, or cuts the tiles
+    past its last full round into K parts (what :func:`fills_two_rounds`' tiles beat)."""
+    partial = cfg.work_units % cfg.workers
+    return cfg.tail_split > 1 or 0 < partial <= THIN_ROUND * cfg.workers
+
+
 def fills_one_wave(cfg: Tiling) -> bool:
     """Whether ``cfg``'s 192-row (or :data:`WIDE`) tiles run in one wave at least
     :data:`TALL_MIN_FILL` full (16-bit inputs, B as N x K: what was measured)."""
@@ -568,9 +597,9 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
         if free and pairs_share_b(cfg) and cfg.m_blocks >= 2 and cfg.ctas % 2 == 0:
             cfg = replace(cfg, cluster=2)
         if tiling in TALL_TILINGS:
-            # One wave, or not at all (:data:`TALL_MIN_FILL`).
-            if (free and cfg.block_m == 192 and fills_one_wave(cfg) and kernel_runs(cfg)
-                    and cfg not in found):
+            # One wave or two full rounds, or not at all (:data:`TALL_MIN_FILL`).
+            if (free and cfg.block_m == 192 and (fills_one_wave(cfg) or fills_two_rounds(cfg))
+                    and kernel_runs(cfg) and cfg not in found):
                 found.append(cfg)
             continue
         variants = [cfg]
@@ -586,6 +615,13 @@ def candidates(make: MakeTiling, m: int, n: int, k: int, options: dict) -> list[
         for variant in variants:
             if kernel_runs(variant) and variant not in found:
                 found.append(variant)
+    two_rounds = [cfg for cfg in found if cfg.block_m == 192 and not fills_one_wave(cfg)]
+    others = [cfg for cfg in found if cfg.block_m != 192]
+    if two_rounds and others and not leaves_thin_round(
+            min(others, key=lambda cfg: estimate(cfg).cost)):
+        # Two rounds of 192-row tiles lost to 128-row tiles whose last round was full
+        # (:data:`THIN_ROUND`).
+        found = [cfg for cfg in found if cfg not in two_rounds]
     if any(cfg.block_m == 192 for cfg in found):
         # 192-row tiles filling a wave ran faster than the wide ones in every pair.
         found = [cfg for cfg in found if cfg.block_n != WIDE["block_n"]]
