@@ -13,8 +13,10 @@ GEMM's bound (``tvm_tma.kernels.reference.error_bound``): each element within
 C starts as NaN, so an element never written fails. Then the kernel, ``torch._grouped_mm(A,
 B.transpose(1, 2), offs=offs)`` and the loop of ``torch.matmul`` per group are timed in the
 same run: ``--launches`` back-to-back launches between two CUDA events, best of
-``--repetitions`` (the ratios), with the median of ``--runs`` launches each between its own
-events beside it; the output is checked again after the timed launches.
+``--repetitions`` (the ratios), each side after 300 ms of launches that let the clock
+settle under the power cap (``tvm_tma.testing.timing``), with the median of ``--runs``
+launches each between its own events beside it; the output is checked again after the
+timed launches.
 
 Bandwidth: a problem whose weights dominate (decode: few rows per expert) is judged by the
 bytes it must read (the groups' rows of A and B[g] of every non-empty group) per second
@@ -45,7 +47,7 @@ from tvm_tma.kernels.grouped_gemm import (
 from tvm_tma.kernels.grouped_reference import group_ends, uneven_sizes
 from tvm_tma.kernels.reference import error_bound
 from tvm_tma.testing.runner import assemble, compile_kernel
-from tvm_tma.testing.timing import back_to_back, per_launch_median
+from tvm_tma.testing.timing import HEAT_MS, back_to_back, per_launch_median
 
 #: E, M, N, K: Mixtral-like up- and down-projections, DeepSeek-like, and a decode step.
 DEFAULT_PROBLEMS = [(8, 8128, 14336, 4096), (8, 8144, 4096, 14336), (64, 15888, 2048, 7168),
@@ -167,9 +169,9 @@ def measure(problems, sweep: bool, timing: dict, dump: Path | None) -> list[dict
             scratch.copy_(b)
 
         baselines = {"grouped_mm": grouped_mm, "matmul_loop": matmul_loop}
-        base = {name: (back_to_back(torch, fn, launches, repetitions, 3),
+        base = {name: (back_to_back(torch, fn, launches, repetitions, 3, HEAT_MS),
                        per_launch_median(torch, fn, runs, 3)) for name, fn in baselines.items()}
-        copy_ms = back_to_back(torch, copy, launches, repetitions, 3)
+        copy_ms = back_to_back(torch, copy, launches, repetitions, 3, HEAT_MS)
         copy_rate = 2 * b.numel() * 2 / copy_ms / 1e6  # bytes read + written, GB/s
         for gcfg in configs_for(problem, sweep, ctas):
             built = compile_kernel(grouped_gemm_kernel(gcfg))
@@ -187,7 +189,7 @@ def measure(problems, sweep: bool, timing: dict, dump: Path | None) -> list[dict
             def launch(args=args):
                 kernel(*args)
 
-            ms = back_to_back(torch, launch, launches, repetitions, 3)
+            ms = back_to_back(torch, launch, launches, repetitions, 3, HEAT_MS)
             median = per_launch_median(torch, launch, runs, 3)
             device.sync()
             ok_after, worst_after = check(torch, c, a, b, offs_list, k)

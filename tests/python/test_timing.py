@@ -107,3 +107,12 @@ def test_kernel_times_heats_by_default():
     assert timing.HEAT_MS >= 250.0
     assert graph_ms == pytest.approx(1.5)
     assert host_ms == pytest.approx(1.5) and median_ms == pytest.approx(1.5)
+
+
+def test_host_launched_timing_heats_when_asked():
+    gpu = PowerCappedGpu(fast_ms=1.0, slow_ms=1.25, boost_ms=200.0)
+    assert timing.back_to_back(gpu, gpu.launch, 20, 5, 3) == pytest.approx(1.0)
+    gpu = PowerCappedGpu(fast_ms=1.0, slow_ms=1.25, boost_ms=200.0)
+    assert timing.back_to_back(gpu, gpu.launch, 20, 5, 3, heat_ms=300.0) == pytest.approx(1.25)
+    # 3 warm-up launches of 1 ms: 300 heat launches, then 5 runs of 20.
+    assert gpu.now == pytest.approx(3 * 1.0 + 197 * 1.0 + 103 * 1.25 + 100 * 1.25)

@@ -48,12 +48,20 @@ def per_launch_median(torch, launch: Callable[[], None], runs: int, warmup: int)
 
 
 def back_to_back(torch, launch: Callable[[], None], launches: int, repetitions: int,
-                 warmup: int) -> float:
+                 warmup: int, heat_ms: float = 0.0) -> float:
     """Best milliseconds per launch over ``repetitions`` runs of ``launches`` back-to-back
-    launches between two CUDA events."""
+    launches between two CUDA events; ``heat_ms``: launch back to back for about that
+    long first (the power cap: see the module docstring)."""
+    start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+    start.record()
     for _ in range(warmup):
         launch()
+    end.record()
     torch.cuda.synchronize()
+    if heat_ms > 0:
+        for _ in range(heat_replays(heat_ms, start.elapsed_time(end) / max(warmup, 1))):
+            launch()
+        torch.cuda.synchronize()
     best = float("inf")
     for _ in range(repetitions):
         start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
