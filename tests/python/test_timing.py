@@ -90,11 +90,12 @@ def test_heated_timing_reports_the_settled_clock_whatever_ran_before():
     assert from_idle == pytest.approx(1.25) and again == pytest.approx(1.25)
 
 
-def test_heat_replays_fill_the_heat_time():
+def test_heat_fills_the_heat_time():
     gpu = PowerCappedGpu(fast_ms=2.0, slow_ms=2.0, boost_ms=0.0)
     timing.graph_back_to_back(gpu, gpu.launch, 10, 4, 0, heat_ms=300.0)
-    # One upload replay of 20 ms, then 300 / 20 = 15 heat replays, then 4 timed.
-    assert gpu.replays == 1 + 15 + 4
+    # One upload replay, one of 20 ms timed for the count, 300 / 20 = 15 heat replays,
+    # then 4 timed.
+    assert gpu.replays == 1 + 1 + 15 + 4
     assert timing.heat_replays(300.0, 20.0) == 15
     assert timing.heat_replays(300.0, 7.0) == 43
     assert timing.heat_replays(0.5, 20.0) == 1
@@ -114,5 +115,6 @@ def test_host_launched_timing_heats_when_asked():
     assert timing.back_to_back(gpu, gpu.launch, 20, 5, 3) == pytest.approx(1.0)
     gpu = PowerCappedGpu(fast_ms=1.0, slow_ms=1.25, boost_ms=200.0)
     assert timing.back_to_back(gpu, gpu.launch, 20, 5, 3, heat_ms=300.0) == pytest.approx(1.25)
-    # 3 warm-up launches of 1 ms: 300 heat launches, then 5 runs of 20.
-    assert gpu.now == pytest.approx(3 * 1.0 + 197 * 1.0 + 103 * 1.25 + 100 * 1.25)
+    # 3 warm-up launches, one of 1 ms timed for the count, 300 heat launches (the first
+    # 196 still fast), then 5 runs of 20.
+    assert gpu.now == pytest.approx(200 * 1.0 + 104 * 1.25 + 100 * 1.25)

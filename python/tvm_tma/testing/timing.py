@@ -52,16 +52,10 @@ def back_to_back(torch, launch: Callable[[], None], launches: int, repetitions: 
     """Best milliseconds per launch over ``repetitions`` runs of ``launches`` back-to-back
     launches between two CUDA events; ``heat_ms``: launch back to back for about that
     long first (the power cap: see the module docstring)."""
-    start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-    start.record()
     for _ in range(warmup):
         launch()
-    end.record()
     torch.cuda.synchronize()
-    if heat_ms > 0:
-        for _ in range(heat_replays(heat_ms, start.elapsed_time(end) / max(warmup, 1))):
-            launch()
-        torch.cuda.synchronize()
+    heat(torch, launch, heat_ms)
     best = float("inf")
     for _ in range(repetitions):
         start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
@@ -101,15 +95,9 @@ def graph_back_to_back(torch, launch: Callable[[], None], launches: int, repetit
         for _ in range(launches):
             launch()
     torch.cuda.synchronize()
-    start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
-    start.record()
     graph.replay()  # the first replay uploads the graph
-    end.record()
     torch.cuda.synchronize()
-    if heat_ms > 0:
-        for _ in range(heat_replays(heat_ms, start.elapsed_time(end))):
-            graph.replay()
-        torch.cuda.synchronize()
+    heat(torch, graph.replay, heat_ms)
     best = float("inf")
     for _ in range(repetitions):
         start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
@@ -119,6 +107,21 @@ def graph_back_to_back(torch, launch: Callable[[], None], launches: int, repetit
         torch.cuda.synchronize()
         best = min(best, start.elapsed_time(end) / launches)
     return best
+
+
+def heat(torch, run: Callable[[], None], heat_ms: float) -> None:
+    """Run ``run`` (a launch, or a graph's replay, already warm) back to back for about
+    ``heat_ms``, its count from one timed run; nothing where ``heat_ms`` is 0."""
+    if heat_ms <= 0:
+        return
+    start, end = (torch.cuda.Event(enable_timing=True) for _ in range(2))
+    start.record()
+    run()
+    end.record()
+    torch.cuda.synchronize()
+    for _ in range(heat_replays(heat_ms, start.elapsed_time(end))):
+        run()
+    torch.cuda.synchronize()
 
 
 def heat_replays(heat_ms: float, replay_ms: float) -> int:
