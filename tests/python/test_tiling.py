@@ -400,8 +400,8 @@ def test_192_row_tiles_are_offered_where_they_fill_one_wave():
 def test_two_full_rounds_of_192_row_tiles_replace_a_thin_last_round():
     """192-row tiles in two rounds, each at least 90% full, are a candidate only where the
     cheapest other one ends in a round at most half full or cuts its tail into K parts
-    (H200, steady clocks, RESULTS.md 6z13: 1.07-1.22x on 11 of 13 held-out problems, 0.99
-    on two; 0.93-1.00x against 128-row tiles whose last round was 59-97% full)."""
+    (H200, settled clocks, RESULTS.md 6z13: 1.03-1.22x on 11 of 13 held-out problems, 0.99
+    on two; 0.93-1.00x against 128-row tiles whose last round was 73-97% full)."""
     assert THIN_ROUND == 0.5
     for problem, tiling, tiles, cluster in (
             ((2443, 3720, 592), (192, 192), 260, 1),    # was 300 of 128 x 256: 1.22x

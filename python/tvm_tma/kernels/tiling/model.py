@@ -53,9 +53,9 @@ mean 1.18x (section 6n). They are a candidate in two rounds each at least
 :data:`TALL_MIN_FILL` full (:func:`fills_two_rounds`) only where the cheapest other
 candidate ends in a round at most :data:`THIN_ROUND` full or cuts its tail into K parts
 (:func:`leaves_thin_round`): 2443 x 3720 x 592 runs 260 of 192 x 192 where 300 of 128 x
-256 left 36 in a third round, 1.22x (H200, steady clocks, section 6z13; 13 held-out
+256 left 36 in a third round, 1.22x (H200, settled clocks, section 6z13; 13 held-out
 problems 1.10x geometric mean, 11 faster, two within 1%); against tiles whose last round
-was 59-97% full they lost (0.93-1.00x).
+was 73-97% full they lost (0.93-1.00x).
 
 Where the rows of a K-major operand are not whole 128-byte lines (K x element bytes not a
 multiple of 128: K = 2000, 3000, 5000, 6000 in 16-bit elements), every 128-byte box row TMA
@@ -303,11 +303,11 @@ WIDE_STRADDLED_MAX_STEPS = 32
 TALL_MIN_FILL = 0.9
 #: Fullest a tiling's last round may be for two full rounds of 192-row tiles to be a
 #: candidate against it (:func:`fills_two_rounds`, :func:`leaves_thin_round`). H200,
-#: steady clocks (RESULTS.md 6z13), the two rounds of 192-row tiles against the default
+#: settled clocks (RESULTS.md 6z13), the two rounds of 192-row tiles against the default
 #: before: 1.08-1.21x where it left a round at most half full or cut its tail in K parts
 #: (724 x 12072 x 1128: 288 tiles of 128 x 256 in 2x1, 12 in 3 parts, 1.09x; 912 x 6496
 #: x 1392 1.21x; 12518 x 488 x 688: 196 of 128 x 256, 1.17x), 0.93-1.00x against 128 x
-#: 144 to 192 tiles whose last round was 59-97% full.
+#: 144 to 192 tiles whose last round was 73-97% full.
 THIN_ROUND = 0.5
 #: The ping-pong tiling (a caller's ``schedule="pingpong"``, and ordered split-K): each
 #: warpgroup its own 128 x 128 tile and 64-column C stage, leaving room for 5 ring stages.
