@@ -172,6 +172,13 @@ CASES = [
                b_layout="kn", dtype="float16", ctas=3),
     GemmConfig(1000, 256, 1024, block_m=192, block_n=128, stages=5, epilogue_n=64,
                tail_split=3, ctas=9),
+    # 256-row tiles, two consumer warpgroups of 128 rows (two m64 sub-tiles each, B read
+    # once for 256 rows): ragged M (3 row blocks, the last 188 rows), N (5 column blocks
+    # of 128, the last 8 wide) and K (4.1 K steps) on 2 CTAs; fp16 with the K x N B at 64
+    # columns in 32-column C stages (4 row blocks, the last 232 rows; 3.1 K steps).
+    GemmConfig(700, 520, 264, block_m=256, block_n=128, stages=4, epilogue_n=64, ctas=2),
+    GemmConfig(1000, 512, 200, block_m=256, block_n=64, stages=4, epilogue_n=32,
+               b_layout="kn", dtype="float16", ctas=3),
     # 192-row tiles in 2x1 clusters (the model's where rows straddle L2 lines), each CTA
     # multicasting half of B: 160 wide (80-row halves, C in 32-column stages) with ragged
     # M (6 row blocks, the last 40 rows), N (the last block 120 wide) and K (520: 8.1 K
@@ -951,6 +958,14 @@ def test_whole_tile_c_stages_alternate_from_one_tile_to_the_next():
     (dict(n=128, k=64, block_n=128, b_resident=True, cluster_n=2),
      "b_resident with a 1x2 cluster or swap_ab=False: B loaded by this CTA or shared in a "
      "2x1 cluster, unswapped"),
+    (dict(block_m=256, schedule="pingpong", block_n=128),
+     "block_m=256 with schedule='pingpong': 64 or 128"),
+    (dict(block_m=256, block_n=128, stages=4, epilogue_n=64, cluster=2),
+     "block_m=256 with cluster=2: 256-row tiles run plain"),
+    (dict(block_m=256, block_n=128, stages=4, epilogue_n=64, stream_k=True),
+     "block_m=256 with stream_k=True: 256-row tiles run plain"),
+    (dict(block_m=256, block_n=160, stages=3, epilogue_n=32),
+     "cooperative: a consumer warpgroup computes 128x160 outputs, 160 fp32 registers"),
 ])
 def test_gemm_refuses_configurations_it_cannot_run(bad, rule):
     params = dict(m=256, n=256, k=256) | bad

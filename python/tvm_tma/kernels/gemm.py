@@ -722,6 +722,8 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
             # (Decided while parsed but in a kernel of more warpgroups than this tiling's.)
             T.ptx.setmaxnreg.inc.sync.aligned.u32(cfg.consumer_registers)
             consumer = T.meta_var(warpgroup - 1)
+            # The first row of the tile this consumer computes (cooperative schedules).
+            row0 = T.meta_var(consumer * cfg.consumer_rows)
             if fp8:
                 # The per-tensor scales, once per thread for the whole launch: the epilogue
                 # multiplies every accumulator by their product as it rounds it to bf16.
@@ -739,8 +741,8 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
                     for j in T.serial(dp_rounds):
                         mb, nb, part = T.meta_var(whole_tile(j))
                         mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part,
-                                 consumer * 64, lane)
-                        store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
+                                 row0, lane)
+                        store_unit(C, c_tile, acc, 0, row0, mb, nb, lane, 1,
                                    tid == WARPGROUP, scale, None)
                 if stream_k:
                     first, end, lo, hi = T.meta_var(stream_k_walk(cfg, worker))
@@ -748,22 +750,22 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
                         it0, kb, ke, mb, nb = T.meta_var(
                             stream_k_run_tile(cfg, t, first, end, place))
                         mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, kb, ke - kb,
-                                  consumer * 64, lane)
+                                  row0, lane)
                         if kb > 0:
                             publish(partials, flags, acc, worker, place, tid - WARPGROUP)
                         else:
                             if ke < k_steps:
                                 gather(partials, flags, acc, flag, worker, place,
                                        t * k_steps + k_steps, tid - WARPGROUP)
-                            store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
+                            store_unit(C, c_tile, acc, 0, row0, mb, nb, lane, 1,
                                        tid == WARPGROUP, scale, None)
                 elif worker < tail_units:
                     t, part = T.meta_var(tail_unit(cfg, worker))
                     kb, count = T.meta_var(tail_steps(cfg, part))
                     mb, nb = T.meta_var(stream_k_tile_coordinates(cfg, t, place))
                     mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, dp_steps, kb, count,
-                              consumer * 64, lane)
-                    store_tail(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
+                              row0, lane)
+                    store_tail(C, c_tile, acc, 0, row0, mb, nb, lane, 1,
                                tid == WARPGROUP, scale, (flags, flag, part))
             elif pingpong:
                 # Each warpgroup takes every other unit of this CTA, whole; the mainloops
@@ -786,8 +788,8 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
                     if unit < units:
                         mb, nb, part = T.meta_var(unit_coordinates(cfg, unit, place))
                         mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, part,
-                                 consumer * 64, lane)
-                        store_unit(C, c_tile, acc, 0, consumer * 64, mb, nb, lane, 1,
+                                 row0, lane)
+                        store_unit(C, c_tile, acc, 0, row0, mb, nb, lane, 1,
                                    tid == WARPGROUP, scale,
                                    (flags, flag, part) if ordered else None, None, j % 2)
             if lane == 0:

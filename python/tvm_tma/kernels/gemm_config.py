@@ -50,7 +50,15 @@ WIDE_BLOCK_NS = (288, 320)
 WIDE_MAX_ACCUMULATORS = 160
 #: Tile heights: one, two or three cooperative consumer warpgroups of 64 rows (ping-pong
 #: warpgroups take 64- or 128-row tiles whole).
-BLOCK_MS = (64, 128, 192)
+BLOCK_MS = (64, 128, 192, 256)
+#: Rows of a 256-row cooperative tile each of its two consumer warpgroups computes (two
+#: m64 sub-tiles, as a ping-pong warpgroup's 128-row tile): A's rows shared by both
+#: through one ring, B's read once for 256 rows.
+TALL_CONSUMER_ROWS = 128
+#: Options a 256-row tile runs with so far: plain (no cluster, split, stream-K, tail
+#: parts, swap, convolution view), 16-bit inputs. Not measured on a GPU yet.
+PLAIN_256_REFUSED = ("cluster", "cluster_n", "split_k", "stream_k", "tail_split",
+                     "swap_ab", "tap_columns", "a_copy_k")
 #: Largest dynamic shared memory a Hopper CTA may use.
 MAX_SHARED = 227 * 1024
 #: K block widths (16-bit elements): one 128-, 64- or 32-byte swizzle row of 4, 2 or 1 k16
@@ -308,7 +316,7 @@ class GemmConfig:
     def consumers(self) -> int:
         """Consumer warpgroups: 64 rows of the tile each (cooperative), or two that take
         turns (ping-pong)."""
-        return 2 if self.schedule == "pingpong" else self.block_m // 64
+        return 2 if self.schedule == "pingpong" else self.block_m // self.consumer_rows
 
     @property
     def consumer_registers(self) -> int:
@@ -326,8 +334,11 @@ class GemmConfig:
 
     @property
     def consumer_rows(self) -> int:
-        """Rows of a tile one consumer warpgroup computes."""
-        return self.block_m if self.schedule == "pingpong" else 64
+        """Rows of a tile one consumer warpgroup computes: the ping-pong warpgroup's whole
+        tile, :data:`TALL_CONSUMER_ROWS` of a 256-row cooperative one, else 64."""
+        if self.schedule == "pingpong":
+            return self.block_m
+        return TALL_CONSUMER_ROWS if self.block_m == 256 else 64
 
     @property
     def accumulators(self) -> int:
@@ -700,12 +711,15 @@ class GemmConfig:
             if extent < 8 or extent % 8:
                 raise ValueError(f"{name}={extent}: N and K must be positive multiples of 8 "
                                  f"(16-byte rows for TMA); M may be anything")
-        if self.block_m not in BLOCK_MS or (self.block_m == 192
+        if self.block_m not in BLOCK_MS or (self.block_m in (192, 256)
                                             and self.schedule != "cooperative"):
             raise ValueError(f"block_m={self.block_m} with schedule={self.schedule!r}: 64 or "
                              f"128 (one or two consumer warpgroups of 64 rows, or ping-pong "
-                             f"warpgroups each taking a tile whole), or 192 cooperative "
-                             f"(three consumer warpgroups of 64 rows)")
+                             f"warpgroups each taking a tile whole), 192 cooperative "
+                             f"(three consumer warpgroups of 64 rows) or 256 cooperative "
+                             f"(two of 128)")
+        if self.block_m == 256:
+            self._check_plain_256()
         if self.b_layout == "kn" and (self.block_n % 64 or not 64 <= self.block_n <= 256):
             raise ValueError(f"block_n={self.block_n}: a multiple of 64 from 64 to 256 with "
                              f"b_layout='kn' (the N-major B slot is whole 64-column 128-byte "
@@ -814,6 +828,20 @@ class GemmConfig:
             raise ValueError(f"stages={self.stages}: at most {HALO_MAX_STAGES} with halo "
                              f"tiles (the ring's and the halo slots' barriers share "
                              f"{BARRIER_BYTES} bytes)")
+
+    def _check_plain_256(self) -> None:
+        """A 256-row tile runs plain so far (:data:`PLAIN_256_REFUSED`), 16-bit."""
+        defaults = {"cluster": 1, "cluster_n": 1, "split_k": 1, "stream_k": False,
+                    "tail_split": 1, "swap_ab": False, "tap_columns": 0, "a_copy_k": 0}
+        taken = [f"{name}={getattr(self, name)!r}" for name in PLAIN_256_REFUSED
+                 if getattr(self, name) != defaults[name]]
+        if self.fp8 or self.halo is not None or self.split_k_ordered or taken:
+            what = ", ".join(taken + (["fp8"] if self.fp8 else [])
+                             + (["halo"] if self.halo is not None else [])
+                             + (["split_k_ordered"] if self.split_k_ordered else []))
+            raise ValueError(f"block_m=256 with {what}: 256-row tiles run plain (no "
+                             f"cluster, split, stream-K, tail parts, swap or convolution "
+                             f"view) with 16-bit inputs")
 
     def _check_swap_ab(self) -> None:
         """``C^T = B A^T``: both operands K-major (B as N x K), a tile width of any

@@ -196,6 +196,9 @@ class GroupedGemmConfig:
             raise ValueError("the grouped GEMM takes neither the GEMM's stream-K (its own "
                              "is GroupedGemmConfig.stream_k), ordered split-K, the tail "
                              "split nor 8-column A pieces")
+        if cfg.block_m == 256:
+            raise ValueError("block_m=256: the grouped GEMM takes tiles of 64, 128 or 192 "
+                             "rows (256-row tiles run in the plain GEMM only)")
         cfg.check()
         if self.stream_k:
             self._check_stream_k()
@@ -514,8 +517,9 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
                 store_unit(Cg, c_tile, acc, consumer, 0, mb[0], nb[0], lane, 1 + consumer,
                            lane == 0, None, None, maps.ptr_to([worker, pairs + 1 + consumer, 0]))
         else:
-            mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, 0, consumer * 64, lane)
-            store_unit(Cg, c_tile, acc, 0, consumer * 64, mb[0], nb[0], lane, 1,
+            row0 = T.meta_var(consumer * cfg.consumer_rows)
+            mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, 0, row0, lane)
+            store_unit(Cg, c_tile, acc, 0, row0, mb[0], nb[0], lane, 1,
                        tid == WARPGROUP, None, None, maps.ptr_to([worker, pairs + 1, 0]))
 
     @T.inline
@@ -526,8 +530,8 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
             tid, fixup = T.meta_var(context)
         partials, flags, flag = T.meta_var(fixup)
         g, mb, nb, start, rows = T.meta_var(tile)
-        mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, kb, ke - kb, consumer * 64,
-                  lane)
+        row0 = T.meta_var(consumer * cfg.consumer_rows)
+        mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, kb, ke - kb, row0, lane)
         if kb > 0:
             publish(partials, flags, acc, worker, 0, tid - WARPGROUP)
         else:
@@ -536,7 +540,7 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
                        tid - WARPGROUP, run)
             Cg = T.decl_buffer((rows[0], n), dtype, C.data, elem_offset=start[0] * n,
                                layout=TileLayout(S[rows[0], n]))
-            store_unit(Cg, c_tile, acc, 0, consumer * 64, mb[0], nb[0], lane, 1,
+            store_unit(Cg, c_tile, acc, 0, row0, mb[0], nb[0], lane, 1,
                        tid == WARPGROUP, None, None, maps.ptr_to([worker, pairs + 1, 0]))
 
     @T.inline
