@@ -964,6 +964,8 @@ def test_whole_tile_c_stages_alternate_from_one_tile_to_the_next():
      "block_m=256 with cluster=2: 256-row tiles run plain"),
     (dict(block_m=256, block_n=128, stages=4, epilogue_n=64, stream_k=True),
      "block_m=256 with stream_k=True: 256-row tiles run plain"),
+    (dict(block_m=256, block_n=128, stages=3, epilogue_n=64, epilogue_buffers=2),
+     "block_m=256 with epilogue_buffers=2: 256-row tiles run plain"),
     (dict(block_m=256, block_n=160, stages=3, epilogue_n=32),
      "cooperative: a consumer warpgroup computes 128x160 outputs, 160 fp32 registers"),
 ])
