@@ -649,7 +649,7 @@ def test_192_row_tiles_are_cooperative_and_keep_their_registers():
             (dict(block_n=256, stages=3), "64x256 outputs, 128 fp32 registers per thread (at "
                                           "most 96 of its 152 beside 2 other consumer "
                                           "warpgroups)"),
-            (dict(schedule="pingpong"), "or 192 cooperative (three consumer warpgroups"),
+            (dict(schedule="pingpong"), "192 cooperative (three consumer warpgroups"),
             (dict(stream_k=True), "stream_k with block_m=192")):
         with pytest.raises(ValueError, match=re.escape(words)):
             GemmConfig(6272, 512, 1024, **{"block_m": 192, "block_n": 128, "stages": 5,
