@@ -147,7 +147,9 @@ def test_the_config_refuses_what_the_kernel_does_not_do():
                           (dict(dtype="float8_e4m3fn"), "dtype"),
                           (dict(schedule="pingpong", block_n=128, epilogue_n=64,
                                 stream_k=True),
-                           "stream_k with schedule='pingpong'")):
+                           "stream_k with schedule='pingpong'"),
+                          (dict(block_m=256, block_n=128, stages=4, epilogue_n=64),
+                           "block_m=256: the grouped GEMM takes tiles of 64, 128 or 192")):
         with pytest.raises(ValueError, match=what):
             GroupedGemmConfig.for_problem(4, 512, 256, 128, **options).check()
     with pytest.raises(ValueError, match="at least one group"):
