@@ -55,10 +55,12 @@ BLOCK_MS = (64, 128, 192, 256)
 #: m64 sub-tiles, as a ping-pong warpgroup's 128-row tile): A's rows shared by both
 #: through one ring, B's read once for 256 rows.
 TALL_CONSUMER_ROWS = 128
-#: Options a 256-row tile runs with so far: plain (no cluster, split, stream-K, tail
-#: parts, swap, convolution view), 16-bit inputs. Not measured on a GPU yet.
-PLAIN_256_REFUSED = ("cluster", "cluster_n", "split_k", "stream_k", "tail_split",
-                     "swap_ab", "tap_columns", "a_copy_k", "b_resident", "epilogue_buffers")
+#: Fields a 256-row tile keeps at their defaults so far: it runs plain (no cluster, split,
+#: stream-K, tail parts, swap, convolution view, resident B or second C stage), with
+#: 16-bit inputs. Not measured on a GPU yet.
+PLAIN_256_REFUSED = ("cluster", "cluster_n", "split_k", "split_k_ordered", "stream_k",
+                     "tail_split", "swap_ab", "tap_columns", "a_copy_k", "halo", "b_resident",
+                     "epilogue_buffers")
 #: Largest dynamic shared memory a Hopper CTA may use.
 MAX_SHARED = 227 * 1024
 #: K block widths (16-bit elements): one 128-, 64- or 32-byte swizzle row of 4, 2 or 1 k16
@@ -831,15 +833,11 @@ class GemmConfig:
 
     def _check_plain_256(self) -> None:
         """A 256-row tile runs plain so far (:data:`PLAIN_256_REFUSED`), 16-bit."""
-        defaults = {"cluster": 1, "cluster_n": 1, "split_k": 1, "stream_k": False,
-                    "tail_split": 1, "swap_ab": False, "tap_columns": 0, "a_copy_k": 0,
-                    "b_resident": False, "epilogue_buffers": 1}
+        fields = self.__dataclass_fields__
         taken = [f"{name}={getattr(self, name)!r}" for name in PLAIN_256_REFUSED
-                 if getattr(self, name) != defaults[name]]
-        if self.fp8 or self.halo is not None or self.split_k_ordered or taken:
-            what = ", ".join(taken + (["fp8"] if self.fp8 else [])
-                             + (["halo"] if self.halo is not None else [])
-                             + (["split_k_ordered"] if self.split_k_ordered else []))
+                 if getattr(self, name) != fields[name].default]
+        if self.fp8 or taken:
+            what = ", ".join(taken + (["fp8"] if self.fp8 else []))
             raise ValueError(f"block_m=256 with {what}: 256-row tiles run plain (no "
                              f"cluster, split, stream-K, tail parts, swap, convolution "
                              f"view, resident B or second C stage) with 16-bit inputs")
