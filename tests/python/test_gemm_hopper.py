@@ -1188,7 +1188,8 @@ def test_64_by_64_tiles_where_even_64_row_tiles_are_few(before_narrow_wave):
 
 @pytest.mark.parametrize("options", [{}, {"cluster": 2}, {"cluster_n": 2}, {"cluster": 1},
                                      {"schedule": "pingpong", "block_n": 128},
-                                     {"split_k": 2}, {"dtype": "float16", "b_layout": "kn"}],
+                                     {"split_k": 2}, {"dtype": "float16", "b_layout": "kn"},
+                                     {"block_m": 256}, {"block_m": 256, "block_n": 64}],
                          ids=str)
 def test_the_default_tiling_honours_every_option_it_is_given(options):
     """Whatever a caller fixes, for_problem fills in the rest with a configuration the

@@ -273,6 +273,14 @@ TALL_TILINGS = (
     {"block_m": 192, "block_n": 160, "stages": 4, "epilogue_n": 32},
     {"block_m": 192, "block_n": 128, "stages": 5, "epilogue_n": 64},
 )
+#: The tiling of 256-row cooperative tiles (two consumer warpgroups of 128 rows; B read
+#: once for 256 rows), which the model offers only where the caller asks for 256 rows
+#: (``block_m=256``): 128 columns (128 accumulators a consumer thread, the most beside two
+#: warpgroups) and 4 ring stages of 48 KiB beside a 64-column C stage. Measured against
+#: the default's 128 x 256 on large problems it ran 0.5-3.5% slower (H200, settled clocks:
+#: 8192^3 0.97x, 4096^3 0.98x, 4096 x 14336 x 4096 0.97x; benchmarks/RESULTS.md 6z14), so
+#: no default takes it; it runs plain (:data:`.gemm_config.PLAIN_256_REFUSED`).
+TALL_256 = {"block_n": 128, "stages": 4, "epilogue_n": 64, "schedule": "cooperative"}
 #: The tiling wider than wgmma's N (two MMAs of 160 columns a k16 step, 160 accumulators a
 #: consumer thread; 3 ring stages of 56 KiB beside two 64-column C stages, so that each of
 #: its five stores overlaps the rounding of the next: 8192 x 640 x 1000, 2048 x 2560 x

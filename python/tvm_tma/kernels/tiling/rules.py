@@ -9,6 +9,7 @@ from dataclasses import replace
 from .c_stages import C_STAGE_CHOICES, with_alternating_c_stages
 from .few_columns import few_columns_tiling, on_few_columns
 from .model import (
+    TALL_256,
     TILING_CHOICES,
     WEIGHT_STREAM_PROMOTION,
     MakeTiling,
@@ -31,7 +32,11 @@ def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
     128 tiles as 64 x 128 ones where M is at most 64 or a short problem's tiles are few
     (:func:`on_half_rows`, unless the caller chose the tile, schedule, ring or split), and
     the other :func:`refinements`; with 256-byte L2 fills where M is one row block
-    (:func:`streams_weights`)."""
+    (:func:`streams_weights`). Where the caller asks for 256-row tiles, the plain
+    :data:`.model.TALL_256` tiling under its options."""
+    if options.get("block_m") == 256:
+        # 256-row tiles run plain: :data:`.model.TALL_256` under the caller's options.
+        return make(m, n, k, **{**TALL_256, **options})
     if options.get("swap_ab") and not TILING_CHOICES & set(options):
         # The caller asked for C^T = B A^T and nothing else: the swapped tiling of the
         # problem (where the kernel runs one): of few rows, or else of few columns.
