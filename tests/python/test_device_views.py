@@ -189,3 +189,60 @@ def test_explain_says_the_map_is_rebound_on_the_device():
                        "global-address-align (device-side base): start * 128 % 16 == 0",
                        "tensormap-slot (alignment): cta * 512 % 128 == 0"):
         assert obligation in text, obligation
+
+
+def _slot_owner_check(offset_of, identities_of):
+    """Run the slot-ownership proof on ``offset_of(cta, cluster, rank)`` bytes, in a kernel
+    of 132 CTAs in 66 clusters of 2, with the identities ``identities_of(cta, cluster,
+    rank)``."""
+    import tvm
+
+    from tvm_tma.dispatch.device_view import read_slots
+    from tvm_tma.planner.proofs import Prover
+
+    cta, cluster, rank = (tvm.tirx.Var(name, "int32") for name in ("cta", "cluster", "rank"))
+    maps = tvm.tirx.decl_buffer((132 * 1024,), "uint8", name="maps")
+    extents = {cta: 132, cluster: 66, rank: 2}
+    prover = Prover({var: tvm.ir.Range(0, extent) for var, extent in extents.items()})
+    pointer = tvm.tirx.call_intrin("handle", "tirx.address_of",
+                                   tvm.tirx.BufferLoad(maps, [offset_of(cta, cluster, rank)]))
+    return read_slots(pointer, prover, {var: tvm.tirx.IntImm("int32", e)
+                                        for var, e in extents.items()},
+                      identities_of(cta, cluster, rank))
+
+
+def test_a_cluster_kernels_slots_may_be_indexed_by_the_cta_alone():
+    # A cluster kernel tells CTAs apart by the CTA index alone, or by cluster and rank:
+    # slots at cta * 1024 are each CTA's own (the rank is a function of the CTA index).
+    assert _slot_owner_check(lambda cta, cluster, rank: cta * 1024,
+                             lambda cta, cluster, rank: ((cta,), (cluster, rank)))
+    assert _slot_owner_check(lambda cta, cluster, rank: cluster * 2048 + rank * 1024,
+                             lambda cta, cluster, rank: ((cta,), (cluster, rank)))
+    # Without the identities every index must step the offset: the CTA index alone is
+    # refused (the proof the dispatch ran before it knew them).
+    with pytest.raises(ValueError, match=r"tensormap-slot.*steps by 0 per (rank|cluster)"):
+        _slot_owner_check(lambda cta, cluster, rank: cta * 1024, lambda *_: ())
+    # The two CTAs of a cluster on one slot pair: refused whatever the identities.
+    with pytest.raises(ValueError, match=r"tensormap-slot.*two CTAs may share a slot"):
+        _slot_owner_check(lambda cta, cluster, rank: cluster * 1024,
+                          lambda cta, cluster, rank: ((cta,), (cluster, rank)))
+    with pytest.raises(ValueError, match=r"tensormap-slot.*not linear in the CTA indices"):
+        _slot_owner_check(lambda cta, cluster, rank: cta // 2 * 1024,
+                          lambda cta, cluster, rank: ((cta,), (cluster, rank)))
+
+
+def test_the_cta_identities_of_a_cluster_kernel():
+    import tvm
+
+    from tvm_tma.dispatch.facts import CTA_KEY, cta_identities_of
+
+    cta, cluster, rank = (tvm.tirx.Var(name, "int32") for name in ("cta", "cluster", "rank"))
+    config = {CTA_KEY: [[cluster, tvm.tirx.IntImm("int32", 66), 0],
+                        [cta, tvm.tirx.IntImm("int32", 132), 1],
+                        [rank, tvm.tirx.IntImm("int32", 2), 2]]}
+    identities = cta_identities_of(config)
+    assert [[v.name for v in identity] for identity in identities] == [["cta"],
+                                                                       ["cluster", "rank"]]
+    # One CTA a cluster (extent 1 is no index): the CTA index alone.
+    config[CTA_KEY][2][1] = tvm.tirx.IntImm("int32", 1)
+    assert [[v.name for v in i] for i in cta_identities_of(config)] == [["cta"]]

@@ -70,7 +70,8 @@ class SlotPair:
         return f"{self.buffer.name}+{self.byte_offset}"
 
 
-def device_view_slots(value, view, argument, prover: Prover, cta_vars: dict) -> SlotPair:
+def device_view_slots(value, view, argument, prover: Prover, cta_vars: dict,
+                      identities: tuple = ()) -> SlotPair:
     """The slots of a copy whose plan is device-born: ``tensormap=`` given and valid
     (:func:`read_slots`), the view declared over a kernel argument (the template's
     buffer)."""
@@ -83,12 +84,13 @@ def device_view_slots(value, view, argument, prover: Prover, cta_vars: dict) -> 
         raise refuse("tensormap-slot", f"the device-side view {view.name} must be declared "
                      "over a kernel argument's data (the template map is encoded over that "
                      "argument on the host)")
-    return read_slots(value, prover, cta_vars)
+    return read_slots(value, prover, cta_vars, identities)
 
 
-def read_slots(value, prover: Prover, cta_vars: dict) -> SlotPair:
+def read_slots(value, prover: Prover, cta_vars: dict, identities: tuple = ()) -> SlotPair:
     """Validate ``tensormap=``; ``cta_vars`` maps each variable that tells CTAs apart (and
-    takes more than one value) to its extent."""
+    takes more than one value) to its extent, ``identities`` lists the subsets of them that
+    tell every CTA apart on their own (:func:`.facts.cta_identities_of`)."""
     located = pointed_element(value)
     if located is None:
         raise refuse("tensormap-slot", f"tensormap={value!r} must point into a global "
@@ -114,19 +116,35 @@ def read_slots(value, prover: Prover, cta_vars: dict) -> SlotPair:
                             "tensormap-slot (inside the workspace)"):
         raise refuse("tensormap-slot", f"tensormap= needs {SLOTS * SLOT_BYTES} bytes at "
                      f"byte {offset} of {buffer.name} ({total} bytes), not provably inside")
-    _check_owned_by_cta(offset, buffer, prover, cta_vars)
+    _check_owned_by_cta(offset, buffer, prover, cta_vars, identities)
     return SlotPair(value, buffer, offset)
 
 
-def _check_owned_by_cta(offset, buffer, prover: Prover, cta_vars: dict) -> None:
-    """Each CTA's slots are its own: the offset is ``rest + sum of c_i * v_i`` over the
-    variables that tell CTAs apart (CTA, cluster, rank in the cluster), and in mixed radix:
-    with the variables ordered by ``|c_i|``, each ``|c_i|`` exceeds everything the smaller
-    terms and ``rest`` can reach plus the 256 bytes of a slot pair, so two CTAs' slots
-    never share a byte."""
+def _check_owned_by_cta(offset, buffer, prover: Prover, cta_vars: dict,
+                        identities: tuple = ()) -> None:
+    """Each CTA's slots are its own: over all the variables that tell CTAs apart (CTA,
+    cluster, rank in the cluster), or over one of ``identities`` (a set of them that
+    alone tells every CTA apart: the CTA index of a cluster kernel), the offset is
+    ``rest + sum of c_i * v_i`` in mixed radix (:func:`_check_mixed_radix`)."""
     if not cta_vars:
         return  # one CTA: nothing to share with
-    variables = list(cta_vars)
+    try:
+        _check_mixed_radix(offset, buffer, prover, cta_vars, list(cta_vars))
+    except ValueError:
+        for identity in identities:
+            try:
+                _check_mixed_radix(offset, buffer, prover, cta_vars, list(identity))
+                return
+            except ValueError:
+                continue
+        raise
+
+
+def _check_mixed_radix(offset, buffer, prover: Prover, cta_vars: dict, variables: list
+                       ) -> None:
+    """With ``variables`` ordered by ``|c_i|``, each ``|c_i|`` exceeds everything the
+    smaller terms and ``rest`` (the other terms, bounded by the prover) can reach plus the
+    256 bytes of a slot pair, so two CTAs' slots never share a byte."""
     coefficients = tvm.sym.detect_linear_equation(offset, variables)
     span = SLOTS * SLOT_BYTES
     names = ", ".join(v.name for v in variables)

@@ -40,7 +40,8 @@ CTA_KEY = "tma_cta"
 #: The scope binding of ``T.cta_id_in_cluster`` (cluster -> cta, tvm/tirx/exec_scope.py).
 _CLUSTER_TO_CTA = 2
 #: The scope bindings of the CTA-telling ids: kernel -> cluster, kernel -> cta, cluster -> cta.
-_CTA_TELLING = (0, 1, 2)
+_KERNEL_TO_CLUSTER, _KERNEL_TO_CTA = 0, 1
+_CTA_TELLING = (_KERNEL_TO_CLUSTER, _KERNEL_TO_CTA, _CLUSTER_TO_CTA)
 
 _LOOP_FRAMES = ("ForFrame", "WhileFrame")
 _COPY_OPS = ("tirx.tile.copy", "tirx.tile.copy_async")
@@ -202,7 +203,7 @@ def capture_into(config: dict) -> None:
              if int(scope_def.scope) == _CLUSTER_TO_CTA for var in scope_def.def_ids]
     if ranks:
         config[CLUSTER_KEY] = ranks
-    ctas = [[var, extent] for scope_def in defs
+    ctas = [[var, extent, int(scope_def.scope)] for scope_def in defs
             if int(scope_def.scope) in _CTA_TELLING and scope_def.extents is not None
             for var, extent in zip(scope_def.def_ids, scope_def.extents)]
     if ctas:
@@ -219,9 +220,26 @@ def cta_indices_of(config: Mapping) -> dict:
     """The variables that tell the kernel's CTAs apart (``T.cta_id``, ``T.cluster_id``,
     ``T.cta_id_in_cluster``) and take more than one value, with their extents (empty for a
     copy built without the parser)."""
-    pairs = config.get(CTA_KEY) if config is not None else None
-    return {var: extent for var, extent in (pairs or ())
-            if not (type(extent).__name__ == "IntImm" and int(extent) == 1)}
+    entries = config.get(CTA_KEY) if config is not None else None
+    return {entry[0]: entry[1] for entry in (entries or ())
+            if not (type(entry[1]).__name__ == "IntImm" and int(entry[1]) == 1)}
+
+
+def cta_identities_of(config: Mapping) -> tuple:
+    """The sets of :func:`cta_indices_of`'s variables that each tell every CTA apart on
+    their own: a CTA index (``T.cta_id``, the grid's) alone, or a cluster index with the
+    rank in the cluster (``T.cluster_id`` and ``T.cta_id_in_cluster``). A CTA's slots
+    may be indexed by either (a cluster kernel's ``maps.ptr_to([cta, 0])`` needs no rank
+    term: its rank is a function of its index)."""
+    indices = cta_indices_of(config)
+    entries = [entry for entry in (config.get(CTA_KEY) or ()) if entry[0] in indices] \
+        if config is not None else []
+    scoped = {scope: [entry[0] for entry in entries if entry[2] == scope]
+              for scope in _CTA_TELLING}
+    identities = [(var,) for var in scoped[_KERNEL_TO_CTA]]
+    if scoped[_KERNEL_TO_CLUSTER] and scoped[_CLUSTER_TO_CTA]:
+        identities.append((*scoped[_KERNEL_TO_CLUSTER], *scoped[_CLUSTER_TO_CTA]))
+    return tuple(identities)
 
 
 def facts_of(config: Mapping) -> tuple:

@@ -22,7 +22,7 @@ from .device_view import (
     tag_buffer,
     template_spec,
 )
-from .facts import cluster_ranks_of, cta_indices_of, facts_of
+from .facts import cluster_ranks_of, cta_identities_of, cta_indices_of, facts_of
 from .host_checks import emit_host_checks
 from .issue import emit_issues
 from .operands import mbar_buffer, mbar_byte_offset
@@ -81,7 +81,8 @@ def plan_copy(op, var_ranges: dict, prover: Prover | None = None) -> PlannedCopy
     slots = None
     if copy_plan.device_view:
         slots = device_view_slots(options.tensormap, global_region.source,
-                                  argument_of(op.config), prover, cta_indices_of(op.config))
+                                  argument_of(op.config), prover, cta_indices_of(op.config),
+                                  cta_identities_of(op.config))
     return PlannedCopy(direction, options, copy_plan, prover, shared_region, global_region,
                        slots)
 
