@@ -96,7 +96,8 @@ def label(gcfg: GroupedGemmConfig) -> str:
     return (f"grouped_{gcfg.groups}x{cfg.m}x{cfg.n}x{cfg.k}_{cfg.schedule}_{cfg.block_m}x"
             f"{cfg.block_n}x{cfg.block_k}_s{cfg.stages}_l2{cfg.l2_promotion}"
             f"{'_sk' if gcfg.stream_k else ''}"
-            f"{f'_or{gcfg.short.block_m}' if gcfg.short is not None else ''}")
+            f"{f'_or{gcfg.short.block_m}' if gcfg.short is not None else ''}"
+            f"{f'_cl{cfg.cluster}' if cfg.cluster > 1 else ''}")
 
 
 def compile_only(problems, sweep: bool, dump: Path | None) -> list[dict]:
@@ -200,7 +201,7 @@ def measure(problems, sweep: bool, timing: dict, dump: Path | None) -> list[dict
                    "block_k": cfg.block_k, "stages": cfg.stages,
                    "l2_promotion": cfg.l2_promotion, "stream_k": gcfg.stream_k,
                    "short_block_m": gcfg.short.block_m if gcfg.short is not None else None,
-                   "short_taken": takes_short(gcfg, sizes),
+                   "short_taken": takes_short(gcfg, sizes), "cluster": cfg.cluster,
                    "correct": ok and ok_after,
                    "worst_error_over_bound": round(max(worst, worst_after), 4),
                    "ms": round(ms, 5), "median_ms": round(median, 5),

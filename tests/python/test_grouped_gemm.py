@@ -84,6 +84,19 @@ CASES = {
                                    [64, 0, 1, 63, 100, 37]),
     "two-heights-ragged-n-tall": (GroupedGemmConfig.for_problem(5, 384, 320, 192, ctas=4),
                                   [120, 128, 0, 70, 1]),
+    # 2x1 clusters: pairs of row blocks of one group share B[g] (multicast). Groups of an
+    # odd number of row blocks (1 row, 100, 300: the last pair's second CTA computes the
+    # last row block again and stores nothing), empty groups, rows after the last group;
+    # on 4 CTAs (2 clusters, many rounds), and with a ragged N (B[g] rebound, each CTA
+    # loading its half through its own slots).
+    "cluster-pairs": (GroupedGemmConfig.for_problem(5, 1024, 512, 256, cluster=2),
+                      [0, 1, 100, 300, 0]),
+    "cluster-pairs-4-ctas": (GroupedGemmConfig.for_problem(6, 768, 512, 128, ctas=4,
+                                                           cluster=2),
+                             [64, 0, 1, 263, 300, 140]),
+    "cluster-pairs-ragged-n": (GroupedGemmConfig.for_problem(4, 640, 320, 192, block_n=128,
+                                                             epilogue_n=64, cluster=2),
+                               [129, 0, 257, 17]),
 }
 
 
@@ -143,7 +156,8 @@ def test_a_ragged_n_rebinds_b_too(built_kernels):
 
 
 def test_the_config_refuses_what_the_kernel_does_not_do():
-    for options, what in ((dict(cluster=2), "cluster"), (dict(split_k=2), "split_k"),
+    for options, what in ((dict(cluster_n=2), "cluster_n"), (dict(split_k=2), "split_k"),
+                          (dict(cluster=2, stream_k=True), "cluster=2 with stream_k=True"),
                           (dict(dtype="float8_e4m3fn"), "dtype"),
                           (dict(schedule="pingpong", block_n=128, epilogue_n=64,
                                 stream_k=True),
@@ -447,3 +461,24 @@ def test_the_two_height_kernel_chooses_after_the_previous_kernel_and_idles_a_war
     assert body[branch:].count("if (((int)threadIdx.x) <= 255) {") == 1
     usage = ptxas_usage(source)
     assert (usage.spill_store_bytes, usage.spill_load_bytes) == (0, 0)
+
+
+def test_a_cluster_pair_multicasts_b_and_only_a_live_tile_stores(built_kernels):
+    gcfg, _ = CASES["cluster-pairs"]
+    assert (gcfg.gemm.cluster, gcfg.gemm.workers, gcfg.short) == (2, 66, None)
+    # Units are pairs of row blocks: 1024 rows in 256-row pairs plus one partial pair a
+    # group, 2 column blocks each; 66 clusters take them round-robin.
+    assert gcfg.max_tiles == (4 + 5) * 2 and gcfg.rounds == 1
+    src = built_kernels["cluster-pairs"].cuda_source
+    # Each CTA loads half of the B[g] tile (128 of its 256 rows) into both CTAs' slots.
+    assert ("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes"
+            ".multicast::cluster") in src
+    b_loads = re.findall(r"B_tensormap\)\)\), (\d+), \(\(\(g_ptr\[0\] \* 512\) \+ \(nb_ptr\[0\] "
+                         r"\* 256\)\) \+ \(\(\(int\)tvm_builtin_cluster_ctaid_x\(\)\) \* 128\)\), "
+                         r".*\(ushort\)3\);", src)
+    assert b_loads == ["0", "64", "128", "192"]  # K = 256: four steps, unrolled
+    # Every CTA rebinds maps in slots of its own (a row of the workspace per CTA, not per
+    # cluster), and stores only where its row block is inside the group.
+    assert "maps_ptr[(((int)blockIdx.x) * 1024)]" in src
+    assert "((((int)threadIdx.x) == 128) && (live_ptr_1[0] == 1))" in src
+    assert "live_ptr_1[0] = ((int)((mb_ptr_1[0] * 128) < rows_ptr_1[0]));" in src

@@ -477,11 +477,12 @@ def make_kernel_body(cfg: GemmConfig, a_operand: AOperand | None, work=None
     two tilings (:mod:`.grouped_gemm`) opens one entry and branches between two of those.
 
     ``work``: another kernel's walk over its work (a grouped GEMM's tiles across groups,
-    :mod:`.grouped_gemm`), with ``produce(ring, a_ring, b_ring, A, B, groups, worker)``
-    and ``consume(ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, groups, worker,
+    :mod:`.grouped_gemm`), with ``produce(ring, a_ring, b_ring, A, B, groups, cta)``
+    and ``consume(ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, groups, cta,
     consumer, lane, tid)`` run by the producer thread and the consumer warpgroups in
-    place of the GEMM's loops (``groups`` is that kernel's extra arguments); everything
-    else -- shared memory, ring, barriers, register split -- is this kernel's."""
+    place of the GEMM's loops (``groups`` is that kernel's extra arguments, ``cta`` the
+    CTA's (worker, rank, place): see :func:`make_cta_body`); everything else -- shared
+    memory, ring, barriers, register split -- is this kernel's."""
     m, k = cfg.m, cfg.k
     a_dtype = cfg.mma_dtypes[0]
     ctas, cluster = cfg.ctas, cfg.cluster_size
@@ -682,7 +683,7 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
             T.ptx.setmaxnreg.dec.sync.aligned.u32(PRODUCER_REGISTERS)
             if tid == 0:
                 if work is not None:
-                    work.produce(ring, a_loads, b_ring, A, B, groups, worker)
+                    work.produce(ring, a_loads, b_ring, A, B, groups, (worker, rank, place))
                 elif stream_k or tail:
                     # Whole tiles first (rounds 0 .. dp_rounds - 1, the plain order), then
                     # stream-K's run, tile by tile (ring use dp_rounds * k_steps + (step -
@@ -731,7 +732,7 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
                 scale[0] = scale_a[0] * scale_b[0]
             if work is not None:
                 work.consume(ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, groups,
-                             worker, consumer, lane, tid)
+                             (worker, rank, place), consumer, lane, tid)
             elif stream_k or tail:
                 # Whole tiles first; then each tile of stream-K's run: its K steps here,
                 # then either publish them (a tile this run did not start) or gather the

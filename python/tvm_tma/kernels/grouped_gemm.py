@@ -169,7 +169,7 @@ class GroupedGemmConfig:
         defaults = dict(block_m=128, block_n=256, schedule="cooperative",
                         stages=3 if groups >= MANY_GROUPS else 4,
                         epilogue_n=128, l2_promotion=256 if m <= groups * block_m else 128)
-        tiled = {"block_m", "block_n", "schedule", "stages", "epilogue_n"} & set(options)
+        tiled = {"block_m", "block_n", "schedule", "stages", "epilogue_n", "cluster"} & set(options)
         chosen = bool(tiled or stream_k) or groups >= MANY_GROUPS
         if m <= groups * DECODE_ROWS and not chosen:
             defaults.update(DECODE_TILES)
@@ -188,10 +188,15 @@ class GroupedGemmConfig:
             raise ValueError(f"dtype={cfg.dtype!r}: the grouped GEMM takes {DTYPES}")
         if cfg.b_layout != "nk":
             raise ValueError("the grouped GEMM takes B as (E, N, K), K-major (b_layout='nk')")
-        for name in ("cluster", "cluster_n", "split_k"):
+        for name in ("cluster_n", "split_k"):
             if getattr(cfg, name) != 1:
                 raise ValueError(f"{name}={getattr(cfg, name)}: the grouped GEMM runs "
-                                 "one CTA per tile, unsplit")
+                                 "one CTA per tile (or a 2x1 cluster per pair of tiles), "
+                                 "unsplit")
+        if cfg.cluster > 1 and (self.stream_k or self.short is not None):
+            raise ValueError(f"cluster={cfg.cluster} with stream_k={self.stream_k}, "
+                             f"short={self.short is not None}: a 2x1 cluster walks whole "
+                             "pairs of tiles of one tiling")
         if cfg.stream_k or cfg.split_k_ordered or cfg.tail_split != 1 or cfg.a_copy_k:
             raise ValueError("the grouped GEMM takes neither the GEMM's stream-K (its own "
                              "is GroupedGemmConfig.stream_k), ordered split-K, the tail "
@@ -235,15 +240,15 @@ class GroupedGemmConfig:
 
     @property
     def max_tiles(self) -> int:
-        """Tiles of the worst split of M into groups: each group adds at most one partial
-        row block to ``ceil(M / block_m)``."""
+        """Work units (tiles; with a 2x1 cluster, pairs of tiles) of the worst split of M
+        into groups: each group adds at most one partial unit to ``ceil(M / unit rows)``."""
         cfg = self.gemm
-        return (cfg.m_blocks + self.groups) * cfg.n_blocks
+        return (cfg.m_groups + self.groups) * cfg.n_blocks
 
     @property
     def rounds(self) -> int:
-        """Tiles a CTA takes at most."""
-        return math.ceil(self.max_tiles / self.gemm.ctas)
+        """Units a worker (a CTA, or a cluster) takes at most."""
+        return math.ceil(self.max_tiles / self.gemm.workers)
 
 
 def workspace_shape(gcfg: GroupedGemmConfig) -> tuple[int, int, int]:
@@ -264,11 +269,15 @@ def workspace_shapes(gcfg: GroupedGemmConfig) -> tuple[tuple[int, int], tuple[in
 
 
 def make_tiles_of(gcfg: GroupedGemmConfig):
-    """``(tiles_of(offs, g), bounds(offs, g))``: group ``g``'s tiles, and its (first row,
+    """``(tiles_of(offs, g), bounds(offs, g))``: group ``g``'s work units (tiles, or with a
+    cluster along M its pairs of tiles), and its (first row,
     row end) read from ``offs`` with clamps (``0 <= start <= end <= M`` whatever ``offs``
     holds: it is data, and a bad one must not make a copy leave its tensor)."""
     cfg = gcfg.gemm
-    m, bm, n_blocks = cfg.m, cfg.block_m, cfg.n_blocks
+    m, n_blocks = cfg.m, cfg.n_blocks
+    # A unit is ``cluster`` vertically adjacent row blocks of one column block (one CTA's
+    # tile each; one tile without a cluster).
+    bm = cfg.block_m * cfg.cluster
 
     def end_of(offs, g):
         return T.min(T.max(offs[g], 0), m)
@@ -288,14 +297,22 @@ def make_locate(gcfg: GroupedGemmConfig):
     """``count(offs, total)`` and ``locate(offs, walk, tile, unit)``, the tile order across
     groups (see the module docstring).
 
-    ``count`` writes the number of tiles of all groups into ``total[0]``. ``locate``
-    advances ``walk`` = (group, its first tile) to the group holding tile ``unit`` (units
-    of one thread come in increasing order) and writes ``tile``, five one-element locals
-    (group, row block, column block, first row, rows): one buffer each, so a fact about
-    one is not lost to a store to another.
+    ``count`` writes the number of units of all groups into ``total[0]``. ``locate``
+    advances ``walk`` = (group, its first unit) to the group holding unit ``unit`` (units
+    of one thread come in increasing order) and writes ``tile``, six one-element locals
+    (group, row block, column block, first row, rows, live): one buffer each, so a fact
+    about one is not lost to a store to another.
+
+    With a cluster along M (:attr:`.gemm_config.GemmConfig.cluster` = 2) a unit is a pair
+    of vertically adjacent row blocks of one column block of the group: the cluster's CTAs
+    read the same B[g] tile, each loading half of it for both (multicast). CTA ``place``
+    takes row block ``2 * pair + place``; where the group has an odd number of row blocks
+    the last pair's second CTA has none: it computes the group's last row block again
+    (its loads are its partner's, its copies inside the group) and stores nothing
+    (``live`` 0), because it must still load its half of B for its partner.
     """
     cfg = gcfg.gemm
-    e, bm, n_blocks = gcfg.groups, cfg.block_m, cfg.n_blocks
+    e, bm, n_blocks, cluster = gcfg.groups, cfg.block_m, cfg.n_blocks, cfg.cluster
     tiles_of, bounds = make_tiles_of(gcfg)
 
     @T.inline
@@ -305,8 +322,8 @@ def make_locate(gcfg: GroupedGemmConfig):
             total[0] = total[0] + tiles_of(offs, g)
 
     @T.inline
-    def locate(offs, walk, tile, unit):
-        g, mb, nb, start, rows = T.meta_var(tile)
+    def locate(offs, walk, tile, unit, place):
+        g, mb, nb, start, rows, live = T.meta_var(tile)
         while walk[0] < e - 1 and unit >= walk[1] + tiles_of(offs, walk[0]):
             walk[1] = walk[1] + tiles_of(offs, walk[0])
             walk[0] = walk[0] + 1
@@ -314,8 +331,16 @@ def make_locate(gcfg: GroupedGemmConfig):
         first, end = T.meta_var(bounds(offs, g[0]))
         start[0] = first
         rows[0] = end - start[0]
-        mb[0] = (unit - walk[1]) % ((rows[0] + bm - 1) // bm)
-        nb[0] = (unit - walk[1]) // ((rows[0] + bm - 1) // bm)
+        if cluster == 1:
+            mb[0] = (unit - walk[1]) % ((rows[0] + bm - 1) // bm)
+            nb[0] = (unit - walk[1]) // ((rows[0] + bm - 1) // bm)
+            live[0] = 1
+        else:
+            pairs = T.meta_var((rows[0] + cluster * bm - 1) // (cluster * bm))
+            mb[0] = (unit - walk[1]) % pairs * cluster + place
+            nb[0] = (unit - walk[1]) // pairs
+            live[0] = T.Cast("int32", mb[0] * bm < rows[0])
+            mb[0] = T.min(mb[0], (rows[0] + bm - 1) // bm - 1)
         # What the walk guarantees for a tile below the total, stated for the dispatch.
         T.assume(0 <= g[0] and g[0] < e and 0 <= mb[0] and mb[0] * bm < rows[0]
                  and 0 <= nb[0] and nb[0] < n_blocks)
@@ -398,6 +423,17 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
     mma_steps = make_mma_steps(cfg)
     publish, gather = make_fixup(cfg) if stream_k else (None, None)
 
+    def slot_cta(cta):
+        # The CTA's own map slots: the workspace has a row per CTA (a cluster's CTAs are
+        # one worker but rebind maps of their own).
+        worker, _, place = cta
+        return worker * cfg.cluster + place if cfg.cluster > 1 else worker
+
+    def stores(thread, live):
+        # The storing thread, where this CTA's tile is a row block of the group (with a
+        # cluster the last pair's second CTA may have none: see make_locate).
+        return T.And(thread, live[0] == 1) if cfg.cluster > 1 else thread
+
     def b_offset(group):
         # B[g]'s first element: past 2^31 elements (256 experts of 2048 x 7168) in 64 bits.
         if gcfg.groups * n * k < 1 << 31:
@@ -423,9 +459,10 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
                 shared[0] = 0
 
     @T.inline
-    def each_tile(offs, worker, visit, context, visit_segment, tiles):
+    def each_tile(offs, worker, place, visit, context, visit_segment, tiles):
         # Every tile of this CTA, in order: walk the groups to it, then visit(context, j,
-        # unit, total, tile), tile = (group, row block, column block, first row, rows);
+        # unit, total, tile), tile = (group, row block, column block, first row, rows,
+        # live);
         # with stream-K then every tile its run touches, visit_segment(context, it0, kb,
         # ke, t, run, tile): its K steps kb .. ke - 1 on ring uses it0 ..
         total = T.alloc_local((1,), "int32")
@@ -435,6 +472,8 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
         nb = T.alloc_local((1,), "int32")
         start = T.alloc_local((1,), "int32")
         rows = T.alloc_local((1,), "int32")
+        live = T.alloc_local((1,), "int32")
+        tile = T.meta_var((g, mb, nb, start, rows, live))
         if stream_k:
             whole = T.alloc_local((1,), "int32")
             shared = T.alloc_local((1,), "int32")
@@ -447,8 +486,8 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
         for j in T.serial(rounds):
             unit = T.meta_var(unit_of(cfg, worker, j))
             if unit < whole[0]:
-                locate(offs, walk, (g, mb, nb, start, rows), unit)
-                visit(context, j, unit, whole, (g, mb, nb, start, rows))
+                locate(offs, walk, tile, unit, place)
+                visit(context, j, unit, whole, tile)
         if stream_k:
             if shared[0] > 0:
                 # Run of this CTA: steps first .. end - 1, numbered over the problem (step
@@ -477,22 +516,23 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
                     # segment is inside the tile's K (so B[g]'s tile is inside B).
                     T.assume(0 <= kb[0] and kb[0] < ke[0] and ke[0] <= k_steps)
                     use[0] = whole[0] // ctas * k_steps + t * k_steps + kb[0] - first[0]
-                    locate(offs, walk, (g, mb, nb, start, rows), t)
-                    visit_segment(context, use[0], kb[0], ke[0], t, run,
-                                  (g, mb, nb, start, rows))
+                    locate(offs, walk, tile, t, place)
+                    visit_segment(context, use[0], kb[0], ke[0], t, run, tile)
 
     @T.inline
     def load_segment(context, it0, kb, ke, t, run, tile):
         # The loads of K steps kb .. ke - 1 of the tile on ring uses it0 ..: its group's
         # rows of A and B[g] as views (A's rebound on the device).
-        ring, a_ring, b_ring, A, B, maps, worker = T.meta_var(context)
-        g, mb, nb, start, rows = T.meta_var(tile)
+        ring, a_ring, b_ring, A, B, maps, cta = T.meta_var(context)
+        worker, rank, place = T.meta_var(cta)
+        g, mb, nb, start, rows, live = T.meta_var(tile)
         Ag = T.decl_buffer((rows[0], k), dtype, A.data, elem_offset=start[0] * k,
                            layout=TileLayout(S[rows[0], k]))
         Bg = T.decl_buffer((n, k), dtype, B.data, elem_offset=b_offset(g[0]),
                            layout=TileLayout(S[n, k]))
-        load_steps(ring, a_ring, b_ring, Ag, Bg, it0, kb, ke - kb, mb[0], nb[0], 0, 0,
-                   maps.ptr_to([worker, pairs + 0, 0]), maps.ptr_to([worker, pairs + 3, 0]))
+        load_steps(ring, a_ring, b_ring, Ag, Bg, it0, kb, ke - kb, mb[0], nb[0], rank, place,
+                   maps.ptr_to([slot_cta(cta), pairs + 0, 0]),
+                   maps.ptr_to([slot_cta(cta), pairs + 3, 0]))
 
     @T.inline
     def load_tile(context, j, unit, total, tile):
@@ -501,9 +541,9 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
 
     @T.inline
     def consume_tile(context, j, unit, total, tile):
-        ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, maps, worker, consumer, lane, \
+        ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, maps, cta, consumer, lane, \
             tid, fixup = T.meta_var(context)
-        g, mb, nb, start, rows = T.meta_var(tile)
+        g, mb, nb, start, rows, live = T.meta_var(tile)
         Cg = T.decl_buffer((rows[0], n), dtype, C.data, elem_offset=start[0] * n,
                            layout=TileLayout(S[rows[0], n]))
         if pingpong:
@@ -515,21 +555,24 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
                 if unit + ctas < total[0]:
                     T.ptx.bar.arrive(T.Cast("uint32", 4 - consumer), 2 * WARPGROUP)
                 store_unit(Cg, c_tile, acc, consumer, 0, mb[0], nb[0], lane, 1 + consumer,
-                           lane == 0, None, None, maps.ptr_to([worker, pairs + 1 + consumer, 0]))
+                           stores(lane == 0, live), None, None,
+                           maps.ptr_to([slot_cta(cta), pairs + 1 + consumer, 0]))
         else:
             row0 = T.meta_var(consumer * cfg.consumer_rows)
             mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, 0, row0, lane)
             store_unit(Cg, c_tile, acc, 0, row0, mb[0], nb[0], lane, 1,
-                       tid == WARPGROUP, None, None, maps.ptr_to([worker, pairs + 1, 0]))
+                       stores(tid == WARPGROUP, live), None, None,
+                       maps.ptr_to([slot_cta(cta), pairs + 1, 0]))
 
     @T.inline
     def consume_segment(context, it0, kb, ke, t, run, tile):
         # A stream-K tile's K steps kb .. ke - 1; then hand them to the tile's owner (a
         # tile this run did not start), or gather the other runs' parts and store it.
-        ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, maps, worker, consumer, lane, \
+        ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, maps, cta, consumer, lane, \
             tid, fixup = T.meta_var(context)
+        worker = T.meta_var(cta[0])
         partials, flags, flag = T.meta_var(fixup)
-        g, mb, nb, start, rows = T.meta_var(tile)
+        g, mb, nb, start, rows, live = T.meta_var(tile)
         row0 = T.meta_var(consumer * cfg.consumer_rows)
         mma_steps(ring, a_ring, b_ring, acc, desc_a, desc_b, it0, kb, ke - kb, row0, lane)
         if kb > 0:
@@ -544,13 +587,13 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
                        tid == WARPGROUP, None, None, maps.ptr_to([worker, pairs + 1, 0]))
 
     @T.inline
-    def produce(ring, a_ring, b_ring, A, B, groups, worker):
+    def produce(ring, a_ring, b_ring, A, B, groups, cta):
         offs, maps = T.meta_var(groups[:2])
-        each_tile(offs, worker, load_tile, (ring, a_ring, b_ring, A, B, maps, worker),
+        each_tile(offs, cta[0], cta[2], load_tile, (ring, a_ring, b_ring, A, B, maps, cta),
                   load_segment, groups[2] if counted else None)
 
     @T.inline
-    def consume(ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, groups, worker,
+    def consume(ring, a_ring, b_ring, c_tile, acc, desc_a, desc_b, C, groups, cta,
                 consumer, lane, tid):
         offs, maps = T.meta_var(groups[:2])
         if stream_k:
@@ -559,9 +602,9 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
             fixup = T.meta_var((partials, flags, flag))
         else:
             fixup = T.meta_var(None)
-        each_tile(offs, worker, consume_tile, (ring, a_ring, b_ring, c_tile, acc, desc_a,
-                                               desc_b, C, maps, worker, consumer, lane, tid,
-                                               fixup),
+        each_tile(offs, cta[0], cta[2], consume_tile, (ring, a_ring, b_ring, c_tile, acc,
+                                                       desc_a, desc_b, C, maps, cta,
+                                                       consumer, lane, tid, fixup),
                   consume_segment, groups[2] if counted else None)
     # fmt: on
 
