@@ -59,7 +59,7 @@ SWEEP = [dict(), dict(short=False), dict(l2_promotion=128), dict(l2_promotion=25
          dict(block_m=64, schedule="pingpong", stages=5, epilogue_n=64),
          dict(block_m=64, block_n=128, stages=8), dict(block_k=32, stages=8),
          dict(schedule="pingpong", block_n=128, epilogue_n=64), dict(block_n=128, stages=6),
-         dict(stream_k=False), dict(stream_k=True)]
+         dict(stream_k=False), dict(stream_k=True), dict(cluster=2)]
 
 
 def parse_problem(text: str) -> tuple[int, int, int, int]:

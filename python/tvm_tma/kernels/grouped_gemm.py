@@ -45,6 +45,14 @@ with a different walk over the work (``work=``):
   bounds are read with clamps (``0 <= start <= end <= M``): ``offs`` is data, and a bad
   one must not make a copy leave its tensor.
 
+* **2x1 clusters** (``gemm.cluster`` = 2, an option): a unit is a pair of vertically
+  adjacent row blocks of one group and column block, the two CTAs sharing each B[g] tile
+  (each loads half of it into both: multicast); a group of an odd number of row blocks
+  leaves the last pair's second CTA its partner's row block to recompute, its store
+  skipped (:func:`make_locate`). Measured on the H200 (benchmarks/RESULTS.md 9j) it is
+  not the default: within 2% of one CTA a tile on the Mixtral-like problems, 0.67-0.75x
+  of the default on decode steps, whose groups of one row block idle half of each pair.
+
 * **Two tile heights, chosen on the device** (:attr:`GroupedGemmConfig.short`): a
   weight-streaming step (17 to 128 rows an expert) runs fastest on 64-row tiles or on
   128-row ones depending on how the groups' tiles fill the rounds of CTAs -- which only

@@ -277,9 +277,10 @@ TALL_TILINGS = (
 #: once for 256 rows), which the model offers only where the caller asks for 256 rows
 #: (``block_m=256``): 128 columns (128 accumulators a consumer thread, the most beside two
 #: warpgroups) and 4 ring stages of 48 KiB beside a 64-column C stage. Measured against
-#: the default's 128 x 256 on large problems it ran 0.5-3.5% slower (H200, settled clocks:
-#: 8192^3 0.97x, 4096^3 0.98x, 4096 x 14336 x 4096 0.97x; benchmarks/RESULTS.md 6z14), so
-#: no default takes it; it runs plain (:data:`.gemm_config.PLAIN_256_REFUSED`).
+#: the default's 128 x 256 on large problems it ran 2-5% slower (H200, settled clocks:
+#: 8192^3 0.97x, 4096^3 0.98x, 4096 x 14336 x 4096 0.97x, 8192 x 1024 x 8192 0.95x;
+#: benchmarks/RESULTS.md 6z14), so no default takes it; it runs plain
+#: (:data:`.gemm_config.PLAIN_256_REFUSED`).
 TALL_256 = {"block_n": 128, "stages": 4, "epilogue_n": 64, "schedule": "cooperative"}
 #: The tiling wider than wgmma's N (two MMAs of 160 columns a k16 step, 160 accumulators a
 #: consumer thread; 3 ring stages of 56 KiB beside two 64-column C stages, so that each of
