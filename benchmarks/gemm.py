@@ -49,7 +49,7 @@ import tvm
 import tvm_tma  # noqa: F401  (registers dispatch="tma")
 from tvm_tma.kernels.fp8_reference import accumulation_terms
 from tvm_tma.kernels.gemm import gemm_kernel
-from tvm_tma.kernels.gemm_config import DTYPES_16, FP8_DTYPES, GemmConfig
+from tvm_tma.kernels.gemm_config import BLOCK_MS, DTYPES_16, FP8_DTYPES, GemmConfig
 from tvm_tma.kernels.reference import error_bound, fp8_error_bound
 from tvm_tma.kernels.residency import resident_ctas
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
@@ -462,7 +462,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--problem", action="append", default=[],
                         help="MxNxK (repeatable); default: the six of the issue")
     parser.add_argument("--schedule", choices=("cooperative", "pingpong"))
-    parser.add_argument("--block-m", type=int, choices=(64, 128, 192))
+    parser.add_argument("--block-m", type=int, choices=BLOCK_MS)
     parser.add_argument("--block-n", type=int)
     parser.add_argument("--stages", type=int)
     parser.add_argument("--epilogue-n", type=int)
