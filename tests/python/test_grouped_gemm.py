@@ -158,6 +158,9 @@ def test_a_ragged_n_rebinds_b_too(built_kernels):
 def test_the_config_refuses_what_the_kernel_does_not_do():
     for options, what in ((dict(cluster_n=2), "cluster_n"), (dict(split_k=2), "split_k"),
                           (dict(cluster=2, stream_k=True), "cluster=2 with stream_k=True"),
+                          (dict(cluster=2, schedule="pingpong", block_n=128, epilogue_n=64),
+                           "schedule='pingpong': a 2x1 cluster walks whole pairs of tiles of "
+                           "one cooperative tiling"),
                           (dict(dtype="float8_e4m3fn"), "dtype"),
                           (dict(schedule="pingpong", block_n=128, epilogue_n=64,
                                 stream_k=True),

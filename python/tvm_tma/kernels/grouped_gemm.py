@@ -45,7 +45,8 @@ with a different walk over the work (``work=``):
   bounds are read with clamps (``0 <= start <= end <= M``): ``offs`` is data, and a bad
   one must not make a copy leave its tensor.
 
-* **2x1 clusters** (``gemm.cluster`` = 2, an option): a unit is a pair of vertically
+* **2x1 clusters** (``gemm.cluster`` = 2, an option; cooperative tiles of one height,
+  without stream-K): a unit is a pair of vertically
   adjacent row blocks of one group and column block, the two CTAs sharing each B[g] tile
   (each loads half of it into both: multicast); a group of an odd number of row blocks
   leaves the last pair's second CTA its partner's row block to recompute, its store
@@ -201,10 +202,12 @@ class GroupedGemmConfig:
                 raise ValueError(f"{name}={getattr(cfg, name)}: the grouped GEMM runs "
                                  "one CTA per tile (or a 2x1 cluster per pair of tiles), "
                                  "unsplit")
-        if cfg.cluster > 1 and (self.stream_k or self.short is not None):
+        if cfg.cluster > 1 and (self.stream_k or self.short is not None
+                                or cfg.schedule != "cooperative"):
             raise ValueError(f"cluster={cfg.cluster} with stream_k={self.stream_k}, "
-                             f"short={self.short is not None}: a 2x1 cluster walks whole "
-                             "pairs of tiles of one tiling")
+                             f"short={self.short is not None}, schedule={cfg.schedule!r}: "
+                             "a 2x1 cluster walks whole pairs of tiles of one cooperative "
+                             "tiling")
         if cfg.stream_k or cfg.split_k_ordered or cfg.tail_split != 1 or cfg.a_copy_k:
             raise ValueError("the grouped GEMM takes neither the GEMM's stream-K (its own "
                              "is GroupedGemmConfig.stream_k), ordered split-K, the tail "
@@ -560,7 +563,7 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
                 if j > 0:
                     T.ptx.bar.sync(T.Cast("uint32", 3 + consumer), 2 * WARPGROUP)
                 mma_unit(ring, a_ring, b_ring, acc, desc_a, desc_b, j, 0, 0, lane)
-                if unit + ctas < total[0]:
+                if unit + cfg.workers < total[0]:
                     T.ptx.bar.arrive(T.Cast("uint32", 4 - consumer), 2 * WARPGROUP)
                 store_unit(Cg, c_tile, acc, consumer, 0, mb[0], nb[0], lane, 1 + consumer,
                            stores(lane == 0, live), None, None,
