@@ -46,9 +46,9 @@ with a different walk over the work (``work=``):
   one must not make a copy leave its tensor.
 
 * **2x1 clusters** (``gemm.cluster`` = 2, an option; cooperative tiles of one height,
-  without stream-K): a unit is a pair of vertically
-  adjacent row blocks of one group and column block, the two CTAs sharing each B[g] tile
-  (each loads half of it into both: multicast); a group of an odd number of row blocks
+  without stream-K): a unit is a pair of vertically adjacent row blocks of one group and
+  column block, the two CTAs sharing each B[g] tile (each loads half of it into both:
+  multicast); a group of an odd number of row blocks
   leaves the last pair's second CTA its partner's row block to recompute, its store
   skipped (:func:`make_locate`). Measured on the H200 (benchmarks/RESULTS.md 9j) it is
   not the default: within 2% of one CTA a tile on the Mixtral-like problems, 0.67-0.75x
