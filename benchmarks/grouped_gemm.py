@@ -23,6 +23,10 @@ bytes it must read (the groups' rows of A and B[g] of every non-empty group) per
 against ``torch.Tensor.copy_``'s rate (bytes read plus written per second) on a buffer of
 B's size, measured in the same run.
 
+``--against-plain`` also times the same rows as one plain GEMM against B[0] in the same
+run, ours (``GemmConfig.for_problem(M, N, K)``, its output checked like a group's) and
+``torch.matmul``: what the grouped walk costs over the GEMM's (benchmarks/RESULTS.md 9j).
+
 ``--compile-only`` builds and assembles every kernel for sm_90a (no GPU); ``--dump-cuda
 DIR`` writes each kernel's CUDA source; ``--json`` prints the rows as one JSON list.
 """
@@ -36,6 +40,8 @@ from pathlib import Path
 import numpy as np
 
 import tvm_tma  # noqa: F401  (registers dispatch="tma")
+from tvm_tma.kernels.gemm import gemm_kernel
+from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.grouped_gemm import (
     GroupedGemmConfig,
     check_workspace_left_clean,
@@ -46,6 +52,7 @@ from tvm_tma.kernels.grouped_gemm import (
 )
 from tvm_tma.kernels.grouped_reference import group_ends, uneven_sizes
 from tvm_tma.kernels.reference import error_bound
+from tvm_tma.kernels.stream_k import workspace as gemm_workspace
 from tvm_tma.testing.runner import assemble, compile_kernel
 from tvm_tma.testing.timing import HEAT_MS, back_to_back, per_launch_median
 
@@ -100,9 +107,22 @@ def label(gcfg: GroupedGemmConfig) -> str:
             f"{f'_cl{cfg.cluster}' if cfg.cluster > 1 else ''}")
 
 
-def compile_only(problems, sweep: bool, dump: Path | None) -> list[dict]:
+def plain_config(problem) -> GemmConfig:
+    """The plain GEMM of the problem's rows against one expert (``--against-plain``)."""
+    _, m, n, k = problem
+    return GemmConfig.for_problem(m, n, k)
+
+
+def compile_only(problems, sweep: bool, dump: Path | None,
+                 against_plain: bool = False) -> list[dict]:
     rows = []
     for problem in problems:
+        if against_plain:
+            cfg = plain_config(problem)
+            cubin = assemble(compile_kernel(gemm_kernel(cfg)).cuda_source)
+            rows.append({"kernel": f"plain_{cfg.m}x{cfg.n}x{cfg.k}_{cfg.block_m}x{cfg.block_n}",
+                         "cubin_bytes": len(cubin)})
+            print(json.dumps(rows[-1]), flush=True)
         for gcfg in configs_for(problem, sweep, 132):
             built = compile_kernel(grouped_gemm_kernel(gcfg))
             if dump is not None:
@@ -130,6 +150,30 @@ def check(torch, c, a, b, offs_list, k: int) -> tuple[bool, float]:
     if start < c.shape[0]:
         ok = ok and bool(torch.all(torch.isnan(c[start:])))
     return ok, worst
+
+
+def time_plain(torch, tvm, problem, a, b, timing: dict) -> dict:
+    """``--against-plain``: the problem's rows as one plain GEMM against B[0], ours (every
+    element checked, as one group of all the rows) and ``torch.matmul``, in ms."""
+    _, m, n, k = problem
+    device = tvm.cuda(0)
+    cfg = plain_config(problem)
+    kernel = compile_kernel(gemm_kernel(cfg)).executable["main"]
+    b0 = b[0].contiguous()
+    c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.bfloat16)
+    args = [tvm.runtime.from_dlpack(t) for t in (a, b0, c)] + gemm_workspace(cfg, device)
+    kernel(*args)
+    device.sync()
+    ok, _ = check(torch, c, a, b0[None], [m], k)
+    out = torch.empty((m, n), device="cuda", dtype=torch.bfloat16)
+    launches, repetitions = timing["launches"], timing["repetitions"]
+    ms = back_to_back(torch, lambda: kernel(*args), launches, repetitions, 3, HEAT_MS)
+    device.sync()
+    ok_after, _ = check(torch, c, a, b0[None], [m], k)
+    cublas_ms = back_to_back(torch, lambda: torch.matmul(a, b0.T, out=out), launches,
+                             repetitions, 3, HEAT_MS)
+    return {"plain_tile": f"{cfg.block_m}x{cfg.block_n}", "plain_correct": ok and ok_after,
+            "plain_ms": round(ms, 5), "cublas_plain_ms": round(cublas_ms, 5)}
 
 
 def measure(problems, sweep: bool, timing: dict, dump: Path | None) -> list[dict]:
@@ -174,6 +218,8 @@ def measure(problems, sweep: bool, timing: dict, dump: Path | None) -> list[dict
                        per_launch_median(torch, fn, runs, 3)) for name, fn in baselines.items()}
         copy_ms = back_to_back(torch, copy, launches, repetitions, 3, HEAT_MS)
         copy_rate = 2 * b.numel() * 2 / copy_ms / 1e6  # bytes read + written, GB/s
+        plain = time_plain(torch, tvm, problem, a, b, timing) if timing.get("against_plain") \
+            else None
         for gcfg in configs_for(problem, sweep, ctas):
             built = compile_kernel(grouped_gemm_kernel(gcfg))
             if dump is not None:
@@ -214,6 +260,12 @@ def measure(problems, sweep: bool, timing: dict, dump: Path | None) -> list[dict
                             f"{name}_median_ms": round(base_median, 5),
                             f"{name}_tflops": round(flops / base_ms / 1e9, 1),
                             f"percent_of_{name}": round(100 * base_ms / ms, 1)})
+            if plain is not None:
+                # The plain GEMM's rows are all M rows (the groups' may stop short of M).
+                row.update(plain)
+                row["correct"] = row["correct"] and plain["plain_correct"]
+                row["percent_of_plain"] = round(100 * plain["plain_ms"] / ms, 1)
+                row["percent_of_cublas_plain"] = round(100 * plain["cublas_plain_ms"] / ms, 1)
             rows.append(row)
             print(json.dumps(row), flush=True)
     return rows
@@ -228,15 +280,18 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--dump-cuda", type=Path, help="write each kernel's CUDA source here")
     parser.add_argument("--json", action="store_true", help="print all rows as one JSON list")
     parser.add_argument("--sweep", action="store_true", help="time several tilings")
+    parser.add_argument("--against-plain", action="store_true",
+                        help="also time the rows as one plain GEMM against B[0] (ours, cuBLAS)")
     parser.add_argument("--launches", type=int, default=20)
     parser.add_argument("--repetitions", type=int, default=5)
     parser.add_argument("--runs", type=int, default=20)
     args = parser.parse_args(argv)
     problems = args.problem or DEFAULT_PROBLEMS
     if args.compile_only:
-        rows = compile_only(problems, args.sweep, args.dump_cuda)
+        rows = compile_only(problems, args.sweep, args.dump_cuda, args.against_plain)
     else:
-        timing = dict(launches=args.launches, repetitions=args.repetitions, runs=args.runs)
+        timing = dict(launches=args.launches, repetitions=args.repetitions, runs=args.runs,
+                      against_plain=args.against_plain)
         rows = measure(problems, args.sweep, timing, args.dump_cuda)
     if args.json:
         print(json.dumps(rows))

@@ -11,6 +11,7 @@ against the fp32 reference within the GEMM's bound, rows outside the groups unto
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import replace
 from pathlib import Path
@@ -19,7 +20,7 @@ import numpy as np
 import pytest
 
 import tvm_tma
-from tvm_tma.kernels.gemm_config import MAX_SHARED
+from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
 from tvm_tma.kernels.grouped_gemm import (
     DECODE_ROWS,
     DECODE_TILES,
@@ -253,6 +254,17 @@ def test_benchmark_compile_only_assembles_a_problem(capsys):
     module = load_script(REPO / "benchmarks" / "grouped_gemm.py", "grouped_benchmark")
     assert module.main(["--compile-only", "--problem", "4,256,256,128"]) == 0
     assert "grouped_4x256x256x128_cooperative_128x256x64_s4_l2256" in capsys.readouterr().out
+
+
+def test_benchmark_against_plain_assembles_the_plain_gemm_of_the_rows_too(capsys):
+    module = load_script(REPO / "benchmarks" / "grouped_gemm.py", "grouped_benchmark")
+    assert module.main(["--compile-only", "--against-plain", "--problem",
+                        "8,2048,1024,512"]) == 0
+    kernels = [json.loads(line)["kernel"] for line in capsys.readouterr().out.splitlines()
+               if line.startswith("{")]
+    plain = GemmConfig.for_problem(2048, 1024, 512)
+    assert kernels[0] == f"plain_2048x1024x512_{plain.block_m}x{plain.block_n}"
+    assert kernels[1].startswith("grouped_8x2048x1024x512_")
 
 
 @pytest.mark.gpu
