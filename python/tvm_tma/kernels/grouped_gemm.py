@@ -48,11 +48,11 @@ with a different walk over the work (``work=``):
 * **2x1 clusters** (``gemm.cluster`` = 2, an option; cooperative tiles of one height,
   without stream-K): a unit is a pair of vertically adjacent row blocks of one group and
   column block, the two CTAs sharing each B[g] tile (each loads half of it into both:
-  multicast); a group of an odd number of row blocks
-  leaves the last pair's second CTA its partner's row block to recompute, its store
-  skipped (:func:`make_locate`). Measured on the H200 (benchmarks/RESULTS.md 9j) it is
-  not the default: within 2% of one CTA a tile on the Mixtral-like problems, 0.67-0.75x
-  of the default on decode steps, whose groups of one row block idle half of each pair.
+  multicast); a group of an odd number of row blocks leaves the last pair's second CTA
+  its partner's row block to recompute, its store skipped (:func:`make_locate`).
+  Measured on the H200 (benchmarks/RESULTS.md 9j) it is not the default: within 2% of
+  one CTA a tile on the Mixtral-like problems, 0.67-0.75x of the default on decode
+  steps, whose groups of one row block idle half of each pair.
 
 * **Two tile heights, chosen on the device** (:attr:`GroupedGemmConfig.short`): a
   weight-streaming step (17 to 128 rows an expert) runs fastest on 64-row tiles or on
@@ -178,7 +178,8 @@ class GroupedGemmConfig:
         defaults = dict(block_m=128, block_n=256, schedule="cooperative",
                         stages=3 if groups >= MANY_GROUPS else 4,
                         epilogue_n=128, l2_promotion=256 if m <= groups * block_m else 128)
-        tiled = {"block_m", "block_n", "schedule", "stages", "epilogue_n", "cluster"} & set(options)
+        tiling = {"block_m", "block_n", "schedule", "stages", "epilogue_n", "cluster"}
+        tiled = tiling & set(options)
         chosen = bool(tiled or stream_k) or groups >= MANY_GROUPS
         if m <= groups * DECODE_ROWS and not chosen:
             defaults.update(DECODE_TILES)
@@ -281,9 +282,9 @@ def workspace_shapes(gcfg: GroupedGemmConfig) -> tuple[tuple[int, int], tuple[in
 
 def make_tiles_of(gcfg: GroupedGemmConfig):
     """``(tiles_of(offs, g), bounds(offs, g))``: group ``g``'s work units (tiles, or with a
-    cluster along M its pairs of tiles), and its (first row,
-    row end) read from ``offs`` with clamps (``0 <= start <= end <= M`` whatever ``offs``
-    holds: it is data, and a bad one must not make a copy leave its tensor)."""
+    cluster along M its pairs of tiles), and its (first row, row end) read from ``offs``
+    with clamps (``0 <= start <= end <= M`` whatever ``offs`` holds: it is data, and a bad
+    one must not make a copy leave its tensor)."""
     cfg = gcfg.gemm
     m, n_blocks = cfg.m, cfg.n_blocks
     # A unit is ``cluster`` vertically adjacent row blocks of one column block (one CTA's
@@ -473,9 +474,8 @@ def make_grouped_work(gcfg: GroupedGemmConfig, pairs: int = 0, counted: bool = F
     def each_tile(offs, worker, place, visit, context, visit_segment, tiles):
         # Every tile of this CTA, in order: walk the groups to it, then visit(context, j,
         # unit, total, tile), tile = (group, row block, column block, first row, rows,
-        # live);
-        # with stream-K then every tile its run touches, visit_segment(context, it0, kb,
-        # ke, t, run, tile): its K steps kb .. ke - 1 on ring uses it0 ..
+        # live); with stream-K then every tile its run touches, visit_segment(context,
+        # it0, kb, ke, t, run, tile): its K steps kb .. ke - 1 on ring uses it0 ..
         total = T.alloc_local((1,), "int32")
         walk = T.alloc_local((2,), "int32")
         g = T.alloc_local((1,), "int32")
