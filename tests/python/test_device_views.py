@@ -246,3 +246,30 @@ def test_the_cta_identities_of_a_cluster_kernel():
     # One CTA a cluster (extent 1 is no index): the CTA index alone.
     config[CTA_KEY][2][1] = tvm.tirx.IntImm("int32", 1)
     assert [[v.name for v in i] for i in cta_identities_of(config)] == [["cta"]]
+    # A 2-D grid: both of its indices together, never one of them.
+    bx, by = tvm.tirx.Var("bx", "int32"), tvm.tirx.Var("by", "int32")
+    grid = {CTA_KEY: [[bx, tvm.tirx.IntImm("int32", 4), 1],
+                      [by, tvm.tirx.IntImm("int32", 8), 1]]}
+    assert [[v.name for v in i] for i in cta_identities_of(grid)] == [["bx", "by"]]
+
+
+def test_a_slot_indexed_by_one_index_of_a_2d_grid_is_refused():
+    import tvm
+
+    from tvm_tma.dispatch.device_view import read_slots
+    from tvm_tma.planner.proofs import Prover
+
+    bx, by = tvm.tirx.Var("bx", "int32"), tvm.tirx.Var("by", "int32")
+    maps = tvm.tirx.decl_buffer((32 * 1024,), "uint8", name="maps")
+    extents = {bx: 4, by: 8}
+    prover = Prover({var: tvm.ir.Range(0, extent) for var, extent in extents.items()})
+    cta_vars = {var: tvm.tirx.IntImm("int32", e) for var, e in extents.items()}
+
+    def slots(offset):
+        pointer = tvm.tirx.call_intrin("handle", "tirx.address_of",
+                                       tvm.tirx.BufferLoad(maps, [offset]))
+        return read_slots(pointer, prover, cta_vars, ((bx, by),))
+
+    assert slots((by * 4 + bx) * 1024)
+    with pytest.raises(ValueError, match=r"tensormap-slot.*steps by 0 per by"):
+        slots(bx * 1024)

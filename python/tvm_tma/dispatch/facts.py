@@ -227,18 +227,20 @@ def cta_indices_of(config: Mapping) -> dict:
 
 def cta_identities_of(config: Mapping) -> tuple:
     """The sets of :func:`cta_indices_of`'s variables that each tell every CTA apart on
-    their own: a CTA index (``T.cta_id``, the grid's) alone, or a cluster index with the
-    rank in the cluster (``T.cluster_id`` and ``T.cta_id_in_cluster``). A CTA's slots
-    may be indexed by either (a cluster kernel's ``maps.ptr_to([cta, 0])`` needs no rank
-    term: its rank is a function of its index)."""
+    their own: the grid's CTA indices (``T.cta_id``, every dimension of it), or the
+    cluster indices with the ranks in the cluster (``T.cluster_id`` and
+    ``T.cta_id_in_cluster``). A CTA's slots may be indexed by either set (a cluster
+    kernel's ``maps.ptr_to([cta, 0])`` needs no rank term: its rank is a function of its
+    index), never by part of one (``bx`` of a ``(bx, by)`` grid: the CTAs of one ``bx``
+    would share)."""
     indices = cta_indices_of(config)
     entries = [entry for entry in (config.get(CTA_KEY) or ()) if entry[0] in indices] \
         if config is not None else []
-    scoped = {scope: [entry[0] for entry in entries if entry[2] == scope]
+    scoped = {scope: tuple(entry[0] for entry in entries if entry[2] == scope)
               for scope in _CTA_TELLING}
-    identities = [(var,) for var in scoped[_KERNEL_TO_CTA]]
+    identities = [scoped[_KERNEL_TO_CTA]] if scoped[_KERNEL_TO_CTA] else []
     if scoped[_KERNEL_TO_CLUSTER] and scoped[_CLUSTER_TO_CTA]:
-        identities.append((*scoped[_KERNEL_TO_CLUSTER], *scoped[_CLUSTER_TO_CTA]))
+        identities.append(scoped[_KERNEL_TO_CLUSTER] + scoped[_CLUSTER_TO_CTA])
     return tuple(identities)
 
 
