@@ -128,16 +128,13 @@ def _check_owned_by_cta(offset, buffer, prover: Prover, cta_vars: dict,
     ``rest + sum of c_i * v_i`` in mixed radix (:func:`_check_mixed_radix`)."""
     if not cta_vars:
         return  # one CTA: nothing to share with
-    try:
-        _check_mixed_radix(offset, buffer, prover, cta_vars, list(cta_vars))
-    except ValueError:
-        for identity in identities:
-            try:
-                _check_mixed_radix(offset, buffer, prover, cta_vars, list(identity))
-                return
-            except ValueError:
-                continue
-        raise
+    refusals = []
+    for variables in (tuple(cta_vars), *identities):
+        try:
+            return _check_mixed_radix(offset, buffer, prover, cta_vars, list(variables))
+        except ValueError as refusal:
+            refusals.append(refusal)
+    raise refusals[0]  # the proof over every index: what the kernel must give
 
 
 def _check_mixed_radix(offset, buffer, prover: Prover, cta_vars: dict, variables: list

@@ -57,7 +57,7 @@ BLOCK_MS = (64, 128, 192, 256)
 TALL_CONSUMER_ROWS = 128
 #: Fields a 256-row tile keeps at their defaults so far: it runs plain (no cluster, split,
 #: stream-K, tail parts, swap, convolution view, resident B or second C stage), with
-#: 16-bit inputs. Not measured on a GPU yet.
+#: 16-bit inputs (the GPU cases and their sanitizer runs: benchmarks/RESULTS.md 6z14).
 PLAIN_256_REFUSED = ("cluster", "cluster_n", "split_k", "split_k_ordered", "stream_k",
                      "tail_split", "swap_ab", "tap_columns", "a_copy_k", "halo", "b_resident",
                      "epilogue_buffers")

@@ -289,7 +289,7 @@ def make_tiles_of(gcfg: GroupedGemmConfig):
     m, n_blocks = cfg.m, cfg.n_blocks
     # A unit is ``cluster`` vertically adjacent row blocks of one column block (one CTA's
     # tile each; one tile without a cluster).
-    bm = cfg.block_m * cfg.cluster
+    unit_rows = cfg.block_m * cfg.cluster
 
     def end_of(offs, g):
         return T.min(T.max(offs[g], 0), m)
@@ -300,7 +300,7 @@ def make_tiles_of(gcfg: GroupedGemmConfig):
 
     def tiles_of(offs, g):
         start, end = bounds(offs, g)
-        return (end - start + bm - 1) // bm * n_blocks
+        return (end - start + unit_rows - 1) // unit_rows * n_blocks
 
     return tiles_of, bounds
 
