@@ -348,7 +348,7 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
             row = {
                 "problem": f"{m}x{n}x{k}", "dtype": dtype, "b": b_layout, "heat_ms": heat,
                 "schedule": cfg.schedule, "block_m": cfg.block_m, "block_n": cfg.block_n,
-                "stages": cfg.stages, "group_m": cfg.group_m,
+                "block_k": cfg.block_k, "stages": cfg.stages, "group_m": cfg.group_m,
                 "epilogue_n": cfg.epilogue_cols, "cluster": cfg.cluster,
                 "cluster_n": cfg.cluster_n,
                 "split_k": cfg.split_k, "split_k_ordered": cfg.split_k_ordered,
@@ -383,7 +383,7 @@ def measure(problems, dtype: str, b_layout: str, sweep: bool, timing: dict,
 def kernel_label(m: int, n: int, k: int, cfg: GemmConfig) -> str:
     types = cfg.dtype if cfg.b_dtype in (None, cfg.dtype) else f"{cfg.dtype}x{cfg.b_dtype}"
     return (f"{m}x{n}x{k}-{types}-{cfg.b_layout}-{cfg.schedule}-{cfg.block_m}x"
-            f"{cfg.block_n}-s{cfg.stages}-x{cfg.cluster}"
+            f"{cfg.block_n}x{cfg.block_k}-s{cfg.stages}-x{cfg.cluster}"
             f"{'' if cfg.cluster_n == 1 else f'x{cfg.cluster_n}'}-k{cfg.split_k}"
             f"{'o' if cfg.split_k_ordered else ''}"
             f"{'-sk' if cfg.stream_k else ''}"
@@ -397,6 +397,11 @@ def explain(m: int, n: int, k: int, **options) -> None:
     steps of a 128 x 256 tile), cheapest first."""
     chosen = GemmConfig.for_problem(m, n, k, **options)
     print(f"{m}x{n}x{k}: {describe(chosen)}")
+    if "block_k" not in options and chosen.block_k != GemmConfig(m, n, k, **{
+            key: value for key, value in options.items() if key == "dtype"}).block_k:
+        # The rules below ran on the K block that pads a short K least.
+        print(f"  on K blocks of {chosen.block_k} (tiling.fitted_k_block)")
+        options = {**options, "block_k": chosen.block_k}
     modelled_choice = modelled(GemmConfig, m, n, k, **options)
     for rule, refined in refinements(modelled_choice, options):
         print(f"  then tiling.{rule}: {describe(refined)}")
@@ -405,7 +410,8 @@ def explain(m: int, n: int, k: int, **options) -> None:
 
 
 def describe(cfg: GemmConfig) -> str:
-    return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n} stages={cfg.stages} "
+    return (f"{cfg.schedule} {cfg.block_m}x{cfg.block_n} block_k={cfg.block_k} "
+            f"stages={cfg.stages} "
             f"cluster={cfg.cluster}x{cfg.cluster_n} split_k={cfg.split_k}"
             f"{' ordered' if cfg.split_k_ordered else ''} stream_k={cfg.stream_k}"
             f"{f' ({cfg.stream_k_waves} waves)' if cfg.stream_k else ''}"
@@ -464,6 +470,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schedule", choices=("cooperative", "pingpong"))
     parser.add_argument("--block-m", type=int, choices=BLOCK_MS)
     parser.add_argument("--block-n", type=int)
+    parser.add_argument("--block-k", type=int, choices=(16, 32, 64, 128),
+                        help="K per ring slot (16-bit: 64, 32 or 16; FP8: 128); default: "
+                             "the block that pads a short K least")
     parser.add_argument("--stages", type=int)
     parser.add_argument("--epilogue-n", type=int)
     parser.add_argument("--cluster", type=int, choices=(1, 2),
@@ -492,6 +501,7 @@ def main(argv: list[str] | None = None) -> int:
     options = {name: value for name, value in (("schedule", args.schedule),
                                                 ("block_m", args.block_m),
                                                 ("block_n", args.block_n),
+                                                ("block_k", args.block_k),
                                                 ("stages", args.stages),
                                                 ("epilogue_n", args.epilogue_n),
                                                 ("cluster", args.cluster),

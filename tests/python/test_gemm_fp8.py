@@ -314,7 +314,8 @@ def test_benchmark_compile_only_assembles_fp8_kernels(capsys):
                            "--problem", "1000x2000x3024"]) == 0
     out = capsys.readouterr().out
     assert "2 kernels assembled" in out
-    assert "1000x2000x3024 float8_e4m3fn nk cooperative 128x128 stages=6 cluster=2" in out
+    assert ("1000x2000x3024 float8_e4m3fn nk cooperative 128x128 block_k=128 stages=6 "
+            "cluster=2") in out
     assert benchmark.main(["--compile-only", "--dtype", E5, "--b-dtype", E4,
                            "--problem", "77x520x272"]) == 0
     assert "77x520x272 float8_e5m2xfloat8_e4m3fn nk" in capsys.readouterr().out

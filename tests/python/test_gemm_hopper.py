@@ -75,6 +75,15 @@ CASES = [
     GemmConfig(6272, 512, 1024, block_n=128, stages=6, epilogue_n=0, tail_split=2),
     GemmConfig.for_problem(6272, 512, 1024),
     GemmConfig(1000, 2000, 3000, ctas=16),
+    # One K block as narrow as a K of at most 32 (tiling.fitted_k_block): K = 8 in a block
+    # of 16 (its last 8 columns zero-filled) on ping-pong 64 x 256 tiles (in place of two
+    # rounds of 2x1 clusters: tiling.in_one_step_pingpong), K = 24 in one of 32 on 128 x
+    # 144 tiles in 2x1 clusters, K = 16 on a swap of few rows; and K = 56 in one block of
+    # 64 on ping-pong 128 x 128 tiles (273 of them, 2 to 3 a CTA).
+    GemmConfig.for_problem(303, 8680, 8),
+    GemmConfig.for_problem(2756, 824, 24),
+    GemmConfig.for_problem(46, 6120, 16),
+    GemmConfig.for_problem(770, 4928, 56),
     GemmConfig(128, 256, 40, b_layout="kn"),
     GemmConfig(384, 768, 512, b_layout="kn", ctas=5),
     GemmConfig(264, 520, 136, dtype="float16"),
@@ -328,7 +337,8 @@ CASES = [
 
 def _name(cfg: GemmConfig) -> str:
     return (f"{cfg.m}x{cfg.n}x{cfg.k}-{cfg.dtype}-{cfg.b_layout}-bm{cfg.block_m}"
-            f"-bn{cfg.block_n}-s{cfg.stages}-e{cfg.epilogue_cols}-c{cfg.ctas}"
+            f"-bn{cfg.block_n}{f'-bk{cfg.block_k}' if cfg.block_k not in (64, 128) else ''}"
+            f"-s{cfg.stages}-e{cfg.epilogue_cols}-c{cfg.ctas}"
             f"-{cfg.schedule}-x{cfg.cluster}x{cfg.cluster_n}-k{cfg.split_k}"
             f"{'-sk' if cfg.stream_k else ''}{'2' if cfg.stream_k_waves == 2 else ''}"
             f"{'-ordered' if cfg.split_k_ordered else ''}"
@@ -1209,6 +1219,19 @@ def test_benchmark_compile_only_assembles_every_variant(capsys):
     assert benchmark.main(["--compile-only", "--problem", "8192x8192x8192",
                            "--problem", "1000x2000x3000"]) == 0
     assert "8 kernels assembled" in capsys.readouterr().out
+
+
+def test_benchmark_explain_names_the_fitted_k_block(capsys):
+    """``--explain`` says when the rules ran on a K block fitted to a short K, and
+    ``--block-k`` chooses the block (then no such line)."""
+    benchmark = load_script(REPO / "benchmarks" / "gemm.py", "gemm_benchmark")
+    assert benchmark.main(["--explain", "--problem", "303x8680x8"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("303x8680x8: pingpong 64x256 block_k=16 ")
+    assert lines[1] == "  on K blocks of 16 (tiling.fitted_k_block)"
+    assert benchmark.main(["--explain", "--problem", "303x8680x8", "--block-k", "64"]) == 0
+    out = capsys.readouterr().out
+    assert "block_k=64" in out.splitlines()[0] and "fitted_k_block" not in out
 
 
 def test_benchmark_table_takes_ratios_from_graph_replays(capsys):

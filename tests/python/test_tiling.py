@@ -47,10 +47,12 @@ from tvm_tma.kernels.tiling import (
     exact_wave,
     few_columns_tiling,
     fills_two_rounds,
+    fitted_k_block,
     fullest_narrow_wave,
     in_gemm_fullest_narrow_wave,
     in_one_column_block,
     in_one_exact_wave,
+    in_one_step_pingpong,
     in_ordered_parts,
     in_short_pingpong,
     in_short_wave,
@@ -90,6 +92,7 @@ def before_the_short_wave(m: int, n: int, k: int, **options) -> GemmConfig:
     ping-pong tiles)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
+        patch.setattr(rules_module, "in_one_step_pingpong", lambda cfg, ctas: cfg)
         patch.setattr(rules_module, "in_short_pingpong", lambda cfg, ctas: cfg)
         return GemmConfig.for_problem(m, n, k, **options)
 
@@ -100,6 +103,7 @@ def before_the_narrow_wave(m: int, n: int, k: int, **options) -> GemmConfig:
     alternating C stages and the short problems' one wave after them."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
+        patch.setattr(rules_module, "in_one_step_pingpong", lambda cfg, ctas: cfg)
         patch.setattr(rules_module, "in_short_pingpong", lambda cfg, ctas: cfg)
         patch.setattr(rules_module, "in_gemm_fullest_narrow_wave", lambda cfg: cfg)
         patch.setattr(rules_module, "on_few_columns", lambda cfg: cfg)
@@ -112,6 +116,7 @@ def before_the_few_columns(m: int, n: int, k: int, **options) -> GemmConfig:
     stages and the short problems' one wave after it."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
+        patch.setattr(rules_module, "in_one_step_pingpong", lambda cfg, ctas: cfg)
         patch.setattr(rules_module, "in_short_pingpong", lambda cfg, ctas: cfg)
         patch.setattr(rules_module, "on_few_columns", lambda cfg: cfg)
         patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
@@ -123,6 +128,7 @@ def before_the_c_stages(m: int, n: int, k: int, **options) -> GemmConfig:
     the short problems' one wave)."""
     with pytest.MonkeyPatch.context() as patch:
         patch.setattr(rules_module, "in_short_wave", lambda cfg, ctas: cfg)
+        patch.setattr(rules_module, "in_one_step_pingpong", lambda cfg, ctas: cfg)
         patch.setattr(rules_module, "in_short_pingpong", lambda cfg, ctas: cfg)
         patch.setattr(rules_module, "with_alternating_c_stages", lambda cfg: cfg)
         return GemmConfig.for_problem(m, n, k, **options)
@@ -733,6 +739,8 @@ def test_the_rules_after_the_model_are_listed_in_the_order_they_apply():
     """``choose`` is the model's pick (``modelled``) through ``refinements``, which names
     each rule that changed it (what ``benchmarks/gemm.py --explain`` prints)."""
     def rules(m, n, k, **options):
+        # (On the K block for_problem fits to a short K, as gemm.py --explain runs them.)
+        options = {"block_k": GemmConfig.for_problem(m, n, k, **options).block_k, **options}
         steps = refinements(modelled(GemmConfig, m, n, k, **options), options)
         if steps:
             assert steps[-1][1] == replace(GemmConfig.for_problem(m, n, k, **options),
@@ -753,6 +761,7 @@ def test_the_rules_after_the_model_are_listed_in_the_order_they_apply():
     assert rules(9248, 192, 768, swap_ab=False) == ["with_alternating_c_stages"]
     assert rules(131, 1320, 136) == ["in_two_by_two", "in_short_wave"]
     assert rules(2048, 8192, 256) == ["in_short_pingpong"]
+    assert rules(303, 8680, 8) == ["with_alternating_c_stages", "in_one_step_pingpong"]
     assert rules(334, 4248, 88) == ["in_two_by_two", "with_alternating_c_stages",
                                     "in_short_wave"]
     assert rules(4096, 4096, 4096) == []
@@ -905,22 +914,26 @@ def test_the_default_runs_on_any_problem():
         for dtype in ("bfloat16", "float8_e4m3fn"):
             cfg = GemmConfig.for_problem(m, n, k, dtype=dtype)
             cfg.check()
+            # First the K block that pads a short K least (16-bit), every rule below on it.
+            assert cfg.block_k == (fitted_k_block(k) if dtype == "bfloat16" else 128)
+            assert cfg == GemmConfig.for_problem(m, n, k, dtype=dtype, block_k=cfg.block_k)
+            options = {"dtype": dtype, "block_k": cfg.block_k}
             # Last, the short problems' one wave or ping-pong tiles, of the tiling before.
-            before_short = before_the_short_wave(m, n, k, dtype=dtype)
-            assert cfg == replace(in_short_pingpong(in_short_wave(before_short, 132), 132),
-                                  l2_promotion=cfg.l2_promotion)
+            before_short = before_the_short_wave(m, n, k, **options)
+            assert cfg == replace(in_short_pingpong(in_one_step_pingpong(
+                in_short_wave(before_short, 132), 132), 132), l2_promotion=cfg.l2_promotion)
             cfg = before_short
             # Then the alternating C stages of the tiling before them.
-            plain = before_the_c_stages(m, n, k, dtype=dtype)
+            plain = before_the_c_stages(m, n, k, **options)
             assert cfg == (plain if streams_weights(plain) else with_alternating_c_stages(plain))
             cfg = plain
-            unswapped = before_the_few_columns(m, n, k, dtype=dtype)
+            unswapped = before_the_few_columns(m, n, k, **options)
             if cfg != unswapped:
                 # C^T = B A^T for few columns, of the tiling before it.
                 assert replace(cfg, l2_promotion=128) == replace(
                     on_few_columns(unswapped), l2_promotion=128)
                 cfg = unswapped
-            before = before_the_narrow_wave(m, n, k, dtype=dtype)
+            before = before_the_narrow_wave(m, n, k, **options)
             if cfg != before:
                 # The fullest wave of narrow tiles of the tiling before it.
                 assert replace(cfg, l2_promotion=128) == replace(
@@ -928,19 +941,19 @@ def test_the_default_runs_on_any_problem():
                 cfg = before
             if cfg.swap_ab:
                 # C^T = B A^T: the swapped form of the model's choice.
-                chosen = modelled(GemmConfig, m, n, k, dtype=dtype)
+                chosen = modelled(GemmConfig, m, n, k, **options)
                 assert replace(cfg, l2_promotion=128) == on_swapped_operands(chosen)
                 continue
             if cfg.block_m == 64:
                 # The 64-row forms of the 128-row choice: on_half_rows', or
                 # on_wide_half_rows' (after the trim).
-                whole = GemmConfig.for_problem(m, n, k, dtype=dtype, block_m=128)
+                whole = GemmConfig.for_problem(m, n, k, **options, block_m=128)
                 halves = (on_half_rows(whole), on_wide_half_rows(trimmed(whole)))
                 assert cfg in [replace(h, l2_promotion=cfg.l2_promotion) for h in halves]
                 cfg = whole
             if cfg.split_k == 1:
                 ranked_as = replace(cfg, l2_promotion=128)  # 256 where M is one row block
-                ranked = candidates(GemmConfig, m, n, k, {"dtype": dtype})
+                ranked = candidates(GemmConfig, m, n, k, options)
                 # ... or its trimmed form (tiling.trimmed): the same blocks, narrower; and
                 # that in 2x2 clusters (tiling.in_two_by_two).
                 trims = [trimmed(c) for c in ranked]
@@ -1184,3 +1197,42 @@ def test_short_multi_wave_problems_run_pingpong_128_by_128_tiles():
         assert cfg == before_the_short_wave(*problem, **options), (problem, options)
         assert cfg.schedule == "cooperative", (problem, options)
     assert GemmConfig.for_problem(9316, 10416, 264).cluster == 2
+
+
+def test_a_k_of_at_most_32_takes_one_k_block_as_narrow():
+    """``fitted_k_block``: one block of 16 or 32 where K fits it, else 64; ``for_problem``
+    takes it for 16-bit inputs with B as N x K unless the caller chose the block or 256-row
+    tiles."""
+    ks = (1, 8, 16, 17, 24, 32, 33, 40, 64, 80, 216, 4096)
+    assert [fitted_k_block(k) for k in ks] == [16, 16, 16, 32, 32, 32, 64, 64, 64, 64, 64, 64]
+    short = GemmConfig.for_problem(303, 8680, 8)
+    assert (short.block_k, short.k_steps) == (16, 1)
+    assert GemmConfig.for_problem(281, 3496, 24).block_k == 32
+    assert GemmConfig.for_problem(529, 6664, 216).block_k == 64
+    assert GemmConfig.for_problem(303, 8680, 8, block_k=64).block_k == 64
+    assert GemmConfig.for_problem(303, 8680, 8, block_m=256).block_k == 64
+    assert GemmConfig.for_problem(303, 8680, 8, b_layout="kn").block_k == 64
+    assert GemmConfig.for_problem(303, 8680, 16, dtype="float8_e4m3fn").block_k == 128
+    assert GemmConfig.for_problem(4096, 4096, 4096).block_k == 64
+
+
+def test_one_k_step_in_two_rounds_of_clusters_takes_pingpong_tiles():
+    """``in_one_step_pingpong``: 64 x 256 ping-pong tiles on a K block of 16 or 32, 128 x
+    128 ones on 64, where the default's 2x1 clusters take two rounds and the 64 x 256 tiles
+    fit one round of warpgroups; one round of clusters, or more K steps, stay."""
+    wide = GemmConfig.for_problem(303, 8680, 8)
+    assert (wide.schedule, wide.block_m, wide.block_n, wide.block_k, wide.cluster) == (
+        "pingpong", 64, 256, 16, 1)
+    square = GemmConfig.for_problem(770, 4928, 56)
+    assert (square.schedule, square.block_m, square.block_n, square.block_k) == (
+        "pingpong", 128, 128, 64)
+    clustered = before_the_short_wave(770, 4928, 56)
+    assert clustered.cluster == 2 and clustered.work_units > clustered.workers
+    assert in_one_step_pingpong(clustered, 132) == square
+    one_round = GemmConfig.for_problem(2756, 824, 24)  # 132 tiles in 66 clusters
+    assert one_round.cluster == 2 and in_one_step_pingpong(one_round, 132) == one_round
+    # 64 x 256 tiles past two a CTA (765 x 9200: 432) keep the clusters.
+    many = GemmConfig.for_problem(765, 9200, 8)
+    assert many.cluster == 2 and many.schedule == "cooperative"
+    # Two K steps keep the clusters.
+    assert in_one_step_pingpong(replace(clustered, k=100), 132).cluster == 2

@@ -278,7 +278,11 @@ class GemmConfig:
         clusters, swapped for few rows, or fewer (:func:`.tiling.in_short_wave`: 131 x
         1320 x 136 on 63 tiles of 64 x 64, 1.56x the 2x2 clusters of 22), else for 4 to 8
         K steps ping-pong 128 x 128 tiles in place of cooperative 128 x 192 or 128 x 256
-        ones (:func:`.tiling.in_short_pingpong`: 2048 x 8192 x 256 1.22x).
+        ones (:func:`.tiling.in_short_pingpong`: 2048 x 8192 x 256 1.22x), and for one K
+        step ping-pong tiles in place of two rounds of 2x1 clusters
+        (:func:`.tiling.in_one_step_pingpong`: 261 x 8840 x 8 1.58x). All of it on one K
+        block of 16 or 32 where K fits it (:func:`.tiling.fitted_k_block`: 2004 x 752 x 8
+        1.33x).
 
         Every option the caller gives is kept; the model fills in the rest. FP8 inputs take
         the same tiles with a K block of 128: their slots have the 16-bit slots' bytes

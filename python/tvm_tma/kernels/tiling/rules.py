@@ -15,15 +15,30 @@ from .model import (
     MakeTiling,
     Tiling,
     modelled,
+    sixteen_bit_nk,
     streams_weights,
 )
 from .one_wave import in_gemm_fullest_narrow_wave
-from .short import in_short_pingpong, in_short_wave
+from .short import fitted_k_block, in_one_step_pingpong, in_short_pingpong, in_short_wave
 from .swap import on_swapped_operands, swapped
 from .unswapped import UNSWAPPED_RULES
 
 
 def choose(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
+    """:func:`choose_for_k_block` on one K block of 16 or 32 where K fits it
+    (:func:`.short.fitted_k_block`) for 16-bit inputs with B as N x K, unless the caller
+    chose ``block_k`` or 256-row tiles (measured on 64-wide blocks only): every rule
+    then weighs that block's ring slots."""
+    chosen = choose_for_k_block(make, m, n, k, **options)
+    if "block_k" in options or options.get("block_m") == 256 or not sixteen_bit_nk(chosen):
+        return chosen
+    fitted = fitted_k_block(k)
+    if fitted == chosen.block_k:
+        return chosen
+    return choose_for_k_block(make, m, n, k, **options, block_k=fitted)
+
+
+def choose_for_k_block(make: MakeTiling, m: int, n: int, k: int, **options) -> Tiling:
     """The default configuration of ``GemmConfig.for_problem``: ordered split-K on
     ping-pong 128 x 128 tiles where those tiles fill at most half the SMs (on one column
     block of tiles as wide as N for few columns and a long K: :func:`modelled`), else the
@@ -68,8 +83,9 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
     (:func:`.model.streams_weights`); and last of all, on a problem of a few K steps, the
     smallest plain tiles of one wave (:func:`.short.in_short_wave`, on the model's CTAs:
     the GPU's SMs, where clusters of 4 leave fewer), or where no such wave is, ping-pong
-    128 x 128 tiles for 4 to 8 K steps (:func:`.short.in_short_pingpong`), unless the
-    caller chose the swap.
+    tiles for one K step in place of two rounds of clusters
+    (:func:`.short.in_one_step_pingpong`) and ping-pong 128 x 128 tiles for 4 to 8 K steps
+    (:func:`.short.in_short_pingpong`), unless the caller chose the swap.
     ``benchmarks/gemm.py --explain`` prints them. The caller's ``swap_ab`` decides the
     swap (:func:`on_swapped_operands` and :func:`.few_columns.on_few_columns` are skipped;
     with True, none applies: they were measured on A @ B^T's tiles)."""
@@ -98,7 +114,7 @@ def refinements(chosen: Tiling, options: dict) -> list[tuple[str, Tiling]]:
         steps.append((with_alternating_c_stages.__name__, alternating))
         chosen = alternating
     if "swap_ab" not in options:
-        for rule in (in_short_wave, in_short_pingpong):
+        for rule in (in_short_wave, in_one_step_pingpong, in_short_pingpong):
             short = rule(chosen, ctas)
             if short != chosen:
                 steps.append((rule.__name__, short))

@@ -1,5 +1,7 @@
-"""The last refinements, for problems of a few K steps: the smallest plain tiles that make
-one wave (:func:`in_short_wave`), else ping-pong 128 x 128 tiles (:func:`in_short_pingpong`)."""
+"""The rules for problems of a few K steps: one K block as narrow as a K of at most 32
+(:func:`fitted_k_block`), and the last refinements: the smallest plain tiles that make one
+wave (:func:`in_short_wave`), else ping-pong tiles (:func:`in_one_step_pingpong` for one K
+step, :func:`in_short_pingpong` for 4 to 8)."""
 
 from __future__ import annotations
 
@@ -8,6 +10,9 @@ from dataclasses import replace
 from .half_rows import HALF_ROWS, QUARTER_TILES, WIDE_HALF_ROWS
 from .model import Tiling, kernel_runs, sixteen_bit_nk
 
+#: :func:`fitted_k_block`: the narrower K blocks it takes, narrowest first (16-bit
+#: elements: one 32- or 64-byte swizzle row), where K fits one of them; else 64.
+FITTED_K_BLOCKS = (16, 32)
 #: :func:`in_short_wave`: the most K steps of a problem it applies to (K of 512 in 16-bit
 #: elements; the measured problems had 1 to 8).
 SHORT_MAX_STEPS = 8
@@ -39,6 +44,29 @@ SHORT_PINGPONG_STEPS = range(4, 9)
 #: warpgroup a whole tile, its C store under the other's MMAs).
 SHORT_PINGPONG = {"block_m": 128, "block_n": 128, "stages": 5, "epilogue_n": 64,
                   "schedule": "pingpong", "epilogue_buffers": 1}
+
+
+def fitted_k_block(k: int) -> int:
+    """The K block for a problem of K elements: the narrowest of :data:`FITTED_K_BLOCKS`
+    that holds all of K (K of at most 32: one K step as with 64), else 64, the default.
+    ``GemmConfig.for_problem`` takes it for 16-bit inputs with B as N x K unless the caller
+    chose ``block_k`` or 256-row tiles.
+
+    A K block is one box row of each operand's loads and one ring slot; past K the TMA
+    fills the box with zeros, and those bytes are still written to shared memory, waited
+    for and multiplied: K = 8 in a 64-wide block is 8 times the operand bytes a tile needs.
+    H200, graph replays, same runs, the fitted block / 64 (RESULTS.md 6z16): K of at most
+    32, one K step either way, 17 problems, all faster, 1.07-1.33x (K = 8 on eleven:
+    303 x 8680 x 8 1.17x, 2004 x 752 x 8 1.33x, 9790 x 4616 x 8 1.08x; K = 16 1.10x and
+    1.11x, K = 24 1.07-1.18x, K = 32 1.12x). Where a narrower block adds K steps it
+    mixed: K = 40 to 48 in three blocks of 16 0.96-1.03x (six problems), 72 to 112 in five
+    to seven of 16 0.72-1.03x, 136 to 224 in five to seven of 32 0.77-1.08x (the step
+    count also moves the rules after the model: 6305 x 1464 x 112 left its 192 x 192
+    tiles, 0.76x); so a longer K keeps 64."""
+    for block in FITTED_K_BLOCKS:
+        if k <= block:
+            return block
+    return 64
 
 
 def short_wave(cfg: Tiling, ctas: int) -> Tiling | None:
@@ -97,6 +125,37 @@ def in_short_wave(cfg: Tiling, ctas: int) -> Tiling:
     if cfg.cluster_size > 1 or cfg.swap_ab or wave.num_tiles > cfg.num_tiles:
         return wave
     return cfg
+
+
+def in_one_step_pingpong(cfg: Tiling, ctas: int) -> Tiling:
+    """``cfg``'s tiles of one K step in 2x1 clusters, where they take more than one round,
+    as ping-pong tiles without a cluster where 64 x 256 ones fill at most one round of
+    warpgroups (two a CTA, on ``ctas`` CTAs): 64 x 256 (:data:`.half_rows.WIDE_HALF_ROWS`)
+    where the K block is 16 or 32 (K at most 32, :func:`fitted_k_block`), else 128 x 128
+    (:data:`SHORT_PINGPONG`). 16-bit inputs with B as N x K, no swap or K split.
+
+    With one K step a tile is its loads, four MMAs and its C store, and the store is most
+    of it; the wave model's widest tiles in clusters (sharing B, which one step hardly
+    reads) make two rounds of stores, ping-pong warpgroups one, each storing its tile
+    while the other multiplies. Which ping-pong tile stores faster followed K: the 64 x
+    256 one where the operands are a few bytes a row, the 128 x 128 one (fewer operand
+    bytes a product) for K of 40 to 64. H200, graph replays, same runs, the defaults'
+    time / the rule's (RESULTS.md 6z16): fit, 16 problems (M 260-820, N 4680-11248,
+    K 8-56) 1.21x geomean, 0.94-1.52x (303 x 8680 x 8 1.52x); held out, 24 drawn where the
+    rule applies, **1.19x, 1.05-1.58x, all faster** (261 x 8840 x 8 1.58x, 80% of cuBLAS to
+    126%; either tile alone there, 1.16x). Under 95% of cuBLAS before / after: 13 / 3 of
+    the fit, 21 / 10 held out (K = 40 in a block of 64 the most of them)."""
+    if not sixteen_bit_nk(cfg) or cfg.k_steps != 1 or cfg.cluster_size == 1:
+        return cfg
+    if (cfg.swap_ab or cfg.split_k > 1 or cfg.stream_k or cfg.tail_split > 1
+            or cfg.work_units <= cfg.workers):
+        return cfg
+    wide = replace(cfg, **WIDE_HALF_ROWS, epilogue_buffers=1, ctas=ctas, cluster=1,
+                   cluster_n=1)
+    if wide.num_tiles > 2 * ctas:
+        return cfg
+    pingpong = wide if cfg.block_k <= 32 else replace(wide, **SHORT_PINGPONG)
+    return pingpong if kernel_runs(pingpong) else cfg
 
 
 def in_short_pingpong(cfg: Tiling, ctas: int) -> Tiling:
