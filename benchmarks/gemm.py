@@ -178,7 +178,39 @@ def configs_for(m: int, n: int, k: int, dtype: str, b_layout: str, sweep: bool,
     few = few_columns_tiling(replace(base, ctas=ctas))
     if few is not None and few not in found:
         found.append(few)
+    # C^T = B A^T on M in two column blocks, each row block's pair sharing B in a 1x2
+    # cluster: what cuBLAS runs on problems of 65 to 512 rows (RESULTS.md 6z17).
+    for pair_rows in SWAPPED_PAIR_ROWS:
+        pairs = swapped_pairs(m, n, k, pair_rows, dtype=dtype, b_layout=b_layout, ctas=ctas)
+        if pairs is not None and pairs not in found:
+            found.append(pairs)
     return found
+
+
+#: :func:`swapped_pairs`: the swapped tiles' rows of B (N) it builds, two or three
+#: consumer warpgroups of 64.
+SWAPPED_PAIR_ROWS = (128, 192)
+
+
+def swapped_pairs(m: int, n: int, k: int, block_m: int, **options) -> GemmConfig | None:
+    """``C^T = B A^T`` on ``block_m`` x ceil8(M / 2) tiles, the two column blocks of each
+    row block of B in a 1x2 cluster sharing its B tile (multicast), no K split, the
+    model's ring and C stage (its C stage the whole tile where the model's does not
+    divide it): the shape of cuBLAS's kernels on 153 x 8288 x 1608 (128 x 80, 1x2) and
+    134 x 8456 x 3208 (192 x 72), RESULTS.md 6z17. None outside 65 to 512 rows, or where
+    the kernel runs no such tiling (16-bit inputs, B as N x K)."""
+    if not 64 < m <= 512:
+        return None
+    pair = {"swap_ab": True, "block_m": block_m, "block_n": (m + 15) // 16 * 8,
+            "cluster": 1, "cluster_n": 2, "schedule": "cooperative", "split_k": 1}
+    for stage in ({}, {"epilogue_n": pair["block_n"]}):
+        try:
+            cfg = GemmConfig.for_problem(m, n, k, **options, **pair, **stage)
+            cfg.check()
+        except ValueError:
+            continue
+        return cfg
+    return None
 
 
 class Operands:

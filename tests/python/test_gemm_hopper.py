@@ -1255,7 +1255,7 @@ def test_benchmark_sweep_pairs_blocks_only_where_there_are_two():
     """The sweep tries 2x1 clusters (B multicast), 1x2 ones (A multicast), 2x2 ones (both)
     and 1x4 ones (A shared by four; these two on the 120 CTAs 132 SMs hold in clusters of
     4, every other shape on all 132), but no cluster whose second CTA would always hold a
-    block of padding."""
+    block of padding; and swapped tiles of half of M in pairs where M is 65 to 512."""
     benchmark = load_script(REPO / "benchmarks" / "gemm.py", "gemm_benchmark")
     square = benchmark.configs_for(1000, 2000, 3000, "bfloat16", "nk", True, 132)
     shapes = {(cfg.cluster, cfg.cluster_n, cfg.ctas) for cfg in square}
@@ -1280,6 +1280,13 @@ def test_benchmark_sweep_pairs_blocks_only_where_there_are_two():
     few = benchmark.configs_for(9248, 192, 768, "bfloat16", "nk", True, 132)
     assert [cfg for cfg in few if cfg.swap_ab] == [GemmConfig.for_problem(9248, 192, 768)]
     assert [(cfg.block_m, cfg.block_n) for cfg in few if cfg.swap_ab] == [(64, 216)]
+    # C^T = B A^T on M in two column blocks paired in 1x2 clusters sharing B (cuBLAS's
+    # shape on problems of 65 to 512 rows), 128 and 192 rows of B.
+    weights = benchmark.configs_for(153, 8288, 1608, "bfloat16", "nk", True, 132)
+    pairs = [(cfg.block_m, cfg.block_n, cfg.cluster, cfg.cluster_n, cfg.split_k)
+             for cfg in weights if cfg.swap_ab and cfg.cluster_n == 2]
+    assert pairs == [(128, 80, 1, 2, 1), (192, 80, 1, 2, 1)]
+    assert benchmark.swapped_pairs(64, 8192, 1024, 128) is None  # (M at most 64)
     # One wave of tiles dividing N exactly, past the rule's 20 K steps too.
     long_k = benchmark.configs_for(2048, 640, 1920, "bfloat16", "nk", True, 132)
     assert GemmConfig.for_problem(2048, 640, 1920).block_n == 128
