@@ -297,9 +297,9 @@ __all__ = [
     "SHORT_PINGPONG_STEPS",
     "SHORT_SWAP_MAX_FILL",
     "SHORT_TILINGS",
+    "fitted_k_block",
     "in_one_step_pingpong",
     "in_short_pingpong",
-    "fitted_k_block",
     "in_short_wave",
     "short_wave",
 ]

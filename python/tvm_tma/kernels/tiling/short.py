@@ -58,7 +58,7 @@ def fitted_k_block(k: int) -> int:
     H200, graph replays, same runs, the fitted block / 64 (RESULTS.md 6z16): K of at most
     32, one K step either way, 17 problems, all faster, 1.07-1.33x (K = 8 on eleven:
     303 x 8680 x 8 1.17x, 2004 x 752 x 8 1.33x, 9790 x 4616 x 8 1.08x; K = 16 1.10x and
-    1.11x, K = 24 1.07-1.18x, K = 32 1.12x). Where a narrower block adds K steps it
+    1.11x, K = 24 1.07-1.18x, K = 32 1.12x). Where a narrower block adds K steps it was
     mixed: K = 40 to 48 in three blocks of 16 0.96-1.03x (six problems), 72 to 112 in five
     to seven of 16 0.72-1.03x, 136 to 224 in five to seven of 32 0.77-1.08x (the step
     count also moves the rules after the model: 6305 x 1464 x 112 left its 192 x 192
@@ -142,7 +142,7 @@ def in_one_step_pingpong(cfg: Tiling, ctas: int) -> Tiling:
     bytes a product) for K of 40 to 64. H200, graph replays, same runs, the defaults'
     time / the rule's (RESULTS.md 6z16): fit, 16 problems (M 260-820, N 4680-11248,
     K 8-56) 1.21x geomean, 0.94-1.52x (303 x 8680 x 8 1.52x); held out, 24 drawn where the
-    rule applies, **1.19x, 1.05-1.58x, all faster** (261 x 8840 x 8 1.58x, 80% of cuBLAS to
+    rule applies, 1.19x, 1.05-1.58x, all faster (261 x 8840 x 8 1.58x, 80% of cuBLAS to
     126%; either tile alone there, 1.16x). Under 95% of cuBLAS before / after: 13 / 3 of
     the fit, 21 / 10 held out (K = 40 in a block of 64 the most of them)."""
     if not sixteen_bit_nk(cfg) or cfg.k_steps != 1 or cfg.cluster_size == 1:
