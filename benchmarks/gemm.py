@@ -49,7 +49,14 @@ import tvm
 import tvm_tma  # noqa: F401  (registers dispatch="tma")
 from tvm_tma.kernels.fp8_reference import accumulation_terms
 from tvm_tma.kernels.gemm import gemm_kernel
-from tvm_tma.kernels.gemm_config import BLOCK_MS, DTYPES_16, FP8_DTYPES, GemmConfig
+from tvm_tma.kernels.gemm_config import (
+    BLOCK_MS,
+    DTYPES_16,
+    FP8_BLOCK_K,
+    FP8_DTYPES,
+    K_BLOCKS,
+    GemmConfig,
+)
 from tvm_tma.kernels.reference import error_bound, fp8_error_bound
 from tvm_tma.kernels.residency import resident_ctas
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
@@ -431,7 +438,7 @@ def explain(m: int, n: int, k: int, **options) -> None:
     print(f"{m}x{n}x{k}: {describe(chosen)}")
     if "block_k" not in options and chosen.block_k != GemmConfig(m, n, k, **{
             key: value for key, value in options.items() if key == "dtype"}).block_k:
-        # The rules below ran on the K block that pads a short K least.
+        # The rules below ran on one K block of 16 or 32 (K fits it).
         print(f"  on K blocks of {chosen.block_k} (tiling.fitted_k_block)")
         options = {**options, "block_k": chosen.block_k}
     modelled_choice = modelled(GemmConfig, m, n, k, **options)
@@ -502,9 +509,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--schedule", choices=("cooperative", "pingpong"))
     parser.add_argument("--block-m", type=int, choices=BLOCK_MS)
     parser.add_argument("--block-n", type=int)
-    parser.add_argument("--block-k", type=int, choices=(16, 32, 64, 128),
+    parser.add_argument("--block-k", type=int, choices=(*K_BLOCKS, FP8_BLOCK_K),
                         help="K per ring slot (16-bit: 64, 32 or 16; FP8: 128); default: "
-                             "the block that pads a short K least")
+                             "one block of 16 or 32 where K fits it, else 64")
     parser.add_argument("--stages", type=int)
     parser.add_argument("--epilogue-n", type=int)
     parser.add_argument("--cluster", type=int, choices=(1, 2),
