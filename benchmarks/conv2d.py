@@ -58,7 +58,7 @@ from tvm_tma.kernels.conv2d import (
     conv2d_error_bound,
     conv2d_kernel,
 )
-from tvm_tma.kernels.conv2d_tiling import STORE_BOUND_STAGES
+from tvm_tma.kernels.conv2d_tiling import STORE_BOUND_STAGES, with_halo_k
 from tvm_tma.kernels.gemm_config import GemmConfig
 from tvm_tma.kernels.stream_k import check_workspace_left_clean, workspace
 from tvm_tma.kernels.tiling import exact_wave, in_tail_parts
@@ -105,8 +105,26 @@ def parse_problem(text: str) -> tuple[str, Conv2dGeometry, None]:
     return f"{n}x{h}x{w}x{c}-k{k}-{r}x{s}-s{stride}-p{pad}", geometry, None
 
 
+#: ``--halo-k``: the K layouts a layer on halo tiles is timed in (its default tiling;
+#: ``kernels/halo.py``: K folded over the taps, or each tap's channels padded).
+HALO_K_CHOICES = ("folded", "padded", "both")
+
+
+def halo_layouts(geometry: Conv2dGeometry, cfg: GemmConfig, halo_k: str | None
+                 ) -> list[GemmConfig]:
+    """``cfg``, or where it takes halo tiles the same tiling in the K layouts ``halo_k``
+    names (:data:`HALO_K_CHOICES`; ``both``: the default's first), those that fit."""
+    if halo_k is None or cfg.halo is None:
+        return [cfg]
+    folds = {"folded": [True], "padded": [False],
+             "both": [cfg.halo.folded, not cfg.halo.folded]}[halo_k]
+    found = [cfg if fold == cfg.halo.folded else with_halo_k(geometry, cfg, fold)
+             for fold in folds]
+    return [c for c in found if c is not None]
+
+
 def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
-                **options) -> list[GemmConfig]:
+                halo_k: str | None = None, **options) -> list[GemmConfig]:
     """The default configuration (:func:`conv2d_config`), or (``sweep``) it and the tilings
     of :data:`SWEEP` that fit (no wider than K rounded up to 64: a wider tile only adds
     padding), plus the default with one ring stage fewer, with its C stages doubled on 4
@@ -115,11 +133,13 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
     128-row tiles, one wave of narrow 64-row tiles of whole K (the two widest dividing K
     that give half the CTAs or more one each), and one wave of tiles dividing K exactly
     (:func:`~tvm_tma.kernels.tiling.exact_wave`); and the layer on halo tiles, or on im2col
-    loads where the default takes halo tiles (``halo=True`` / ``False``)."""
+    loads where the default takes halo tiles (``halo=True`` / ``False``), and its halo
+    tiles in the other K layout (:func:`halo_layouts`). ``halo_k``: the default in the
+    K layouts it names instead (:data:`HALO_K_CHOICES`)."""
     base = conv2d_config(geometry, dtype, ctas=ctas, **options)
     if not sweep:
-        return [base]
-    found = [base]
+        return halo_layouts(geometry, base, halo_k)
+    found = halo_layouts(geometry, base, halo_k or "both")
     widest = -(-geometry.k // 64) * 64
 
     def add(block_n: int, **chosen) -> None:
@@ -204,7 +224,8 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
 
 def describe(cfg: GemmConfig) -> str:
     halo = cfg.halo
-    return (f"{f'halo tiles of {halo.rows}x{halo.cols} pixels ' if halo else ''}"
+    layout = ("K folded " if halo.folded else "taps padded ") if halo else ""
+    return (f"{f'halo tiles of {halo.rows}x{halo.cols} pixels, {layout}' if halo else ''}"
             f"{'(filter resident) ' if cfg.b_resident else ''}"
             f"{cfg.schedule} {cfg.block_m}x{cfg.block_n}x{cfg.block_k}"
             f"{f' (taps of {cfg.tap_columns} columns)' if cfg.tap_columns else ''} "
@@ -217,7 +238,8 @@ def describe(cfg: GemmConfig) -> str:
 
 def kernel_label(name: str, cfg: GemmConfig) -> str:
     halo = cfg.halo
-    return (f"{name}-{cfg.dtype}{f'-halo{halo.rows}x{halo.cols}' if halo else ''}"
+    layout = ("f" if halo.folded else "p") if halo else ""
+    return (f"{name}-{cfg.dtype}{f'-halo{halo.rows}x{halo.cols}{layout}' if halo else ''}"
             f"-{cfg.schedule}-{cfg.block_m}x{cfg.block_n}x{cfg.block_k}"
             f"{f'-taps{cfg.tap_columns}' if cfg.tap_columns else ''}"
             f"-e{cfg.epilogue_cols}"
@@ -258,7 +280,7 @@ def worst_over_bound(torch, y, reference, bound) -> tuple[bool, float]:
 
 
 def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, runs: int,
-            dump: Path | None, **options) -> list[dict]:
+            dump: Path | None, halo_k: str | None = None, **options) -> list[dict]:
     import torch
     import torch.nn.functional as F
 
@@ -290,7 +312,7 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
         cudnn_ms, cudnn_host_ms, cudnn_median = kernel_times(torch, cudnn, launches,
                                                             repetitions, runs, 5)
         filter_2d = f.reshape(g.filter_shape)
-        for cfg in configs_for(g, dtype, sweep, ctas, **options):
+        for cfg in configs_for(g, dtype, sweep, ctas, halo_k, **options):
             executable = build(name, g, cfg, dump).executable["main"]
             y = torch.full(g.output_shape, float("nan"), device="cuda", dtype=torch_dtype)
             args = [tvm.runtime.from_dlpack(t) for t in (x, filter_2d, y)]
@@ -319,6 +341,7 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
                 "cluster": cfg.cluster, "cluster_n": cfg.cluster_n, "ctas": cfg.ctas,
                 "tiles": cfg.num_tiles,
                 "halo": f"{cfg.halo.rows}x{cfg.halo.cols}" if cfg.halo else None,
+                "halo_k": ("folded" if cfg.halo.folded else "padded") if cfg.halo else None,
                 "b_resident": cfg.b_resident,
                 "stream_k": cfg.stream_k, "split_k": cfg.split_k,
                 "tail_split": cfg.tail_split, "correct": ok,
@@ -342,10 +365,11 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
     return rows
 
 
-def compile_only(problems, dtype: str, sweep: bool, dump: Path | None, **options) -> int:
+def compile_only(problems, dtype: str, sweep: bool, dump: Path | None,
+                 halo_k: str | None = None, **options) -> int:
     count = 0
     for name, g, _ in problems:
-        for cfg in configs_for(g, dtype, sweep, **{"ctas": 132, **options}):
+        for cfg in configs_for(g, dtype, sweep, halo_k=halo_k, **{"ctas": 132, **options}):
             cubin = assemble(build(name, g, cfg, dump).cuda_source)
             count += 1
             print(f"{name} ({g.describe()}; GEMM {g.gemm_m}x{g.k}x{g.gemm_k}) {dtype} "
@@ -392,6 +416,9 @@ def main(argv: list[str] | None = None) -> int:
                              "(ordered, one last round)")
     parser.add_argument("--ctas", type=int, help="persistent CTAs (default: one per SM; "
                                                  "132 with --compile-only)")
+    parser.add_argument("--halo-k", choices=HALO_K_CHOICES,
+                        help="a layer on halo tiles in these K layouts (folded over the "
+                             "taps, or each tap padded; both: the default's first)")
     args = parser.parse_args(argv)
     options = {name: value for name, value in (("block_m", args.block_m),
                                                 ("block_n", args.block_n),
@@ -410,10 +437,11 @@ def main(argv: list[str] | None = None) -> int:
                if value is not None}
     problems = args.problem or PROBLEMS
     if args.compile_only:
-        compile_only(problems, args.dtype, args.sweep, args.dump_cuda, **options)
+        compile_only(problems, args.dtype, args.sweep, args.dump_cuda, args.halo_k,
+                     **options)
         return 0
     rows = measure(problems, args.dtype, args.sweep, args.launches, args.repetitions,
-                   args.runs, args.dump_cuda, **options)
+                   args.runs, args.dump_cuda, args.halo_k, **options)
     # TFLOP/s from graph replays (no host between launches); "host" columns: the same
     # launched back to back from the host (cuDNN's host code can be slower than its kernel).
     print(f"{'layer':27} {'tiling':44} {'ok':5} {'err/bd':>6} {'TFLOP/s':>8} {'host':>7} "
@@ -426,7 +454,8 @@ def main(argv: list[str] | None = None) -> int:
                   f"{'/' + str(row['tap_columns']) if row.get('tap_columns') else ''} "
                   f"C{row['epilogue_n']} st{row['stages']} "
                   f"x{row['cluster']}x{row['cluster_n']} "
-                  f"({row['tiles']} tiles)")
+                  f"({row['tiles']} tiles)"
+                  f"{' halo ' + row['halo'] + row['halo_k'][0] if row.get('halo') else ''}")
         print(f"{row['layer']:27} {tiling:44} {row['correct']!s:5} "
               f"{row['worst_error_over_bound']:6.3f} {row['tflops']:8.1f} "
               f"{row['host_launched_tflops']:7.1f} {row['median_tflops']:7.1f} "

@@ -312,6 +312,15 @@ SMALL = [
     # By default one-row tiles of a 112-wide image with the filter resident: 10 tiles on
     # 4 CTAs (the ring one slot a K step, loaded once a CTA).
     ("halo-one-row-resident-2x5x112x24-k32-ctas4", _layer(2, 5, 112, 24, 32), {"ctas": 4}),
+    # K folded over the taps (the default above) in a mainloop too long to unroll: a 7x7
+    # filter over 24 channels, K = 1176 in 19 steps of 64 (each k16 step's operand
+    # computed at run time; the last live one pairs tap 48's plane 2 with the zeroed
+    # region, the two after it run no MMA); 6 rows of 12 a tile, 4 tiles on 4 CTAs. And
+    # the padded layout, asked for, on the row-segments layer.
+    ("halo-folded-rolled-7x7-2x12x12x24-k256-ctas4", _layer(2, 12, 12, 24, 256, 7, 7, pad=3),
+     {"ctas": 4}),
+    ("halo-padded-2x10x136x24-k32-ctas6", _layer(2, 10, 136, 24, 32),
+     {"ctas": 6, "halo": "padded"}),
     ("taps32-c24-streamk-2x14x14x24-k128", _layer(2, 14, 14, 24, 128),
      {"block_n": 128, "stream_k": True, "ctas": 8}),
     ("taps32-c24-cluster1x2-4x12x12x24-k128", _layer(4, 12, 12, 24, 128),
@@ -1222,10 +1231,11 @@ def test_the_k_block_moves_the_fewest_columns_padding_each_tap_to_whole_blocks()
     """Each K block is one im2col load at one filter tap: of 64, 32 and 16 columns the
     one of fewest columns moved (a K step counting 16 besides its own; ties to fewer
     columns), each tap's C padded to whole blocks (tap_columns) where the block does not
-    divide it; 8 channels in 8-column pieces of 16-wide blocks."""
+    divide it; 8 channels in 8-column pieces of 16-wide blocks. (halo=False: the layers
+    of padded taps take halo tiles by default, whose K is folded.)"""
     got = {}
     for c in (8, 16, 24, 32, 40, 48, 56, 64, 80, 96, 112, 128, 144, 160, 240, 320):
-        cfg = conv2d_config(_layer(2, 8, 8, c, 64))
+        cfg = conv2d_config(_layer(2, 8, 8, c, 64), halo=False)
         got[c] = (cfg.block_k, cfg.a_copy_k, cfg.tap_columns)
         assert cfg.k == 9 * (cfg.tap_columns or c)
     assert got == {8: (16, 8, 0), 16: (16, 0, 0), 24: (32, 0, 32), 32: (32, 0, 0),
@@ -1594,7 +1604,9 @@ def _check_halo_plans(g, cfg, a_load, b_load, store) -> None:
     sspec = store.plan.tensor_map
     element = {"uint64": 8, "uint32": 4}.get(sspec.dtype, 2)
     assert math.prod(sspec.global_dims) * element == g.gemm_m * g.k * 2
-    assert math.prod(sspec.box_dims) * element == halo.stored_rows * cfg.epilogue_cols * 2
+    # (A C stage of more than one 128-byte swizzle span is stored a box a span.)
+    assert (math.prod(sspec.box_dims) * element * store.plan.num_issues
+            == halo.stored_rows * cfg.epilogue_cols * 2)
     assert re.fullmatch(r"cp\.async\.bulk\.tensor\.[234]d\.global\.shared::cta"
                         r"\.bulk_group", store.instruction)
 
@@ -1607,13 +1619,15 @@ def test_conv2d_assembles_for_sm90a_with_the_expected_instructions(built):
             in src)
     if cfg.halo is not None:
         # A halo tile's pixels: a tiled load (no im2col map); the transposers' 16-byte
-        # copies into the planes, fenced for wgmma; unswizzled wgmma descriptors whose
-        # leading byte offset is a plane (16 bytes a pixel), one per K step.
+        # copies into the planes, fenced for wgmma; unswizzled wgmma descriptors (core
+        # matrices 128 bytes apart along M) encoded once a K step with no leading offset,
+        # each k16 step adding its operand's start and leading offset (bits 16-29).
         assert ".im2col." not in src and "X_tensormap" in src
         assert re.search(r"cp\.async\.bulk\.tensor\.[2-4]d\.shared::cluster\.global\."
                          r"mbarrier::complete_tx::bytes \[", src)
         assert "uint4" in src and "fence.proxy.async.shared::cta" in src
-        assert src.count(f", {cfg.halo.plane_pixels}, 8, 0);") >= 1
+        assert src.count(", 0, 8, 0);") >= 1
+        _check_halo_operands_in_source(cfg, src)
         assert kernel.tensormap_params == 3
         assert len(assemble(src)) > 0
         return
@@ -1642,6 +1656,77 @@ def test_conv2d_assembles_for_sm90a_with_the_expected_instructions(built):
     assert f"setmaxnreg.inc.sync.aligned.u32 {232 if cfg.consumers <= 2 else 152};" in src
     assert f"__launch_bounds__({cfg.threads})" in src
     assert len(assemble(src)) > 0
+
+
+def _halo_operand_constants(cfg) -> set[int]:
+    """What each k16 step of an unrolled halo mainloop adds to the A descriptor, from the
+    layout's definition: 8-channel group (tap t, plane c) at ``c * plane_pixels +
+    offset(t)`` pixels (16-byte rows) of the slot, the step's two groups consecutive in
+    K (padded taps: ``tap_columns / 8`` groups a tap, its padding planes zeroed; folded:
+    C / 8 a tap, a group crossing into the next tap read from the copy of plane 0 after
+    the last plane, one past K from the zeroed region after the planes); the start in
+    bits 0-13, the second group's distance (the leading byte offset) in bits 16-29, and
+    64 rows a 64-row sub-tile."""
+    halo = cfg.halo
+    pitch = halo.plane_pixels
+
+    def offset(t):
+        return (t // halo.taps_s * halo.dilation[0] * halo.width
+                + t % halo.taps_s * halo.dilation[1])
+
+    per_tap = halo.planes
+    order = [(t, c) for t in range(halo.taps) for c in range(per_tap)]
+    copy_plane = halo.folded and per_tap % 2 == 1
+    zero_region = (per_tap + copy_plane) * pitch
+    found = set()
+    for k16 in range(cfg.k_steps * cfg.block_k // 16):
+        if 2 * k16 >= len(order):
+            continue  # wholly past K: no MMA
+        t, c = order[2 * k16]
+        start = c * pitch + offset(t)
+        if 2 * k16 + 1 == len(order):
+            second = zero_region
+        else:
+            t2, c2 = order[2 * k16 + 1]
+            second = (per_tap if t2 != t else c2) * pitch + offset(t2)
+        for mi in range(cfg.consumer_rows // 64):
+            found.add(start + (second - start) * (1 << 16) + mi * 64)
+    return found
+
+
+def _check_halo_operands_in_source(cfg, src: str) -> None:
+    """An unrolled halo mainloop adds exactly the operands of
+    :func:`_halo_operand_constants` to the A descriptor (a rolled one computes them)."""
+    from tvm_tma.kernels.tiling import UNROLLED_ACCUMULATOR_STEPS, unrolled
+
+    added = {int(v) for v in re.findall(r"desc_a_ptr\[0\] \+ \(uint64_t\)(\d+)ULL\)", src)}
+    if unrolled(cfg.k_steps, cfg, UNROLLED_ACCUMULATOR_STEPS):
+        assert added == _halo_operand_constants(cfg)
+    else:
+        assert not added
+
+
+def test_halo_operands_of_24_channels_folded_and_padded():
+    """The k16 operands of a 3x3, 24-channel layer's halo tiles (8 x 14 outputs, a 16-wide
+    halo of 10 rows: 160 pixels a plane), written out: folded K reads tap 0's planes 0-1,
+    then its plane 2 with tap 1's plane 0 from the copy (plane 3, one pixel further: a
+    leading offset of 161), ... 14 steps in all, the last tap 8's plane 2 with the zeroed
+    region (plane 4); padded taps (32 columns) read planes 0-1 and 2-3 of every tap, 18
+    steps."""
+    folded = conv2d_config(_layer(1, 224, 224, 24, 48), halo="folded")
+    padded = conv2d_config(_layer(1, 224, 224, 24, 48), halo="padded")
+    assert (folded.halo.planes, folded.halo.stored_planes, folded.halo.plane_pixels,
+            folded.k, folded.block_k, folded.k_steps) == (3, 4, 160, 216, 64, 4)
+    operands = [folded.halo.mma_operand(s, kk, 64) for s in range(4) for kk in range(4)]
+    assert [(start, lead) for start, lead, live in operands if live][:6] == [
+        (0, 160), (320, 161), (161, 160), (2, 160), (322, 174), (176, 160)]
+    assert operands[13][:2] == (2 * 160 + 34, 4 * 160 - (2 * 160 + 34))  # tap 8 = (2, 2)
+    assert [live for _, _, live in operands] == [True] * 14 + [False] * 2
+    assert (padded.halo.planes, padded.k, padded.block_k, padded.k_steps) == (4, 288, 32, 9)
+    assert [padded.halo.mma_operand(1, kk, 32)[:2] for kk in range(2)] == [
+        (1, 160), (1 + 320, 160)]
+    for cfg, steps in ((folded, 14), (padded, 18)):
+        assert len(_halo_operand_constants(cfg)) == steps
 
 
 @pytest.mark.parametrize("case", SMALL, ids=[c[0] for c in SMALL])
@@ -1798,12 +1883,23 @@ HALO_SMALL = [c for c in SMALL if _config(c[1], c[2]).halo is not None]
 def test_every_halo_tile_holds_its_pixels_on_the_tma_model(case):
     """Halo tiles: the A copy's plan, evaluated for every (worker, round) the producer
     runs and executed on the numpy TMA model, fills its raw slot with the halo's pixels,
-    which copied into channel planes (16-byte chunk e of the raw slot to plane e % (C/8),
-    pixel e // (C/8)) make what each K step's wgmma descriptor addresses -- 16-byte row
-    ``tap_start + i`` of each plane, planes a leading byte offset apart -- for every row
-    ``i`` of a stored output pixel that pixel's row of the im2col matrix (built from the
-    convolution's definition, each tap padded with zeros to ``tap_columns``); every tile
-    loaded once."""
+    which copied into channel planes (each pixel's 16-byte chunk c to plane c; with K
+    folded and C/8 odd, chunk 0 again into the plane after the last; past C, or after
+    the planes with K folded, zeros) make what each k16 step's wgmma operand addresses
+    -- 16-byte rows ``start + i`` and ``start + lead + i`` of the slot -- for every row
+    ``i`` of a stored output pixel that pixel's 16 columns of the im2col matrix (built
+    from the convolution's definition: each tap padded with zeros to ``tap_columns``, or
+    with K folded the taps as they are and zeros past K); every tile loaded once. Both K
+    layouts of each case's tiling are checked."""
+    from tvm_tma.kernels.conv2d_tiling import with_halo_k
+
+    _, g, options = case
+    default = _config(g, options)
+    for cfg in (default, with_halo_k(g, default, not default.halo.folded)):
+        _check_halo_operands_on_the_model(g, cfg)
+
+
+def _check_halo_operands_on_the_model(g, cfg) -> None:
     import tvm
     from tvm.sym import Analyzer
 
@@ -1812,16 +1908,18 @@ def test_every_halo_tile_holds_its_pixels_on_the_tma_model(case):
     from tvm_tma.testing.im2col_model import conv_gemm_view, pad_taps
     from tvm_tma.testing.tma_model import execute_plan
 
-    _, g, options = case
-    cfg = _config(g, options)
     halo = cfg.halo
     plan = tvm_tma.explain(conv2d_kernel(g, cfg)).copies[0].plan
     names = {str(v): v for expr in (*plan.coordinates, plan.smem_offset)
              if not isinstance(expr, int) for v in tvm.tirx.analysis.undefined_vars(expr)}
     assert set(names) <= {"worker", "j"}, names
     x = np.random.default_rng(7).integers(1, 1 << 16, size=g.argument_shape, dtype=np.uint16)
-    view = pad_taps(conv_gemm_view(x, (g.r, g.s), g.stride, g.padding, g.dilation), g.c,
-                    cfg.tap_columns)
+    view = conv_gemm_view(x, (g.r, g.s), g.stride, g.padding, g.dilation)
+    if cfg.tap_columns:
+        view = pad_taps(view, g.c, cfg.tap_columns)
+    # K steps past K read zeros (the filter's too): the folded view padded to whole steps.
+    view = np.pad(view, ((0, 0), (0, cfg.k_steps * cfg.block_k - view.shape[1])))
+    real = g.c // 8
     analyzer = Analyzer()
     loaded = []
     for worker in range(cfg.workers):
@@ -1835,16 +1933,23 @@ def test_every_halo_tile_holds_its_pixels_on_the_tma_model(case):
             arena = np.full(cfg.shared_bytes, 0xA5, np.uint8)
             env = {var: {"worker": worker, "j": j}[name] for name, var in names.items()}
             execute_plan(plan, x.reshape(-1).view(np.uint8), arena, 2, env)
-            # The raw slot is the halo pixel-major; the transposers copy 16-byte chunk e
-            # (pixel e // (C/8), plane e % (C/8)) into its plane; planes past C are zeros.
+            # The raw slot is the halo pixel-major; the transposers copy its chunks into
+            # the stored planes and zero what no tile writes.
             raw_at = (cfg.halo_raw_start + j % HALO_STAGES * halo.raw_slot_bytes) // 2
             raw = arena.view(np.uint16)[raw_at:raw_at + halo.load_bytes // 2]
-            raw = raw.reshape(halo.plane_pixels, g.c // 8, 8)
+            raw = raw.reshape(halo.plane_pixels, real, 8)
             image = np.full(cfg.shared_bytes // 2, 0xA5A5, np.uint16)
             slot = (cfg.a_ring_start + j % HALO_STAGES * halo.slot_bytes) // 2
-            plane_image = np.zeros((halo.planes, halo.plane_pixels, 8), np.uint16)
-            plane_image[:g.c // 8] = raw.transpose(1, 0, 2)
-            image[slot:slot + plane_image.size] = plane_image.reshape(-1)
+            planes = raw.transpose(1, 0, 2)
+            if halo.folded:
+                planes = np.concatenate([planes, planes[:1]] if real % 2 else [planes])
+                zeros = np.zeros((cfg.block_m, 8), np.uint16)
+            else:
+                planes = np.concatenate(
+                    [planes, np.zeros((halo.planes - real, halo.plane_pixels, 8), np.uint16)])
+                zeros = np.zeros((0, 8), np.uint16)
+            stored = np.concatenate([planes.reshape(-1, 8), zeros])
+            image[slot:slot + stored.size] = stored.reshape(-1)
             n, p0, q0 = (int(analyzer.simplify(tvm.tirx.const(0) + v))
                          for v in halo.coordinates(mb))
             for i in range(cfg.block_m):
@@ -1853,12 +1958,17 @@ def test_every_halo_tile_holds_its_pixels_on_the_tma_model(case):
                     continue  # a garbage row: computed, never stored
                 pixel = (n * g.p + p0 + a) * g.q + q0 + b
                 for k_step in range(cfg.k_steps):
-                    start = slot + (halo.tap_start(k_step, cfg.block_k) + i) * 8
-                    planes = start + np.arange(cfg.block_k // 8)[:, None] * (
-                        halo.plane_pixels * 8) + np.arange(8)[None, :]
-                    got = image[planes.reshape(-1)]
-                    want = view[pixel, k_step * cfg.block_k:(k_step + 1) * cfg.block_k]
-                    assert np.array_equal(got, want), (worker, j, i, k_step)
+                    for kk in range(cfg.block_k // 16):
+                        start, lead, live = halo.mma_operand(k_step, kk, cfg.block_k)
+                        column = k_step * cfg.block_k + kk * 16
+                        want = view[pixel, column:column + 16]
+                        if not live:  # past K: no MMA (the view is zeros there)
+                            assert column >= g.gemm_k and not want.any()
+                            continue
+                        assert lead > 0
+                        rows = slot + (np.array([start, start + lead]) + i) * 8
+                        got = image[(rows[:, None] + np.arange(8)[None, :]).reshape(-1)]
+                        assert np.array_equal(got, want), (worker, j, i, k_step, kk)
     assert sorted(loaded) == list(range(halo.tiles))
 
 
@@ -1866,13 +1976,14 @@ def test_halo_tiles_take_padded_taps_of_whole_output_rows():
     """The halo rule (conv2d_tiling._halo_tiles): stride 1, undilated, C of at most 96
     padded in its taps, at most 256 output channels; tiles of at least two whole output
     rows, the height loading the fewest halo rows a CTA; else one-row tiles with the
-    filter resident where it fits. H200 (RESULTS.md 6z9)."""
+    filter resident where it fits. H200 (RESULTS.md 6z9). K folded over the taps (64-wide
+    K blocks, no tap padding: tap_columns 0) unless the caller chose the K blocks."""
     cases = {  # layer: (rows, block_m, block_k, tap_columns, tiles, resident)
-        (16, 56, 24, 24): (3, 192, 32, 32, 304, False),
-        (16, 28, 80, 80): (4, 128, 32, 96, 112, False),
-        (2, 56, 24, 64): (2, 128, 32, 32, 56, False),
-        (16, 112, 24, 64): (1, 128, 32, 32, 1792, True),  # one row of 112 a tile
-        (8, 112, 40, 40): (1, 128, 64, 64, 896, True),
+        (16, 56, 24, 24): (3, 192, 64, 0, 304, False),
+        (16, 28, 80, 80): (4, 128, 64, 0, 112, False),
+        (2, 56, 24, 64): (2, 128, 64, 0, 56, False),
+        (16, 112, 24, 64): (1, 128, 64, 0, 1792, True),  # one row of 112 a tile
+        (8, 112, 40, 40): (1, 128, 64, 0, 896, True),
     }
     for (n, h, c, k), want in cases.items():
         cfg = conv2d_config(_layer(n, h, h, c, k))
@@ -1890,7 +2001,10 @@ def test_halo_tiles_take_padded_taps_of_whole_output_rows():
     assert (wide.rows, wide.cols, wide.width, wide.row_stores, wide.stored_rows) == (
         8, 14, 16, 8, 14)
     inception = conv2d_config(_layer(32, 35, 35, 48, 64, 5, 5, pad=2))
-    assert (inception.halo.rows, inception.block_k, inception.tap_columns) == (3, 64, 64)
+    assert (inception.halo.rows, inception.block_k, inception.tap_columns) == (3, 64, 0)
+    # A K block the caller gives keeps each tap padded to it (the halo as before).
+    given = conv2d_config(_layer(16, 56, 56, 24, 24), block_k=32)
+    assert (given.halo.folded, given.block_k, given.tap_columns) == (False, 32, 32)
     # Not: aligned or wide C, a filter too big to stay beside one-row halos (N=4
     # 112x112x56 -> 112), stride 2, the caller's tile, halo=False; halo=True asks for them
     # (a stride refused by name).
@@ -1993,6 +2107,27 @@ def test_benchmark_sweep_and_problem_options(tmp_path, capsys):
                            "--dump-cuda", str(tmp_path)]) == 0
     assert f"{len(small)} kernels assembled" in capsys.readouterr().out
     assert len(list(tmp_path.glob("*.cu"))) == len(small)
+
+
+def test_benchmark_halo_k_times_the_default_tiling_in_each_k_layout():
+    """``--halo-k``: a layer on halo tiles in its default tiling with K folded, with each
+    tap padded, or both (the default's first; the sweep takes both); the same tiles
+    either way (rows, columns, height, resident filter), the K layout and its K blocks
+    alone differing. A layer on im2col loads keeps its one tiling."""
+    g = _layer(4, 150, 150, 24, 24)
+    default = conv2d_config(g, ctas=132)
+    both = BENCHMARK.configs_for(g, "bfloat16", False, 132, "both")
+    assert both[0] == default and [c.halo.folded for c in both] == [True, False]
+    padded = both[1]
+    assert padded == BENCHMARK.configs_for(g, "bfloat16", False, 132, "padded")[0]
+    assert (padded.halo.rows, padded.halo.cols, padded.block_m, padded.b_resident) == (
+        default.halo.rows, default.halo.cols, default.block_m, default.b_resident)
+    assert (padded.tap_columns, padded.block_k, padded.k, default.k) == (32, 32, 288, 216)
+    swept = BENCHMARK.configs_for(g, "bfloat16", True, 132)
+    assert swept[:2] == both
+    plain = _layer(2, 8, 8, 64, 64, stride=2)
+    assert BENCHMARK.configs_for(plain, "bfloat16", False, 132, "both") == [
+        conv2d_config(plain, ctas=132)]
 
 
 def test_example_builds_and_assembles(capsys):

@@ -204,6 +204,8 @@ def gemm_k(geometry: Conv2dGeometry, columns: int) -> int:
 
 
 def _check_block_k(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
+    if cfg.halo is not None:
+        return  # the halo load reads whole pixels; K blocks address its planes
     if cfg.tap_columns:
         c, bk = geometry.c, cfg.block_k
         if pointwise_k_blocks(geometry) or not c <= cfg.tap_columns < c + bk:
@@ -396,14 +398,17 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     # keeps the im2col loads; absent, the rule of :func:`_halo_tiles` decides (not over
     # a folded patch axis: the halo load reads the activation as it is).
     wants_halo = options.pop("halo", None)
+    if wants_halo not in (None, False, *HALO_K_LAYOUTS):
+        raise ValueError(f"halo={wants_halo!r}: True, False, 'folded' or 'padded' (halo "
+                         f"tiles with K folded over the taps or each tap padded)")
     if wants_halo and folded:
-        raise ValueError(f"halo=True with {geometry.describe()} folded from patches: halo "
-                         f"tiles read the activation unfolded (stride 1 only)")
+        raise ValueError(f"halo={wants_halo!r} with {geometry.describe()} folded from "
+                         f"patches: halo tiles read the activation unfolded (stride 1 only)")
     if wants_halo:
         forced = halo_tiles(geometry, conv2d_config(geometry, dtype, **options),
                             whole_rows=False,
                             block_ms=(options["block_m"],) if "block_m" in options
-                            else HALO_BLOCK_MS)
+                            else HALO_BLOCK_MS, folded=HALO_K_LAYOUTS[wants_halo])
         check_config(geometry, forced)
         return forced
     if options.get("swap_ab") and not TILING_CHOICES & set(options):
@@ -414,6 +419,8 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
         if forced is not None:
             check_config(geometry, forced)
             return forced
+    # K blocks the caller chose keep a halo tiling's taps padded to them (_halo_tiles).
+    k_blocks_chosen = bool(K_BLOCK_CHOICES & set(options))
     options.setdefault("block_k", channel_block(geometry))
     options.setdefault("a_copy_k", a_copy_k(geometry))
     options.setdefault("tap_columns", tap_columns(geometry, options["block_k"],
@@ -443,7 +450,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     best = _resident_filter(best, options)
     best = _few_columns(best, options)
     if wants_halo is None and not folded:
-        best = _halo_tiles(geometry, best, options)
+        best = _halo_tiles(geometry, best, options, folded=not k_blocks_chosen)
     check_config(geometry, best)
     return best
 
@@ -453,28 +460,53 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
 HALO_MAX_CHANNELS = 96
 #: Tile heights halo tiles are tried on (two and three cooperative consumer warpgroups).
 HALO_BLOCK_MS = (128, 192)
+#: Whether halo tiles fold K over the taps (:attr:`.halo.HaloTiling.folded`: R * S * C
+#: columns, ceil(R * S * C / 16) k16 steps a tile) rather than pad each tap's channels to
+#: whole K blocks (C = 24 in 32 columns: 18 steps for a 3x3 filter where folded K takes
+#: 14; 40 in 64: 36 against 23). ``halo="folded"`` / ``"padded"`` chooses. H100, same
+#: run, the same tiles (benchmarks/RESULTS.md 6z18): all 12 layers faster folded,
+#: 1.10-1.63x (N=1 224x224x24 -> 48 12.87 -> 8.10 us, N=4 150x150x24 -> 24 19.25 ->
+#: 12.79, N=2 128x128x40 -> 40 11.22 -> 8.38; N=8 112x112x40 -> 40 1.10x), all above
+#: cuDNN after (1.09-2.27x; 5 of them were under it padded).
+HALO_FOLDS_K = True
+#: Options that choose the im2col loads' K blocks: given, halo tiles keep each tap padded
+#: to them.
+K_BLOCK_CHOICES = frozenset({"block_k", "tap_columns", "a_copy_k"})
+#: The values of the ``halo`` option: halo tiles with K folded or padded, or either.
+HALO_K_LAYOUTS = {"folded": True, "padded": False, True: None}
 
 
 def halo_tiles(geometry: Conv2dGeometry, base: GemmConfig, whole_rows: bool = True,
-               block_ms: tuple[int, ...] = HALO_BLOCK_MS) -> GemmConfig | None:
+               block_ms: tuple[int, ...] = HALO_BLOCK_MS,
+               folded: bool | None = None) -> GemmConfig | None:
     """``base`` (the layer's im2col tiling) on halo tiles (:mod:`.halo`): cooperative
     tiles of 128 or 192 rows, whichever loads the fewest halo rows per CTA (rounds times
     a tile's halo rows x columns; the shorter on a tie), one column block of all K
-    output channels, each tap's channels padded as ``base`` pads them (whole K blocks),
-    the ring as deep as fits. ``whole_rows``: only tiles of at least two whole output
-    rows (None where there are none); else any. ``block_ms``: the tile heights tried
-    (the caller's ``block_m`` where ``halo=True`` comes with one). Raises ValueError,
-    naming the value, where the kernel runs no halo tiles (a stride, more than 256
-    output channels, C no multiple of 8)."""
+    output channels, the ring as deep as fits. K is ``folded`` over the taps (R * S * C
+    columns in 64-wide blocks, :attr:`.halo.HaloTiling.folded`) or each tap's channels
+    padded as ``base`` pads them (whole K blocks); None: :data:`HALO_FOLDS_K`.
+    ``whole_rows``: only tiles of at least two whole output rows (None where there are
+    none); else any. ``block_ms``: the tile heights tried (the caller's ``block_m``
+    where ``halo=True`` comes with one). Raises ValueError, naming the value, where the
+    kernel runs no halo tiles (a stride, more than 256 output channels, C no multiple of
+    8)."""
     if geometry.stride != (1, 1):
         raise ValueError(f"halo tiles with stride {geometry.stride}: stride 1 only (a "
                          f"stride would read every other halo pixel)")
     if geometry.k > 256:
         raise ValueError(f"halo tiles with K={geometry.k}: at most 256 output channels "
                          f"(one column block)")
-    columns = base.tap_columns or geometry.c
-    columns += columns % 16  # whole k16 steps: two 8-channel planes
-    block_k = max(b for b in K_BLOCKS if columns % b == 0)
+    if folded is None:
+        folded = HALO_FOLDS_K
+    if folded:
+        # Every k16 step reads the next two 8-channel groups of (tap, channel): K blocks
+        # need not meet the taps, and the widest takes the fewest ring steps (a step
+        # wholly past K runs no MMA).
+        columns, block_k = 0, max(K_BLOCKS)
+    else:
+        columns = base.tap_columns or geometry.c
+        columns += columns % 16  # whole k16 steps: two 8-channel planes
+        block_k = max(b for b in K_BLOCKS if columns % b == 0)
     width = -(-geometry.k // 8) * 8
     found = []
     for block_m in block_ms:
@@ -498,6 +530,17 @@ def halo_tiles(geometry: Conv2dGeometry, base: GemmConfig, whole_rows: bool = Tr
     return min(found, key=lambda f: f[:2])[2]
 
 
+def with_halo_k(geometry: Conv2dGeometry, cfg: GemmConfig, folded: bool) -> GemmConfig | None:
+    """``cfg``'s halo tiles (the same tile height, so the same rows and columns) with K
+    ``folded`` over the taps or each tap's channels padded, the filter resident where
+    ``cfg``'s is: the same tiling in the other K layout (``benchmarks/conv2d.py``'s
+    ``--halo-k``). None where it does not fit shared memory."""
+    base = conv2d_config(geometry, cfg.dtype, halo=False, ctas=cfg.ctas)
+    other = halo_tiles(geometry, base, whole_rows=False, block_ms=(cfg.block_m,),
+                       folded=folded)
+    return resident_halo_filter(other) if cfg.b_resident else other
+
+
 def resident_halo_filter(cfg: GemmConfig) -> GemmConfig | None:
     """Halo tiles ``cfg`` with the filter resident (``b_resident``): the ring one slot a
     K step, as many whole sets of them as fit (at most
@@ -515,17 +558,21 @@ def resident_halo_filter(cfg: GemmConfig) -> GemmConfig | None:
     return replace(cfg, stages=sets * steps, b_resident=True)
 
 
-def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict) -> GemmConfig:
+def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict,
+                folded: bool = True) -> GemmConfig:
     """Halo tiles (:func:`halo_tiles`) for a stride-1, undilated layer whose taps the
     im2col loads pad (C of at most :data:`HALO_MAX_CHANNELS` no K block divides: 24,
     40, 48, 56, 80), of at most 256 output channels: there the im2col loads are
     L2-request bound (6z6, 6z8) and a halo reads each pixel once. Tiles of at least two
     whole output rows where they fit; else (a wide image) one-row tiles, or segments of
     several rows where a row is wider than a tile, with the filter resident
-    (:func:`resident_halo_filter`), where it fits. Not where the caller chose
-    the tiling. H200, same runs (6z9): N=16 28x28x80 2.46x, N=32 35x35x48 -> 64 5x5
-    1.89x, N=16 56x56x24 -> 24 1.42x; one-row tiles, resident: N=8 112x112x40 2.42x,
-    N=16 112x112x24 -> 64 1.59x."""
+    (:func:`resident_halo_filter`), where it fits. Not where the caller chose the
+    tiling. H200, same runs, halo tiles against the im2col loads (6z9): N=16 28x28x80
+    2.46x, N=32 35x35x48 -> 64 5x5 1.89x, N=16 56x56x24 -> 24 1.42x; one-row tiles,
+    resident: N=8 112x112x40 2.42x, N=16 112x112x24 -> 64 1.59x. K is ``folded`` over the
+    taps (:data:`HALO_FOLDS_K`) unless the caller chose the K blocks
+    (:data:`K_BLOCK_CHOICES`): H100, same run, folded against padded taps on the same
+    tiles (benchmarks/RESULTS.md 6z18), 12 layers 1.10-1.63x, 1.36x geomean."""
     if (TILING_CHOICES | C_STAGE_CHOICES | {"swap_ab", "b_resident", "cluster",
                                             "cluster_n"}) & set(options):
         return cfg
@@ -533,11 +580,12 @@ def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict) -> Gem
     if (g.stride != (1, 1) or g.dilation != (1, 1) or g.k > 256 or g.c > HALO_MAX_CHANNELS
             or cfg.tap_columns <= g.c or cfg.a_copy_k):
         return cfg
-    whole = halo_tiles(geometry, cfg)
+    folded = folded and HALO_FOLDS_K
+    whole = halo_tiles(geometry, cfg, folded=folded)
     if whole is not None:
         return whole
     try:
-        one_row = halo_tiles(geometry, cfg, whole_rows=False)
+        one_row = halo_tiles(geometry, cfg, whole_rows=False, folded=folded)
     except ValueError:  # no tile height fits (a wide image of 5x5 taps, say)
         return cfg
     return resident_halo_filter(one_row) or cfg
@@ -1220,6 +1268,6 @@ def _check_halo(geometry: Conv2dGeometry, cfg: GemmConfig) -> None:
     if geometry.stride != (1, 1):
         raise ValueError(f"halo tiles with stride {geometry.stride}: stride 1 only (a "
                          f"stride would read every other halo pixel)")
-    want = halo_tiling(geometry, halo.block_m, halo.planes * 8)
+    want = halo_tiling(geometry, halo.block_m, 0 if halo.folded else halo.planes * 8)
     if replace(want, rows=halo.rows, cols=halo.cols) != halo:
         raise ValueError(f"halo tiles {halo}: not those of {geometry.describe()}")

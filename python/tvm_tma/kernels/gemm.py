@@ -585,7 +585,7 @@ def make_cta_body(cfg: GemmConfig, work=None, threads: int | None = None,
     halo = cfg.halo
     barriers = stages
     if halo is not None:
-        a_shape = (HALO_STAGES, halo.planes, halo.halo_rows, halo.width, 8)
+        a_shape = (HALO_STAGES, halo.stored_planes, halo.halo_rows, halo.width, 8)
         a_layout = TileLayout(S[a_shape : (halo.slot_elements, halo.plane_pixels * 8,
                                            halo.width * 8, 8, 1)])
         raw_shape = (HALO_STAGES, *halo.raw_shape)

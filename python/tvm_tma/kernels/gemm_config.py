@@ -224,7 +224,8 @@ class GemmConfig:
     #: a raw slot, the producer warpgroup's idle warps copy them into channel planes, and
     #: each K step's A tile is the planes at the step's tap offset (the ring slots hold B
     #: alone). M is then the halo tiles times ``block_m`` and ``tap_columns`` the planes'
-    #: channels.
+    #: channels, or 0 where K is folded over the taps (``halo.folded``: R * S * C, each
+    #: k16 step its own operand offsets).
     halo: HaloTiling | None = None
 
     def __post_init__(self) -> None:
@@ -813,12 +814,14 @@ class GemmConfig:
         cluster and unswapped (each halo slot serves one tile's K steps), M the halo
         tiles times ``block_m`` and every tile's rows within it."""
         halo = self.halo
-        if (self.tap_columns != halo.planes * 8 or self.fp8 or self.b_layout != "nk"
+        columns = 0 if halo.folded else halo.planes * 8
+        if (self.tap_columns != columns or self.fp8 or self.b_layout != "nk"
                 or self.a_copy_k):
             raise ValueError(f"halo tiles: a 16-bit conv2d's K over taps with tap_columns="
-                             f"{halo.planes * 8} (the planes' channels) and B as N x K; got "
-                             f"tap_columns={self.tap_columns}, dtype={self.dtype!r}, "
-                             f"b_layout={self.b_layout!r}, a_copy_k={self.a_copy_k}")
+                             f"{columns} (the planes' channels; 0: K folded over the taps) "
+                             f"and B as N x K; got tap_columns={self.tap_columns}, dtype="
+                             f"{self.dtype!r}, b_layout={self.b_layout!r}, a_copy_k="
+                             f"{self.a_copy_k}")
         if (self.schedule != "cooperative" or self.cluster_size > 1 or self.swap_ab
                 or self.split_k != 1 or self.stream_k or self.tail_split != 1):
             raise ValueError(f"halo tiles: whole tiles on the cooperative schedule, no "

@@ -94,11 +94,17 @@ class HaloTiling:
     #: Output rows and columns of a tile.
     rows: int
     cols: int
-    #: Channel planes loaded: a tap's K columns over 8 (those past C read zeros).
+    #: Channel planes: a tap's K columns over 8 (those past C read zeros); with
+    #: :attr:`folded` K, C over 8.
     planes: int
     #: The MMAs' rows a tile takes (``GemmConfig.block_m``): ``rows * width`` and the
     #: garbage rows after them.
     block_m: int
+    #: K over the taps unpadded (``R * S * C`` columns, the filter as it is): each k16
+    #: step reads the next two 8-channel groups of the (tap, channel) order, the second
+    #: one tap further where it crosses a tap (:meth:`mma_operand`). Otherwise each tap's
+    #: channels are padded to ``planes * 8`` columns (``GemmConfig.tap_columns``).
+    folded: bool = False
 
     @property
     def width(self) -> int:
@@ -151,6 +157,33 @@ class HaloTiling:
         return math.ceil(self.load_bytes / SLOT_ALIGN) * SLOT_ALIGN
 
     @property
+    def copy_plane(self) -> bool:
+        """Folded K over an odd number of planes: a k16 step that crosses a tap reads the
+        last plane of one tap and the first of the next, a leading byte offset apart that
+        must be positive (the descriptor's field is unsigned), so plane 0 is stored again
+        after the last one (:meth:`mma_operand`)."""
+        return self.folded and self.planes % 2 == 1
+
+    @property
+    def stored_planes(self) -> int:
+        """Planes a slot holds: :attr:`planes`, and the copy of plane 0 (:attr:`copy_plane`)."""
+        return self.planes + self.copy_plane
+
+    @property
+    def zero_pixels(self) -> int:
+        """Folded K: a zeroed region after the stored planes, as many 16-byte rows as a
+        tile has MMA rows, that a k16 step's second 8 channels read where they lie past K
+        (an odd number of 8-channel groups: R * S * C / 8); exact zeros, never input data
+        (an Inf times B's zero fill would be NaN). It also takes the last plane's
+        :attr:`slack_pixels`. Padded taps zero their planes past C instead."""
+        return self.block_m if self.folded else 0
+
+    @property
+    def zero_start(self) -> int:
+        """Start of the zeroed region (:attr:`zero_pixels`) in a slot, in 16-byte units."""
+        return self.stored_planes * self.plane_pixels
+
+    @property
     def slack_pixels(self) -> int:
         """Pixels after the last plane that garbage rows read: the last tap reaches
         ``(R - 1) dh * width + (S - 1) dw`` past a row, and rows run to ``block_m``."""
@@ -159,7 +192,8 @@ class HaloTiling:
 
     @property
     def slot_bytes(self) -> int:
-        raw = (self.planes * self.plane_pixels + self.slack_pixels) * PLANE_PIXEL_BYTES
+        tail = max(self.slack_pixels, self.zero_pixels)
+        raw = (self.stored_planes * self.plane_pixels + tail) * PLANE_PIXEL_BYTES
         return math.ceil(raw / SLOT_ALIGN) * SLOT_ALIGN
 
     @property
@@ -199,9 +233,47 @@ class HaloTiling:
         taps, ``tap_columns / block_k`` blocks a tap)."""
         blocks = self.planes * PLANE_CHANNELS // block_k
         tap, block = k_step // blocks, k_step % blocks
-        r, s = tap // self.taps_s, tap % self.taps_s
-        return (r * self.dilation[0] * self.width + s * self.dilation[1]
+        return (self.tap_offset(tap)
                 + block * (block_k // PLANE_CHANNELS) * self.plane_pixels)
+
+    def tap_offset(self, tap):
+        """Pixels from a row's own pixel to its tap ``tap`` (row-major ``r * S + s``) in
+        the halo: ``r * dh * width + s * dw``, increasing with the tap."""
+        r, s = tap // self.taps_s, tap % self.taps_s
+        return r * self.dilation[0] * self.width + s * self.dilation[1]
+
+    @property
+    def groups(self) -> int:
+        """8-channel groups of K: taps times planes (folded K: ``R * S * C / 8``)."""
+        return self.taps * self.planes
+
+    def mma_operand(self, k_step, kk, block_k: int):
+        """(start, leading byte offset, live) of the A operand of k16 step ``kk`` of K step
+        ``k_step`` (expressions, or ints), in 16-byte units from the slot's first pixel:
+        its first 8 channels' core matrices begin at ``start`` (plus the row), its second
+        8 channels' ``lead`` further. ``live`` is False for a k16 step wholly past K (no
+        MMA is issued for it).
+
+        Padded taps: the K step's tap and channel block (:meth:`tap_start`), a plane
+        apart. Folded K: 8-channel group ``g`` (tap ``g // planes``, plane ``g %
+        planes``) sits at ``plane * plane_pixels + tap_offset(tap)``; the step reads
+        groups ``2 (k_step * block_k / 16 + kk)`` and the next one. Where that one is
+        the next tap's plane 0 it is read from the copy after the last plane
+        (:attr:`copy_plane`: its address is past the first group's, as the unsigned
+        leading offset needs: the taps' offsets increase); past K, from the zeroed region
+        (:attr:`zero_pixels`)."""
+        if not self.folded:
+            return (self.tap_start(k_step, block_k) + kk * 2 * self.plane_pixels,
+                    self.plane_pixels, True)
+        planes, pitch = self.planes, self.plane_pixels
+        first = k_step * (block_k // PLANE_CHANNELS) + 2 * kk
+        second = first + 1
+        start = first % planes * pitch + self.tap_offset(first // planes)
+        # The second group's plane: its own, or the copy of plane 0 after the last one.
+        plane = second % planes + _select(second % planes == 0, planes, 0)
+        inside = plane * pitch + self.tap_offset(second // planes)
+        lead = _select(second < self.groups, inside, self.zero_start) - start
+        return start, lead, first < self.groups
 
     # -- the store -----------------------------------------------------------------------
     @property
@@ -233,10 +305,14 @@ def halo_tiling(geometry: Conv2dGeometry, block_m: int, tap_columns: int) -> Hal
     where a row and the filter's reach fit ``block_m`` (as many rows a tile as fit,
     evened out over the tiles an image needs), else row segments (:func:`_segment`:
     one row, or several rows of a halo width a multiple of 8, whichever loads the
-    fewest halo pixels). Raises ValueError where the channels are no multiple of 8 or
-    the K columns of a tap no whole planes."""
+    fewest halo pixels). ``tap_columns`` 0: K folded over the taps (R * S * C columns,
+    :attr:`HaloTiling.folded`), else each tap's channels padded to it. Raises ValueError
+    where the channels are no multiple of 8 or the K columns of a tap no whole planes."""
     c, p, q, s, dilation = (geometry.c, geometry.p, geometry.q, geometry.s,
                             geometry.dilation)
+    folded = tap_columns == 0
+    if folded:
+        tap_columns = c
     if c % PLANE_CHANNELS or tap_columns % PLANE_CHANNELS or tap_columns < c:
         raise ValueError(f"halo tiles: C={c} and the tap's K columns {tap_columns} must be "
                          f"multiples of {PLANE_CHANNELS} with C <= {tap_columns} (16-byte "
@@ -253,7 +329,7 @@ def halo_tiling(geometry: Conv2dGeometry, block_m: int, tap_columns: int) -> Hal
                              f"leaves {fit} columns of a {block_m}-row tile")
         rows, cols = _segment(p, q, (geometry.r - 1) * dilation[0], reach, block_m)
     return HaloTiling(geometry.n, p, q, c, geometry.r, s, geometry.padding, dilation, rows,
-                      cols, tap_columns // PLANE_CHANNELS, block_m)
+                      cols, tap_columns // PLANE_CHANNELS, block_m, folded)
 
 
 def _segment(p: int, q: int, reach_rows: int, reach: int, block_m: int) -> tuple[int, int]:
@@ -319,16 +395,24 @@ def make_transpose(halo: HaloTiling):
     """``transpose(ring, raw_words, plane_words, j, t)``: transposer ``t`` (0 ..
     :data:`TRANSPOSERS` - 1) takes its share of tile use ``j``: waits for the raw slot,
     and for the plane slot's previous tile to be released, copies every ``t``-th 16-byte
-    chunk of the raw halo (pixel ``e // (C/8)``, plane ``e % (C/8)``) into its plane,
-    fences its writes into the async proxy (the consumers' wgmma reads them) and
-    arrives on the planes' "full" barrier and the raw slot's "empty" one. On its first
-    tile it also zeroes the planes past C in both plane slots (never written again).
-    ``raw_words`` / ``plane_words`` are uint32 views of the raw and plane slots."""
+    chunk of the planes from the raw halo (stored plane ``q`` of pixel ``e // stored``,
+    ``q = e % stored``, is the pixel's raw chunk ``q % (C/8)``: its own plane, or for the
+    copy of plane 0 (:attr:`HaloTiling.copy_plane`) chunk 0 again), fences its writes into
+    the async proxy (the consumers' wgmma reads them) and arrives on the planes' "full"
+    barrier and the raw slot's "empty" one. On its first tile it also zeroes, in both
+    plane slots, what no tile writes and some MMA reads as zeros: the planes past C
+    (padded taps) or the region after the stored planes (folded K,
+    :attr:`HaloTiling.zero_pixels`). ``raw_words`` / ``plane_words`` are uint32 views of
+    the raw and plane slots."""
     real = halo.channels // PLANE_CHANNELS
-    chunks = halo.halo_rows * halo.width * real
+    stored = halo.stored_planes if halo.folded else real
+    chunks = halo.halo_rows * halo.width * stored
     raw_words, slot_words = halo.raw_slot_bytes // 4, halo.slot_bytes // 4
     plane_words = halo.plane_pixels * 4
-    padding_words = (halo.planes - real) * plane_words
+    if halo.folded:
+        zero_first, padding_words = halo.zero_start * 4, halo.zero_pixels * 4
+    else:
+        zero_first, padding_words = real * plane_words, (halo.planes - real) * plane_words
     per_thread = math.ceil(chunks / TRANSPOSERS)
 
     # fmt: off
@@ -341,7 +425,7 @@ def make_transpose(halo: HaloTiling):
                 for i in T.serial(math.ceil(padding_words / TRANSPOSERS)):
                     if i * TRANSPOSERS + t < padding_words:
                         for h in T.unroll(HALO_STAGES):
-                            plane_buf[h * slot_words + real * plane_words
+                            plane_buf[h * slot_words + zero_first
                                       + i * TRANSPOSERS + t] = T.uint32(0)
         raw.consumer_wait(j)
         planes.producer_acquire(j)
@@ -349,11 +433,20 @@ def make_transpose(halo: HaloTiling):
             e = T.meta_var(i * TRANSPOSERS + t)
             if e < chunks:
                 for v in T.vectorized(4):
-                    plane_buf[j % HALO_STAGES * slot_words + e % real * plane_words
-                              + e // real * 4 + v] = raw_buf[j % HALO_STAGES * raw_words
-                                                             + e * 4 + v]
+                    plane_buf[j % HALO_STAGES * slot_words + e % stored * plane_words
+                              + e // stored * 4 + v] = raw_buf[
+                        j % HALO_STAGES * raw_words
+                        + (e // stored * real + e % stored % real) * 4 + v]
         T.ptx.fence.proxy.async_.shared__cta()
         T.evaluate(T.ptx.mbarrier.arrive.shared.b64(planes.full_barrier(j), T.uint32(1)))
         raw.consumer_release(j)
     # fmt: on
     return transpose
+
+
+def _select(condition, when_true, when_false):
+    """``when_true`` where ``condition`` holds, else ``when_false``: a Python choice for a
+    Python bool (addresses of an unrolled step), an ``if_then_else`` for an expression."""
+    if isinstance(condition, bool):
+        return when_true if condition else when_false
+    return T.if_then_else(condition, when_true, when_false)

@@ -88,6 +88,9 @@ def swizzled_layout(dtype: str, shape: tuple[int, ...]):
     return mma_shared_layout(dtype, swizzle_mode(dtype, shape[-1]), shape)
 
 
+#: The leading byte offset's place in a wgmma matrix descriptor: bits 16-29, in 16-byte
+#: units (the start address is bits 0-13).
+DESCRIPTOR_LEAD_UNIT = 1 << 16
 #: Swizzle mode "none" (``encode_matrix_descriptor`` and the tensor map number it 0): the
 #: unswizzled K-major A slot of 8-column pieces (``GemmConfig.a_copy_k``).
 SWIZZLE_NONE = 0
@@ -267,6 +270,17 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
     b_lead, b_stride, b_step = fields.b_lead, fields.b_stride, fields.b_step
     a_swizzle, b_swizzle = fields.a_swizzle, fields.b_swizzle
     release = make_release(cfg)
+
+    def a_operand(k_step, kk):
+        """(advance of the A descriptor, whether the step runs) for k16 step ``kk`` of K
+        step ``k_step``: ``kk`` steps along the slot's row, or with halo tiles the
+        step's operand start and leading offset (:meth:`.halo.HaloTiling.mma_operand`;
+        a step wholly past K runs no MMA)."""
+        if halo is None:
+            return T.uint64(kk * a_step), True
+        start, lead, live = halo.mma_operand(k_step, kk, bk)
+        return T.Cast("uint64", start + lead * DESCRIPTOR_LEAD_UNIT), live
+
     # A half K block at the end of K reads its missing piece from the zeroed region: the
     # leading byte offset from slot s's first piece to it.
     half_last_block = cfg.a_zero_bytes > 0
@@ -274,12 +288,13 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
     zero_lead = (cfg.a_zero_start - cfg.a_ring_start) // 16
     slot_units = cfg.a_tile_bytes // 16
     # Halo tiles: every K step's A is the tile's halo slot (use j = it0 // k_steps of the
-    # halo ring: whole units) at the step's tap offset, in 16-byte units; unswizzled
-    # K-major core matrices, a plane apart along K (:mod:`.halo`).
+    # halo ring: whole units), unswizzled K-major core matrices; each k16 step's operand
+    # starts at its own offset, its second 8 channels its own leading offset further
+    # (:meth:`.halo.HaloTiling.mma_operand`, 16-byte units; the descriptor is encoded
+    # with a zero leading offset and each step adds its own to bits 16-29).
     halo = cfg.halo
     if halo is not None:
-        a_lead, a_stride, a_swizzle = halo.plane_pixels, 8, SWIZZLE_NONE
-        a_step, a_sub = 2 * halo.plane_pixels, 64
+        a_stride, a_swizzle, a_sub = 8, SWIZZLE_NONE, 64
 
     # fmt: off
     @T.inline
@@ -298,9 +313,8 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
             if halo is not None:
                 T.cuda.wgmma.encode_matrix_descriptor(
                     T.address_of(desc_a[0]), a_ring.ptr_to([j % HALO_STAGES, 0, 0, 0, 0]),
-                    a_lead, a_stride, a_swizzle)
-                desc_a[0] = desc_a[0] + T.Cast(
-                    "uint64", halo.tap_start(k_step0 + ks, bk) + row0)
+                    0, a_stride, a_swizzle)
+                desc_a[0] = desc_a[0] + T.Cast("uint64", row0)
             elif half_last_block:
                 T.cuda.wgmma.encode_matrix_descriptor(
                     T.address_of(desc_a[0]), a_ring.ptr_to([s, row0, 0]),
@@ -316,16 +330,19 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
                 b_swizzle)
             T.ptx.wgmma.fence.sync.aligned()
             for kk in T.unroll(steps):
-                for mi in T.unroll(m_sub):
-                    mma(*[acc[mi * (bn // 2) + i] for i in range(mma_accs)],
-                        desc_a[0] + T.uint64(mi * a_sub + kk * a_step),
-                        desc_b[0] + T.uint64(kk * b_step),
-                        T.Or(ks > 0, kk > 0), *immediates)
-                    if wide:
-                        mma_2(*[acc[mi * (bn // 2) + first_2 + i] for i in range(mma_accs_2)],
-                              desc_a[0] + T.uint64(mi * a_sub + kk * a_step),
-                              desc_b[0] + T.uint64(b_col_2 + kk * b_step),
-                              T.Or(ks > 0, kk > 0), *immediates)
+                a_at, live = T.meta_var(a_operand(k_step0 + ks, kk))
+                if live:
+                    for mi in T.unroll(m_sub):
+                        mma(*[acc[mi * (bn // 2) + i] for i in range(mma_accs)],
+                            desc_a[0] + a_at + T.uint64(mi * a_sub),
+                            desc_b[0] + T.uint64(kk * b_step),
+                            T.Or(ks > 0, kk > 0), *immediates)
+                        if wide:
+                            mma_2(*[acc[mi * (bn // 2) + first_2 + i]
+                                    for i in range(mma_accs_2)],
+                                  desc_a[0] + a_at + T.uint64(mi * a_sub),
+                                  desc_b[0] + T.uint64(b_col_2 + kk * b_step),
+                                  T.Or(ks > 0, kk > 0), *immediates)
             T.ptx.wgmma.commit_group.sync.aligned()
             # At most this step's group in flight: the previous one has read its slot.
             T.ptx.wgmma.wait_group.sync.aligned(1)
