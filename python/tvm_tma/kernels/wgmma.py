@@ -275,11 +275,12 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
         """(advance of the A descriptor, whether the step runs) for k16 step ``kk`` of K
         step ``k_step``: ``kk`` steps along the slot's row, or with halo tiles the
         step's operand start and leading offset (:meth:`.halo.HaloTiling.mma_operand`;
-        a step wholly past K runs no MMA)."""
+        a step wholly past K runs no MMA). Both in 16-byte units, before the 64-row
+        sub-tile's advance is added."""
         if halo is None:
-            return T.uint64(kk * a_step), True
+            return kk * a_step, True
         start, lead, live = halo.mma_operand(k_step, kk, bk)
-        return T.Cast("uint64", start + lead * DESCRIPTOR_LEAD_UNIT), live
+        return start + lead * DESCRIPTOR_LEAD_UNIT, live
 
     # A half K block at the end of K reads its missing piece from the zeroed region: the
     # leading byte offset from slot s's first piece to it.
@@ -334,13 +335,13 @@ def make_mma_steps(cfg: GemmConfig) -> Callable[..., None]:
                 if live:
                     for mi in T.unroll(m_sub):
                         mma(*[acc[mi * (bn // 2) + i] for i in range(mma_accs)],
-                            desc_a[0] + a_at + T.uint64(mi * a_sub),
+                            desc_a[0] + T.uint64(mi * a_sub + a_at),
                             desc_b[0] + T.uint64(kk * b_step),
                             T.Or(ks > 0, kk > 0), *immediates)
                         if wide:
                             mma_2(*[acc[mi * (bn // 2) + first_2 + i]
                                     for i in range(mma_accs_2)],
-                                  desc_a[0] + a_at + T.uint64(mi * a_sub),
+                                  desc_a[0] + T.uint64(mi * a_sub + a_at),
                                   desc_b[0] + T.uint64(b_col_2 + kk * b_step),
                                   T.Or(ks > 0, kk > 0), *immediates)
             T.ptx.wgmma.commit_group.sync.aligned()
