@@ -321,6 +321,12 @@ SMALL = [
      {"ctas": 4}),
     ("halo-padded-2x10x136x24-k32-ctas6", _layer(2, 10, 136, 24, 32),
      {"ctas": 6, "halo": "padded"}),
+    # Channels the im2col loads do not pad take halo tiles by default too (K folded): 32
+    # of them in whole rows (6 of 12, 4 tiles on 4 CTAs), 16 in segments of 5 rows by 22
+    # with the filter resident (14 tiles on 6 CTAs) and in one-row tiles of 120 (18 on 4).
+    ("halo-c32-2x12x12x32-k64-ctas4", _layer(2, 12, 12, 32, 64), {"ctas": 4}),
+    ("halo-c16-segments-1x10x140x16-k32-ctas6", _layer(1, 10, 140, 16, 32), {"ctas": 6}),
+    ("halo-c16-one-row-2x9x120x16-k16-ctas4", _layer(2, 9, 120, 16, 16), {"ctas": 4}),
     ("taps32-c24-streamk-2x14x14x24-k128", _layer(2, 14, 14, 24, 128),
      {"block_n": 128, "stream_k": True, "ctas": 8}),
     ("taps32-c24-cluster1x2-4x12x12x24-k128", _layer(4, 12, 12, 24, 128),
@@ -379,8 +385,10 @@ SMALL = [
                                                           pad=3), {"ctas": 4}),
     ("tall-pieces-2x20x20x24-k24-ctas2", _layer(2, 20, 20, 24, 24), {"ctas": 2, **PIECES}),
     # 16-channel K blocks (conv2d._narrow_blocks_in_pairs): 192 x 64 tiles in one 2x1
-    # cluster, 9 tiles (M = 1600: the last 64 rows) on 2 CTAs, 9 K steps.
-    ("narrow-blocks-pairs-4x20x20x16-k64-ctas2", _layer(4, 20, 20, 16, 64), {"ctas": 2}),
+    # cluster, 9 tiles (M = 1600: the last 64 rows) on 2 CTAs, 9 K steps (the im2col
+    # loads kept: by default the layer takes halo tiles).
+    ("narrow-blocks-pairs-4x20x20x16-k64-ctas2", _layer(4, 20, 20, 16, 64),
+     {"ctas": 2, "halo": False}),
     # 72 K steps on 64 x 256 tiles (conv2d_tiling._wide_half_rows): 3 tiles on 4 CTAs, M
     # = 192 (the last tile's rows past none), two C stages of 128 columns alternating
     # (swap_ab=False: by default Y^T = F X^T on 4 tiles of 64 x 192, _few_columns).
@@ -1383,14 +1391,16 @@ def test_a_layer_of_8_channel_pieces_takes_192_row_tiles_in_pairs():
 def test_a_layer_of_narrow_k_blocks_takes_tall_tiles_and_pairs_past_two_rounds():
     """An im2col layer of 16- or 32-channel K blocks: 64-wide tiles of one column block
     take 192 rows where those fill a wave, and 2x1 clusters where a CTA takes more than
-    two rounds of tiles; not at two rounds or fewer, not for 64-channel blocks."""
-    paired = conv2d_config(_layer(32, 56, 56, 16, 64))  # 784 tiles of 128 rows before
+    two rounds of tiles; not at two rounds or fewer, not for 64-channel blocks. (These
+    stride-1 layers take halo tiles by default: halo=False keeps the im2col loads.)"""
+    paired = conv2d_config(_layer(32, 56, 56, 16, 64), halo=False)  # 784 tiles of 128
     assert (paired.block_m, paired.block_n, paired.block_k, paired.cluster,
             paired.num_tiles) == (192, 64, 16, 2, 523)
-    tall = conv2d_config(_layer(32, 28, 28, 32, 64))  # 131 tiles of 192: one round
+    tall = conv2d_config(_layer(32, 28, 28, 32, 64), halo=False)  # 131 of 192: one round
     assert (tall.block_m, tall.cluster, tall.num_tiles) == (192, 1, 131)
-    wide = conv2d_config(_layer(32, 112, 112, 32, 32))  # 192 rows already (K 32)
+    wide = conv2d_config(_layer(32, 112, 112, 32, 32), halo=False)  # 192 rows already
     assert (wide.block_m, wide.cluster) == (192, 2)
+    assert conv2d_config(_layer(32, 56, 56, 16, 64, stride=2)).halo is None  # stride 2
     assert conv2d_config(_layer(32, 28, 28, 112, 112)).cluster == 1  # 131 tiles
     assert conv2d_config(_layer(32, 56, 56, 64, 64)).cluster == 1  # 64-channel blocks
     chosen = conv2d_config(_layer(32, 56, 56, 16, 64), block_m=128)
@@ -2002,6 +2012,22 @@ def test_halo_tiles_take_padded_taps_of_whole_output_rows():
         8, 14, 16, 8, 14)
     inception = conv2d_config(_layer(32, 35, 35, 48, 64, 5, 5, pad=2))
     assert (inception.halo.rows, inception.block_k, inception.tap_columns) == (3, 64, 0)
+    # C of 16 or 32 (taps the im2col loads do not pad), K folded: halo tiles where they
+    # fill 3/4 of the CTAs' first round (RESULTS.md 6z18): N=32 56x56x32 3 rows of 56 on
+    # 192 rows, 608 tiles; N=1 320x320x16 -> 32 segments of 8 x 14, the filter resident;
+    # N=16 28x28x32 -> 64 112 tiles on 132 CTAs (0.85); not N=2 64x64x32 -> 64 (64 tiles:
+    # 0.78x measured), not C = 64, not a 1x1 filter, not asked for K blocks.
+    for layer, want in [(_layer(32, 56, 56, 32, 32), (3, 56, 192, False, 608)),
+                        (_layer(1, 320, 320, 16, 32), (8, 14, 128, True, 920)),
+                        (_layer(16, 28, 28, 32, 64), (4, 28, 128, False, 112))]:
+        cfg = conv2d_config(layer)
+        assert (cfg.halo.rows, cfg.halo.cols, cfg.block_m, cfg.b_resident,
+                cfg.num_tiles) == want, layer.describe()
+        assert (cfg.halo.folded, cfg.tap_columns, cfg.block_k) == (True, 0, 64)
+    for layer, options in [(_layer(2, 64, 64, 32, 64), {}), (_layer(8, 80, 80, 64, 64), {}),
+                           (_layer(32, 56, 56, 32, 32, 1, 1, pad=0), {}),
+                           (_layer(32, 56, 56, 32, 32), {"block_k": 32})]:
+        assert conv2d_config(layer, **options).halo is None, (layer.describe(), options)
     # A K block the caller gives keeps each tap padded to it (the halo as before).
     given = conv2d_config(_layer(16, 56, 56, 24, 24), block_k=32)
     assert (given.halo.folded, given.block_k, given.tap_columns) == (False, 32, 32)

@@ -458,6 +458,16 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
 #: Widest tap (C) the halo rule takes: the layers it was measured on (24 to 80 channels;
 #: 112 and 128 ran slower on halo tiles, 6z9).
 HALO_MAX_CHANNELS = 96
+#: Widest C the halo rule takes where the im2col loads do not pad the taps (16 and 32
+#: channels; 8 takes 8-column pieces), and the least fill of the CTAs' first round of
+#: halo tiles it takes them at there. H100, same run, halo tiles (K folded) against the
+#: im2col default (benchmarks/RESULTS.md 6z18): 10 of 11 such 3x3 layers faster, 1.04-2.02x
+#: (N=1 320x320x16 -> 32 15.72 -> 7.79 us, N=16 56x56x16 -> 32 1.91x, N=1 256x256x32
+#: 1.58x, N=32 56x56x32 1.55x, N=16 28x28x32 -> 64 on 112 tiles 1.04x); slower N=2
+#: 64x64x32 -> 64 (0.78x: 64 halo tiles on 132 CTAs, where the im2col loads took 128).
+#: C = 64 keeps the im2col loads (N=8 80x80x64 0.80x, N=16 56x56x64 0.93x; 6z9 too).
+HALO_UNPADDED_MAX_CHANNELS = 32
+HALO_UNPADDED_FILL = 0.75
 #: Tile heights halo tiles are tried on (two and three cooperative consumer warpgroups).
 HALO_BLOCK_MS = (128, 192)
 #: Whether halo tiles fold K over the taps (:attr:`.halo.HaloTiling.folded`: R * S * C
@@ -563,7 +573,9 @@ def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict,
     """Halo tiles (:func:`halo_tiles`) for a stride-1, undilated layer whose taps the
     im2col loads pad (C of at most :data:`HALO_MAX_CHANNELS` no K block divides: 24,
     40, 48, 56, 80), of at most 256 output channels: there the im2col loads are
-    L2-request bound (6z6, 6z8) and a halo reads each pixel once. Tiles of at least two
+    L2-request bound (6z6, 6z8) and a halo reads each pixel once. With K folded also a
+    filter of several taps over C of 16 or 32 (:data:`HALO_UNPADDED_MAX_CHANNELS`), where
+    the halo tiles fill :data:`HALO_UNPADDED_FILL` of the CTAs' first round. Tiles of at least two
     whole output rows where they fit; else (a wide image) one-row tiles, or segments of
     several rows where a row is wider than a tile, with the filter resident
     (:func:`resident_halo_filter`), where it fits. Not where the caller chose the
@@ -577,18 +589,27 @@ def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict,
                                             "cluster_n"}) & set(options):
         return cfg
     g = geometry
-    if (g.stride != (1, 1) or g.dilation != (1, 1) or g.k > 256 or g.c > HALO_MAX_CHANNELS
-            or cfg.tap_columns <= g.c or cfg.a_copy_k):
-        return cfg
     folded = folded and HALO_FOLDS_K
-    whole = halo_tiles(geometry, cfg, folded=folded)
-    if whole is not None:
-        return whole
-    try:
-        one_row = halo_tiles(geometry, cfg, whole_rows=False, folded=folded)
-    except ValueError:  # no tile height fits (a wide image of 5x5 taps, say)
+    padded = cfg.tap_columns > g.c
+    # Channels the im2col loads do not pad (16, 32), K folded: each pixel's 32 or 64
+    # bytes read once, not once a tap (HALO_UNPADDED_MAX_CHANNELS).
+    unpadded = (not padded and folded and g.c <= HALO_UNPADDED_MAX_CHANNELS
+                and g.r * g.s > 1)
+    if (g.stride != (1, 1) or g.dilation != (1, 1) or g.k > 256 or g.c > HALO_MAX_CHANNELS
+            or cfg.a_copy_k or not (padded or unpadded)):
         return cfg
-    return resident_halo_filter(one_row) or cfg
+    chosen = halo_tiles(geometry, cfg, folded=folded)
+    if chosen is None:
+        try:
+            one_row = halo_tiles(geometry, cfg, whole_rows=False, folded=folded)
+        except ValueError:  # no tile height fits (a wide image of 5x5 taps, say)
+            return cfg
+        chosen = resident_halo_filter(one_row)
+        if chosen is None:
+            return cfg
+    if unpadded and min(chosen.num_tiles, chosen.ctas) < HALO_UNPADDED_FILL * chosen.ctas:
+        return cfg
+    return chosen
 
 
 def _few_columns(cfg: GemmConfig, options: dict) -> GemmConfig:
