@@ -459,12 +459,15 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
 #: 112 and 128 ran slower on halo tiles, 6z9).
 HALO_MAX_CHANNELS = 96
 #: Widest C the halo rule takes where the im2col loads do not pad the taps (16 and 32
-#: channels; 8 takes 8-column pieces), and the least fill of the CTAs' first round of
-#: halo tiles it takes them at there. H100, same run, halo tiles (K folded) against the
-#: im2col default (benchmarks/RESULTS.md 6z18): 10 of 11 such 3x3 layers faster, 1.04-2.02x
-#: (N=1 320x320x16 -> 32 15.72 -> 7.79 us, N=16 56x56x16 -> 32 1.91x, N=1 256x256x32
-#: 1.58x, N=32 56x56x32 1.55x, N=16 28x28x32 -> 64 on 112 tiles 1.04x); slower N=2
-#: 64x64x32 -> 64 (0.78x: 64 halo tiles on 132 CTAs, where the im2col loads took 128).
+#: channels; 8 takes 8-column pieces), and the least fill of the halo tiles' rounds of
+#: CTAs (tiles over rounds times CTAs) it takes them at there. H100, same runs, halo
+#: tiles (K folded) against the im2col loads (benchmarks/RESULTS.md 6z18): 23 such 3x3
+#: layers; of the 21 filling their rounds to 0.77 or more all faster or even, 1.04-2.02x
+#: (N=1 320x320x16 -> 32 15.72 -> 7.79 us, N=1 512x512x16 1.96x, N=16 56x56x16 -> 32
+#: 1.91x, N=32 112x112x32 1.40x, N=16 28x28x32 -> 64 1.04x); slower N=2 64x64x32 -> 64
+#: (0.78x: 64 tiles on 132 CTAs, fill 0.48) and N=1 128x128x32 -> 96 (0.77x: 160 tiles,
+#: fill 0.61), even N=4 80x80x32 -> 128 (1.00x, fill 0.61). The fill was set after the
+#: second set of 12 had run (on the first rule, one round's fill), so it is fit on all 23.
 #: C = 64 keeps the im2col loads (N=8 80x80x64 0.80x, N=16 56x56x64 0.93x; 6z9 too).
 HALO_UNPADDED_MAX_CHANNELS = 32
 HALO_UNPADDED_FILL = 0.75
@@ -575,7 +578,7 @@ def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict,
     40, 48, 56, 80), of at most 256 output channels: there the im2col loads are
     L2-request bound (6z6, 6z8) and a halo reads each pixel once. With K folded also a
     filter of several taps over C of 16 or 32 (:data:`HALO_UNPADDED_MAX_CHANNELS`), where
-    the halo tiles fill :data:`HALO_UNPADDED_FILL` of the CTAs' first round. Tiles of at least two
+    the halo tiles fill :data:`HALO_UNPADDED_FILL` of their rounds. Tiles of at least two
     whole output rows where they fit; else (a wide image) one-row tiles, or segments of
     several rows where a row is wider than a tile, with the filter resident
     (:func:`resident_halo_filter`), where it fits. Not where the caller chose the
@@ -607,7 +610,8 @@ def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict,
         chosen = resident_halo_filter(one_row)
         if chosen is None:
             return cfg
-    if unpadded and min(chosen.num_tiles, chosen.ctas) < HALO_UNPADDED_FILL * chosen.ctas:
+    rounds = -(-chosen.num_tiles // chosen.ctas)
+    if unpadded and chosen.num_tiles < HALO_UNPADDED_FILL * rounds * chosen.ctas:
         return cfg
     return chosen
 
