@@ -2154,8 +2154,12 @@ def test_benchmark_halo_k_times_the_default_tiling_in_each_k_layout():
     swept = BENCHMARK.configs_for(g, "bfloat16", True, 132)
     assert swept[:2] == both
     plain = _layer(2, 8, 8, 64, 64, stride=2)
-    assert BENCHMARK.configs_for(plain, "bfloat16", False, 132, "both") == [
+    assert BENCHMARK.configs_for(plain, "bfloat16", False, 132, "both", True) == [
         conv2d_config(plain, ctas=132)]
+    # --against-im2col: the halo default, then the im2col loads.
+    against = BENCHMARK.configs_for(g, "bfloat16", False, 132, against_im2col=True)
+    assert against == [default, conv2d_config(g, ctas=132, halo=False)]
+    assert against[1].halo is None and against[1].tap_columns == 32
 
 
 def test_example_builds_and_assembles(capsys):

@@ -48,8 +48,9 @@ What it handles today (:func:`check_geometry` refuses the rest, naming the value
 
 * **Halo tiles** (``GemmConfig.halo``, :mod:`.halo`), stride 1: one tiled load a tile of
   its input rows, which the producer warpgroup's idle warps copy into 16-byte channel
-  planes, every tap's A a wgmma descriptor offset into them (each pixel read once, not
-  once a tap); the default for layers of padded taps
+  planes, each k16 step's A a wgmma descriptor into them (each pixel read once, not once
+  a tap), K folded over the taps (R*S*C columns, no tap padded); the default for layers
+  of padded taps and, where they fill their rounds of CTAs, of 16 or 32 channels
   (:func:`~.conv2d_tiling._halo_tiles`).
 
 :func:`conv2d_config` picks the tiling of a layer (:mod:`.conv2d_tiling`: each rule and the

@@ -368,12 +368,15 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       choices. ``swap_ab=True`` alone asks for these tiles wherever the kernel runs them
       (a layer over padded taps is refused by name).
     * **halo** (last): a stride-1, undilated layer whose taps the im2col loads pad (C
-      at most :data:`HALO_MAX_CHANNELS`), of at most 256 output channels, on halo tiles
-      (:func:`_halo_tiles`, :mod:`.halo`: each pixel loaded once, every tap a descriptor
-      offset): at least two whole output rows a tile, else one-row tiles with the filter
-      resident where it fits (N=16 28x28x80 2.46x, N=8 112x112x40 2.42x, 23 held-out
-      layers 1.33x geomean). ``halo=True`` asks for halo tiles at stride 1 whatever the
-      rows (refused by name elsewhere), ``halo=False`` keeps the im2col loads.
+      at most :data:`HALO_MAX_CHANNELS`), or of 16 or 32 channels where the halo tiles
+      fill 3/4 of their rounds, of at most 256 output channels, on halo tiles
+      (:func:`_halo_tiles`, :mod:`.halo`: each pixel loaded once, each k16 step a
+      descriptor into the planes, K folded over the taps): at least two whole output rows
+      a tile, else one-row tiles with the filter resident where it fits (N=16 28x28x80
+      2.46x, N=8 112x112x40 2.42x, 23 held-out layers 1.33x geomean; K folded 1.30x more,
+      16/32 channels 1.51x the im2col loads). ``halo=True`` asks for halo tiles at stride 1
+      whatever the rows (refused by name elsewhere; ``"folded"`` / ``"padded"`` name the
+      K layout), ``halo=False`` keeps the im2col loads.
     * **ctas**, **group_m**: the GEMM's defaults (132 CTAs: pass ``ctas=`` the GPU's SM
       count).
 
@@ -461,13 +464,13 @@ HALO_MAX_CHANNELS = 96
 #: Widest C the halo rule takes where the im2col loads do not pad the taps (16 and 32
 #: channels; 8 takes 8-column pieces), and the least fill of the halo tiles' rounds of
 #: CTAs (tiles over rounds times CTAs) it takes them at there. H100, same runs, halo
-#: tiles (K folded) against the im2col loads (benchmarks/RESULTS.md 6z18): 23 such 3x3
-#: layers; of the 21 filling their rounds to 0.77 or more all faster or even, 1.04-2.02x
+#: tiles (K folded) against the im2col loads (benchmarks/RESULTS.md 6z18): 22 such 3x3
+#: layers; the 19 filling their rounds to 0.77 or more all faster, 1.04-2.02x (1.51x geomean)
 #: (N=1 320x320x16 -> 32 15.72 -> 7.79 us, N=1 512x512x16 1.96x, N=16 56x56x16 -> 32
 #: 1.91x, N=32 112x112x32 1.40x, N=16 28x28x32 -> 64 1.04x); slower N=2 64x64x32 -> 64
 #: (0.78x: 64 tiles on 132 CTAs, fill 0.48) and N=1 128x128x32 -> 96 (0.77x: 160 tiles,
 #: fill 0.61), even N=4 80x80x32 -> 128 (1.00x, fill 0.61). The fill was set after the
-#: second set of 12 had run (on the first rule, one round's fill), so it is fit on all 23.
+#: second set of 12 had run (on the first rule, one round's fill), so it is fit on all 22.
 #: C = 64 keeps the im2col loads (N=8 80x80x64 0.80x, N=16 56x56x64 0.93x; 6z9 too).
 HALO_UNPADDED_MAX_CHANNELS = 32
 HALO_UNPADDED_FILL = 0.75

@@ -18,9 +18,21 @@ a pixel, pixels row-major. Pixel ``(y, x)`` of the halo sits at ``y * width + x`
 plane, so the accumulator row ``i = a * width + b`` (output row ``a``, column ``b`` of the
 tile) reads tap ``(r, s)`` at ``i + r * dh * width + s * dw``: the same **linear** map for
 every row. That is exactly wgmma's unswizzled K-major layout (core matrices of 8 rows of 16
-bytes, 128 bytes apart along M: the stride byte offset; the next 8 channels one plane
-further along K: the leading byte offset), so a tap's A tile is a descriptor whose start
-address is the tap's offset, and a k16 step two planes.
+bytes, 128 bytes apart along M: the stride byte offset; the second 8 channels of a k16
+step the leading byte offset further), so each k16 step's A is a descriptor into the
+planes (:meth:`HaloTiling.mma_operand`).
+
+**K folded over the taps** (:attr:`HaloTiling.folded`, the default): the filter is read as
+it is, (K, R*S*C), and k16 step ``i`` reads 8-channel groups ``2i`` and ``2i + 1`` of the
+(tap, channel) order, group ``g`` plane ``g % (C/8)`` at tap ``g // (C/8)``'s offset: a 3x3
+layer of 24 channels takes 14 k16 steps a tile, not the 18 of taps padded to 32 columns
+(benchmarks/RESULTS.md 6z18: 1.04-1.63x on 24 of 25 layers). The leading byte offset is
+unsigned and the second group of a step that crosses a tap (the last plane of one, plane
+0 of the next) lies at a lower address, so with an odd number of planes plane 0 is stored
+again after the last one; a second group past K reads a zeroed region after the planes,
+and a step wholly past K runs no MMA. Otherwise (a K block the caller chose) each tap's
+channels are padded to ``planes * 8`` columns, the planes past C zeroed, and a K step is
+one tap's block of planes.
 
 **The load.** The TMA moves a box a row at a time, and its rate is rows, not bytes, for
 short rows: ``scratch/s33/rowrate.py`` (streaming copies, H200) moved 16-byte rows at 700-870
@@ -30,8 +42,10 @@ pixel, so the halo is loaded **pixel-major** instead, one row a pixel ((C, W, H,
 ``(C, width, halo_rows)``: the activation's own layout) into a raw slot, and the
 producer warpgroup's three idle warps (:data:`TRANSPOSERS` threads) copy it into the
 planes, 16 bytes a thread at a time (reads contiguous, each 16-byte chunk to its plane),
-fence it into the async proxy and arrive on the planes' barrier. Planes past C (a tap
-padded to whole K blocks: 24 channels in 32) are zeroed once. So a tile has two rings of
+fence it into the async proxy and arrive on the planes' barrier (with K folded and C/8
+odd, chunk 0 of each pixel twice: its plane and the copy). Planes past C (a tap padded
+to whole K blocks: 24 channels in 32), or with K folded the region after the planes, are
+zeroed once. So a tile has two rings of
 :data:`HALO_STAGES` slots beside the GEMM's: raw slots (TMA -> transposers) and plane
 slots (transposers -> consumers).
 
