@@ -482,10 +482,10 @@ HALO_BLOCK_MS = (128, 192)
 #: columns, ceil(R * S * C / 16) k16 steps a tile) rather than pad each tap's channels to
 #: whole K blocks (C = 24 in 32 columns: 18 steps for a 3x3 filter where folded K takes
 #: 14; 40 in 64: 36 against 23). ``halo="folded"`` / ``"padded"`` chooses. H100, same
-#: run, the same tiles (benchmarks/RESULTS.md 6z18): all 12 layers faster folded,
-#: 1.10-1.63x (N=1 224x224x24 -> 48 12.87 -> 8.10 us, N=4 150x150x24 -> 24 19.25 ->
-#: 12.79, N=2 128x128x40 -> 40 11.22 -> 8.38; N=8 112x112x40 -> 40 1.10x), all above
-#: cuDNN after (1.09-2.27x; 5 of them were under it padded).
+#: runs, the same tiles (benchmarks/RESULTS.md 6z18): of 25 layers 24 faster folded,
+#: 1.04-1.63x, one even (N=2 48x48x56 -> 112 0.99x), 1.30x geomean (N=1 224x224x24 ->
+#: 48 12.87 -> 8.10 us, N=4 150x150x24 -> 24 19.25 -> 12.79, N=2 128x128x40 -> 40 11.22
+#: -> 8.38), all 25 above cuDNN after (1.09-2.29x; 9 of them were under it padded).
 HALO_FOLDS_K = True
 #: Options that choose the im2col loads' K blocks: given, halo tiles keep each tap padded
 #: to them.
@@ -591,8 +591,8 @@ def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict,
     2.46x, N=32 35x35x48 -> 64 5x5 1.89x, N=16 56x56x24 -> 24 1.42x; one-row tiles,
     resident: N=8 112x112x40 2.42x, N=16 112x112x24 -> 64 1.59x. K is ``folded`` over the
     taps (:data:`HALO_FOLDS_K`) unless the caller chose the K blocks
-    (:data:`K_BLOCK_CHOICES`): H100, same run, folded against padded taps on the same
-    tiles (benchmarks/RESULTS.md 6z18), 12 layers 1.10-1.63x, 1.36x geomean."""
+    (:data:`K_BLOCK_CHOICES`): H100, same runs, folded against padded taps on the same
+    tiles (benchmarks/RESULTS.md 6z18), 24 of 25 layers 1.04-1.63x, one 0.99x."""
     if (TILING_CHOICES | C_STAGE_CHOICES | {"swap_ab", "b_resident", "cluster",
                                             "cluster_n"}) & set(options):
         return cfg
