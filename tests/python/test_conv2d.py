@@ -43,6 +43,7 @@ from tvm_tma.kernels.conv2d_tiling import (
     covering_width,
 )
 from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
+from tvm_tma.kernels.halo import halo_tiling
 from tvm_tma.kernels.reference import error_bound
 from tvm_tma.kernels.tiling import (
     ALTERNATING_MIN_STAGES,
@@ -327,6 +328,12 @@ SMALL = [
     ("halo-c32-2x12x12x32-k64-ctas4", _layer(2, 12, 12, 32, 64), {"ctas": 4}),
     ("halo-c16-segments-1x10x140x16-k32-ctas6", _layer(1, 10, 140, 16, 32), {"ctas": 6}),
     ("halo-c16-one-row-2x9x120x16-k16-ctas4", _layer(2, 9, 120, 16, 16), {"ctas": 4}),
+    # A whole row whose slots do not fit (three halo rows of 98 pixels of 88 channels:
+    # 52 KB raw and 56 KB of planes a slot) takes segments of several rows instead: 8
+    # rows of 22 on 192 rows (halo width 24), ragged columns (96 = 4 x 22 + 8), the
+    # filter streamed, 10 tiles on 4 CTAs.
+    ("halo-c88-segments-for-a-whole-row-2x8x96x88-k64-ctas4", _layer(2, 8, 96, 88, 64),
+     {"halo": True, "block_m": 192, "ctas": 4}),
     ("taps32-c24-streamk-2x14x14x24-k128", _layer(2, 14, 14, 24, 128),
      {"block_n": 128, "stream_k": True, "ctas": 8}),
     ("taps32-c24-cluster1x2-4x12x12x24-k128", _layer(4, 12, 12, 24, 128),
@@ -2047,6 +2054,41 @@ def test_halo_tiles_take_padded_taps_of_whole_output_rows():
     assert (forced.halo.rows, forced.halo.cols, forced.b_resident) == (3, 56, False)
     with pytest.raises(ValueError, match=r"halo tiles with stride \(2, 2\): stride 1 only"):
         conv2d_config(_layer(16, 56, 56, 24, 24, stride=2), halo=True)
+
+
+def test_halo_segments_where_whole_row_slots_do_not_fit():
+    """Where no tile height holds a whole row's slots (the halo rows of a wide image of 72
+    to 88 channels), halo tiles are segments of several rows (halo.halo_tiling's
+    ``segments``); the rule (conv2d_tiling._resident_else_streamed) keeps the filter
+    resident at the height of the fewest halo pixels a CTA, else at the other height,
+    else, for C of at least 72, streams it on segments whose ring holds 4 K steps. H100,
+    same run (RESULTS.md 6z19): every one of these faster than the im2col loads."""
+    cases = {  # layer: (rows, cols, block_m, resident, tiles, stages)
+        (2, 96, 88, 64): (12, 14, 192, False, 112, 4),  # 2.69x the im2col loads
+        (4, 96, 88, 88): (8, 14, 128, False, 336, 7),  # 192 rows hold 2 ring stages
+        (8, 120, 72, 72): (8, 14, 128, True, 1080, 11),  # resident on 128, not on 192
+        (16, 96, 88, 24): (12, 14, 192, True, 896, 13),
+        (1, 160, 80, 160): (8, 14, 128, False, 240, 5),  # a row wider than 128 rows
+    }
+    for (n, h, c, k), want in cases.items():
+        cfg = conv2d_config(_layer(n, h, h, c, k))
+        halo = cfg.halo
+        assert (halo.rows, halo.cols, cfg.block_m, cfg.b_resident, cfg.num_tiles,
+                cfg.stages) == want, (n, h, c, k)
+        assert halo.width % 8 == 0 and halo.rows * halo.width <= cfg.block_m
+        assert cfg.shared_bytes <= 227 * 1024
+    # The whole row on 128 rows (98 pixels: 52 KB raw, 56 KB of planes a slot) does not
+    # fit: halo=True on 128 rows gives segments, the same tiles as asked on 192.
+    wide = _layer(2, 96, 96, 88, 64)
+    assert halo_tiling(wide, 128, 0).cols == 96
+    assert conv2d_config(wide, halo=True, block_m=128).halo.cols == 14
+    assert halo_tiling(wide, 192, 0, segments=True).rows == 12
+    # Not streamed: one-row tiles (unmeasured: N=2 64x64x88 -> 64, one row of 64 a tile),
+    # C under 72 (N=4 112x112x56 -> 112); the im2col loads stay.
+    for layer in (_layer(2, 64, 64, 88, 64), _layer(4, 112, 112, 56, 112)):
+        assert conv2d_config(layer).halo is None, layer.describe()
+    with pytest.raises(ValueError, match="no segment of several rows"):
+        halo_tiling(_layer(1, 1, 96, 88, 64), 192, 0, segments=True)
 
 
 def test_reference_is_the_convolution():

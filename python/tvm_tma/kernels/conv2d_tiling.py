@@ -11,6 +11,7 @@ C may be padded to whole K blocks, :func:`tap_columns`).
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import fields, replace
 
 from ..conv import Conv2dGeometry
@@ -23,7 +24,7 @@ from .gemm_config import (
     PART_STEPS_FLOOR,
     GemmConfig,
 )
-from .halo import halo_tiling
+from .halo import HaloTiling, halo_tiling
 from .tiling import (
     C_STAGE_CHOICES,
     HALF_ROWS_SHORT_STEPS,
@@ -458,7 +459,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     return best
 
 
-#: Widest tap (C) the halo rule takes: the layers it was measured on (24 to 80 channels;
+#: Widest tap (C) the halo rule takes: the layers it was measured on (24 to 88 channels;
 #: 112 and 128 ran slower on halo tiles, 6z9).
 HALO_MAX_CHANNELS = 96
 #: Widest C the halo rule takes where the im2col loads do not pad the taps (16 and 32
@@ -476,6 +477,12 @@ HALO_MAX_CHANNELS = 96
 #: C = 64 keeps the im2col loads (N=8 80x80x64 0.80x, N=16 56x56x64 0.93x; 6z9 too).
 HALO_UNPADDED_MAX_CHANNELS = 32
 HALO_UNPADDED_FILL = 0.75
+#: :func:`_resident_else_streamed`: the least C of halo tiles not of whole rows with the
+#: filter streamed (where it stays resident at no height: the filter then moves fewer
+#: bytes a tile than the halo; measured on 72 to 88 channels), and the least ring stages
+#: of their height.
+HALO_STREAMED_MIN_CHANNELS = 72
+HALO_STREAMED_MIN_STAGES = 4
 #: Tile heights halo tiles are tried on (two and three cooperative consumer warpgroups).
 HALO_BLOCK_MS = (128, 192)
 #: Whether halo tiles fold K over the taps (:attr:`.halo.HaloTiling.folded`: R * S * C
@@ -526,20 +533,37 @@ def halo_tiles(geometry: Conv2dGeometry, base: GemmConfig, whole_rows: bool = Tr
         columns += columns % 16  # whole k16 steps: two 8-channel planes
         block_k = max(b for b in K_BLOCKS if columns % b == 0)
     width = -(-geometry.k // 8) * 8
+
+    def on(tiling: HaloTiling) -> GemmConfig | None:
+        """The GEMM of ``tiling``'s tiles, its ring as deep as fits; None where none fits."""
+        cfg = GemmConfig(tiling.tiles * tiling.block_m, geometry.k,
+                         gemm_k(geometry, columns), dtype=base.dtype, b_layout="nk",
+                         block_m=tiling.block_m, block_n=width, block_k=block_k,
+                         ctas=base.ctas, tap_columns=columns, halo=tiling,
+                         l2_promotion=base.l2_promotion)
+        cfg = _epilogue_and_stages(cfg, {})
+        if cfg.shared_bytes > MAX_SHARED or cfg.accumulators > cfg.max_accumulators:
+            return None
+        return cfg
+
     found = []
     for block_m in block_ms:
         tiling = halo_tiling(geometry, block_m, columns)
         if whole_rows and (tiling.rows < 2 or tiling.cols != geometry.q):
             continue
-        cfg = GemmConfig(tiling.tiles * block_m, geometry.k, gemm_k(geometry, columns),
-                         dtype=base.dtype, b_layout="nk", block_m=block_m, block_n=width,
-                         block_k=block_k, ctas=base.ctas, tap_columns=columns,
-                         halo=tiling, l2_promotion=base.l2_promotion)
-        cfg = _epilogue_and_stages(cfg, {})
-        if cfg.shared_bytes > MAX_SHARED or cfg.accumulators > cfg.max_accumulators:
-            continue
-        rows = -(-cfg.num_tiles // cfg.ctas) * tiling.plane_pixels
-        found.append((rows, block_m, cfg))
+        cfg = on(tiling)
+        if cfg is not None:
+            rows = -(-cfg.num_tiles // cfg.ctas) * tiling.plane_pixels
+            found.append((rows, block_m, cfg))
+    if not found and not whole_rows:
+        # No height fits a whole row's slots (the halo rows of a wide image of many
+        # channels): segments of several rows load fewer pixels into smaller slots.
+        for block_m in block_ms:
+            with contextlib.suppress(ValueError):
+                cfg = on(halo_tiling(geometry, block_m, columns, segments=True))
+                if cfg is not None:
+                    rows = -(-cfg.num_tiles // cfg.ctas) * cfg.halo.plane_pixels
+                    found.append((rows, block_m, cfg))
     if not found:
         if whole_rows:
             return None
@@ -576,23 +600,64 @@ def resident_halo_filter(cfg: GemmConfig) -> GemmConfig | None:
     return replace(cfg, stages=sets * steps, b_resident=True)
 
 
+def _halo_rows_a_cta(cfg: GemmConfig) -> int:
+    """Halo pixels a CTA loads into its plane slots: rounds of tiles times a tile's."""
+    return -(-cfg.num_tiles // cfg.ctas) * cfg.halo.plane_pixels
+
+
+def _resident_else_streamed(geometry: Conv2dGeometry, base: GemmConfig, tiles: GemmConfig,
+                            folded: bool) -> GemmConfig | None:
+    """Halo tiles not of whole rows (one-row tiles or segments, ``tiles`` the height of
+    the fewest halo pixels a CTA): with the filter resident at that height
+    (:func:`resident_halo_filter`), else at another where it fits there; else, for C of
+    at least :data:`HALO_STREAMED_MIN_CHANNELS`, segments of several rows (as measured;
+    not one-row tiles) with the filter streamed, on the height of the fewest halo pixels
+    a CTA among those whose ring holds :data:`HALO_STREAMED_MIN_STAGES` K steps. None: no
+    halo tiles (the im2col loads).
+
+    H100, same run (benchmarks/RESULTS.md 6z19), C of 72 to 88 on images whose whole-row
+    slots do not fit (segments of 8 x 14 on 128 rows, 12 x 14 on 192): the im2col loads
+    ran 0.54-0.99x cuDNN there; resident segments 1.43-2.61x (N=16 96x96x88 -> 24 3.05x
+    the im2col loads, N=4 112x112x72 -> 64 2.87x), resident on 128 rows where 192 had no
+    room (N=8 120x120x72 -> 72: 32.3 us against 36.5 streamed on 192 and 108.1 on
+    im2col), streamed 1.19-2.65x (N=2 96x96x88 -> 64 2.69x the im2col loads, N=2
+    100x100x72 -> 144 2.48x, N=8 96x96x88 -> 64 1.84x); 192 rows of two ring stages lost
+    to 128 rows each time (N=4 96x96x88 -> 88: 21.5 us against 20.0)."""
+    resident = resident_halo_filter(tiles)
+    if resident is not None:
+        return resident
+    heights = {}
+    for block_m in HALO_BLOCK_MS:
+        with contextlib.suppress(ValueError):
+            heights[block_m] = halo_tiles(geometry, base, whole_rows=False,
+                                          block_ms=(block_m,), folded=folded)
+    resident = [r for r in map(resident_halo_filter, heights.values()) if r is not None]
+    if resident:
+        return min(resident, key=_halo_rows_a_cta)
+    if geometry.c < HALO_STREAMED_MIN_CHANNELS:
+        return None
+    streamed = [t for t in heights.values()
+                if t.stages >= HALO_STREAMED_MIN_STAGES and t.halo.rows > 1]
+    return min(streamed, key=lambda t: (_halo_rows_a_cta(t), t.block_m), default=None)
+
+
 def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict,
                 folded: bool = True) -> GemmConfig:
-    """Halo tiles (:func:`halo_tiles`) for a stride-1, undilated layer whose taps the
-    im2col loads pad (C of at most :data:`HALO_MAX_CHANNELS` no K block divides: 24,
-    40, 48, 56, 80), of at most 256 output channels: there the im2col loads are
-    L2-request bound (6z6, 6z8) and a halo reads each pixel once. With K folded also a
-    filter of several taps over C of 16 or 32 (:data:`HALO_UNPADDED_MAX_CHANNELS`), where
-    the halo tiles fill :data:`HALO_UNPADDED_FILL` of their rounds. Tiles of at least two
-    whole output rows where they fit; else (a wide image) one-row tiles, or segments of
-    several rows where a row is wider than a tile, with the filter resident
-    (:func:`resident_halo_filter`), where it fits. Not where the caller chose the
-    tiling. H200, same runs, halo tiles against the im2col loads (6z9): N=16 28x28x80
-    2.46x, N=32 35x35x48 -> 64 5x5 1.89x, N=16 56x56x24 -> 24 1.42x; one-row tiles,
-    resident: N=8 112x112x40 2.42x, N=16 112x112x24 -> 64 1.59x. K is ``folded`` over the
-    taps (:data:`HALO_FOLDS_K`) unless the caller chose the K blocks
-    (:data:`K_BLOCK_CHOICES`): H100, same runs, folded against padded taps on the same
-    tiles (benchmarks/RESULTS.md 6z18), 24 of 25 layers 1.04-1.63x, one 0.99x."""
+    """Halo tiles (:func:`halo_tiles`) for a stride-1, undilated layer whose taps the im2col
+    loads pad (C of at most :data:`HALO_MAX_CHANNELS` no K block divides: 24, 40, 48, 56, 72,
+    80, 88), of at most 256 output channels: there the im2col loads are L2-request bound (6z6,
+    6z8) and a halo reads each pixel once. With K folded also a filter of several taps over C of
+    16 or 32 (:data:`HALO_UNPADDED_MAX_CHANNELS`), where the halo tiles fill
+    :data:`HALO_UNPADDED_FILL` of their rounds. Tiles of at least two whole output rows where
+    they fit; else (a wide image) one-row tiles, or segments of several rows where a row is
+    wider than a tile or no height holds a whole row's slots, with the filter resident
+    (:func:`resident_halo_filter`) where it fits, or streamed on segments of 72 channels or more
+    (:func:`_resident_else_streamed`). Not where the caller chose the tiling. H200, same runs,
+    halo tiles against the im2col loads (6z9): N=16 28x28x80 2.46x, N=32 35x35x48 -> 64 5x5
+    1.89x, N=16 56x56x24 -> 24 1.42x; one-row tiles, resident: N=8 112x112x40 2.42x, N=16
+    112x112x24 -> 64 1.59x. K is ``folded`` over the taps (:data:`HALO_FOLDS_K`) unless the
+    caller chose the K blocks (:data:`K_BLOCK_CHOICES`): H100, same runs, folded against padded
+    taps on the same tiles (benchmarks/RESULTS.md 6z18), 24 of 25 layers 1.04-1.63x, one 0.99x."""
     if (TILING_CHOICES | C_STAGE_CHOICES | {"swap_ab", "b_resident", "cluster",
                                             "cluster_n"}) & set(options):
         return cfg
@@ -612,7 +677,7 @@ def _halo_tiles(geometry: Conv2dGeometry, cfg: GemmConfig, options: dict,
             one_row = halo_tiles(geometry, cfg, whole_rows=False, folded=folded)
         except ValueError:  # no tile height fits (a wide image of 5x5 taps, say)
             return cfg
-        chosen = resident_halo_filter(one_row)
+        chosen = _resident_else_streamed(geometry, cfg, one_row, folded)
         if chosen is None:
             return cfg
     rounds = -(-chosen.num_tiles // chosen.ctas)

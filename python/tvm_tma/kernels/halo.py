@@ -314,14 +314,18 @@ class HaloTiling:
         return self.rows // self.row_stores * self.box_cols
 
 
-def halo_tiling(geometry: Conv2dGeometry, block_m: int, tap_columns: int) -> HaloTiling:
+def halo_tiling(geometry: Conv2dGeometry, block_m: int, tap_columns: int,
+                segments: bool = False) -> HaloTiling:
     """The halo tiles of a stride-1 layer on ``block_m``-row MMAs: whole output rows
     where a row and the filter's reach fit ``block_m`` (as many rows a tile as fit,
     evened out over the tiles an image needs), else row segments (:func:`_segment`:
     one row, or several rows of a halo width a multiple of 8, whichever loads the
-    fewest halo pixels). ``tap_columns`` 0: K folded over the taps (R * S * C columns,
-    :attr:`HaloTiling.folded`), else each tap's channels padded to it. Raises ValueError
-    where the channels are no multiple of 8 or the K columns of a tap no whole planes."""
+    fewest halo pixels). ``segments``: segments of several rows even where a whole row
+    fits, for a layer whose whole-row slots (the halo rows of a wide image of many
+    channels) do not fit shared memory. ``tap_columns`` 0: K folded over the taps (R * S
+    * C columns, :attr:`HaloTiling.folded`), else each tap's channels padded to it.
+    Raises ValueError where the channels are no multiple of 8, the K columns of a tap no
+    whole planes, or (``segments``) no segment of several rows fits ``block_m``."""
     c, p, q, s, dilation = (geometry.c, geometry.p, geometry.q, geometry.s,
                             geometry.dilation)
     folded = tap_columns == 0
@@ -332,7 +336,10 @@ def halo_tiling(geometry: Conv2dGeometry, block_m: int, tap_columns: int) -> Hal
                          f"multiples of {PLANE_CHANNELS} with C <= {tap_columns} (16-byte "
                          f"channel planes)")
     reach = (s - 1) * dilation[1]
-    if q + reach <= block_m and q + reach <= MAX_BOX:
+    if segments:
+        rows, cols = _segment(p, q, (geometry.r - 1) * dilation[0], reach, block_m,
+                              several_rows=True)
+    elif q + reach <= block_m and q + reach <= MAX_BOX:
         rows = min(p, block_m // (q + reach))
         rows = math.ceil(p / math.ceil(p / rows))
         cols = q
@@ -346,7 +353,8 @@ def halo_tiling(geometry: Conv2dGeometry, block_m: int, tap_columns: int) -> Hal
                       cols, tap_columns // PLANE_CHANNELS, block_m, folded)
 
 
-def _segment(p: int, q: int, reach_rows: int, reach: int, block_m: int) -> tuple[int, int]:
+def _segment(p: int, q: int, reach_rows: int, reach: int, block_m: int,
+             several_rows: bool = False) -> tuple[int, int]:
     """(rows, cols) of the row segments of a layer whose output row and the filter's reach
     pass ``block_m``: one row of ``cols`` evened out over the segments a row needs, or
     ``rows`` rows of a halo ``width`` a multiple of 8 (so that each output row's part of
@@ -357,15 +365,20 @@ def _segment(p: int, q: int, reach_rows: int, reach: int, block_m: int) -> tuple
     H200, same run, several rows against one (RESULTS.md 6z11): N=1 224x224x24 -> 48
     1.16x, N=2 200x200x24 -> 32 1.58x, N=1 256x256x40 1.20x, N=4 160x160x48 1.15x, N=2
     128x128x40 1.13x, N=4 150x150x24 1.21x. Where one whole row fits a tile it stays one
-    row: N=8 112x112x40 ran 0.84x on eight-row segments (N=4 112x112x24 -> 32 1.16x)."""
+    row: N=8 112x112x40 ran 0.84x on eight-row segments (N=4 112x112x24 -> 32 1.16x).
+    ``several_rows``: the candidates of two rows or more only (the one-row candidate
+    would be the whole row its caller could not fit)."""
     room = min(block_m, MAX_BOX)
     fit = room - reach
-    candidates = [(1, math.ceil(q / math.ceil(q / fit)))]
+    candidates = [] if several_rows else [(1, math.ceil(q / math.ceil(q / fit)))]
     for rows in range(2, p + 1):
         cols = room // rows // 8 * 8 - reach
         if cols < 8:
             break
         candidates.append((rows, cols))
+    if not candidates:
+        raise ValueError(f"halo tiles: no segment of several rows of {p} output rows fits "
+                         f"{block_m} rows beside the {reach + 1}-wide filter's reach")
 
     def cost(candidate):
         rows, cols = candidate
