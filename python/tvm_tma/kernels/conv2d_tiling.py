@@ -501,6 +501,11 @@ K_BLOCK_CHOICES = frozenset({"block_k", "tap_columns", "a_copy_k"})
 HALO_K_LAYOUTS = {"folded": True, "padded": False, True: None}
 
 
+def _halo_rows_a_cta(cfg: GemmConfig) -> int:
+    """Halo pixels a CTA loads into its plane slots: rounds of tiles times a tile's."""
+    return -(-cfg.num_tiles // cfg.ctas) * cfg.halo.plane_pixels
+
+
 def halo_tiles(geometry: Conv2dGeometry, base: GemmConfig, whole_rows: bool = True,
                block_ms: tuple[int, ...] = HALO_BLOCK_MS,
                folded: bool | None = None) -> GemmConfig | None:
@@ -546,30 +551,23 @@ def halo_tiles(geometry: Conv2dGeometry, base: GemmConfig, whole_rows: bool = Tr
             return None
         return cfg
 
-    found = []
-    for block_m in block_ms:
-        tiling = halo_tiling(geometry, block_m, columns)
-        if whole_rows and (tiling.rows < 2 or tiling.cols != geometry.q):
-            continue
-        cfg = on(tiling)
-        if cfg is not None:
-            rows = -(-cfg.num_tiles // cfg.ctas) * tiling.plane_pixels
-            found.append((rows, block_m, cfg))
+    tilings = [halo_tiling(geometry, block_m, columns) for block_m in block_ms]
+    if whole_rows:
+        tilings = [t for t in tilings if t.rows >= 2 and t.cols == geometry.q]
+    found = [cfg for cfg in map(on, tilings) if cfg is not None]
     if not found and not whole_rows:
         # No height fits a whole row's slots (the halo rows of a wide image of many
         # channels): segments of several rows load fewer pixels into smaller slots.
         for block_m in block_ms:
             with contextlib.suppress(ValueError):
-                cfg = on(halo_tiling(geometry, block_m, columns, segments=True))
-                if cfg is not None:
-                    rows = -(-cfg.num_tiles // cfg.ctas) * cfg.halo.plane_pixels
-                    found.append((rows, block_m, cfg))
+                found.append(on(halo_tiling(geometry, block_m, columns, segments=True)))
+        found = [cfg for cfg in found if cfg is not None]
     if not found:
         if whole_rows:
             return None
         raise ValueError(f"halo tiles of {geometry.describe()}: no tile height of "
                          f"{block_ms} fits shared memory and the registers")
-    return min(found, key=lambda f: f[:2])[2]
+    return min(found, key=lambda cfg: (_halo_rows_a_cta(cfg), cfg.block_m))
 
 
 def with_halo_k(geometry: Conv2dGeometry, cfg: GemmConfig, folded: bool) -> GemmConfig | None:
@@ -598,11 +596,6 @@ def resident_halo_filter(cfg: GemmConfig) -> GemmConfig | None:
     if sets < 1:
         return None
     return replace(cfg, stages=sets * steps, b_resident=True)
-
-
-def _halo_rows_a_cta(cfg: GemmConfig) -> int:
-    """Halo pixels a CTA loads into its plane slots: rounds of tiles times a tile's."""
-    return -(-cfg.num_tiles // cfg.ctas) * cfg.halo.plane_pixels
 
 
 def _resident_else_streamed(geometry: Conv2dGeometry, base: GemmConfig, tiles: GemmConfig,
