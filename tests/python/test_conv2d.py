@@ -41,6 +41,7 @@ from tvm_tma.kernels.conv2d_tiling import (
     STORE_BOUND_STAGES,
     WIDE_HALF_ROWS_MIN_STEPS,
     covering_width,
+    stream_k_shares_thin_round,
 )
 from tvm_tma.kernels.gemm_config import MAX_SHARED, GemmConfig
 from tvm_tma.kernels.halo import halo_tiling
@@ -511,16 +512,51 @@ def test_batch_one_layers_halve_the_tile_where_the_widest_give_few_ctas_a_unit(
     assert conv2d_config(_layer(1, 14, 14, 256, 256), block_n=256).block_n == 256
 
 
-def test_a_partial_last_wave_of_long_tiles_is_shared_out_with_stream_k():
-    """The GEMM's stream-K rule (kernels/tiling) on a conv layer's tiles: 320 tiles of
-    128 x 256 (2.4 waves on 132 SMs) with 180 K steps are; a layer of 36 K steps, a
-    cluster or split the caller chose are not."""
+def test_a_thin_last_round_of_tiles_is_shared_out_with_stream_k():
+    """Stream-K on a conv layer's tiles where their last round is at most half full and
+    they have at least 27 K steps: 320 tiles of 128 x 256 (2.4 rounds on 132 SMs) with 180
+    K steps are; FPN's 850 of 128 x 256 (6.44 rounds, 36 K steps) and N=32 80x80x192 s2's
+    400 of 128 x 192 (3.03 rounds, 27 steps) too; a last round 52-88% full, a cluster or
+    split the caller chose are not."""
     sd = conv2d_config(_layer(8, 32, 32, 1280, 1280))
     assert (sd.block_n, sd.num_tiles, sd.k_steps, sd.stream_k, sd.split_k) == (
         256, 320, 180, True, 1)
-    assert not conv2d_config(_layer(1, 256, 256, 256, 256)).stream_k  # 36 K steps
+    fpn = conv2d_config(_layer(2, 200, 272, 256, 256))
+    assert (fpn.block_m, fpn.block_n, fpn.num_tiles, fpn.k_steps, fpn.stream_k) == (
+        128, 256, 850, 36, True)
+    assert 850 % 132 == 58 <= 132 // 2
+    strided = conv2d_config(_layer(32, 80, 80, 192, 192, stride=2))
+    assert (strided.block_n, strided.num_tiles, strided.k_steps, strided.stream_k) == (
+        192, 400, 27, True)
+    assert stream_k_shares_thin_round(replace(strided, stream_k=False))
+    # 26 K steps: under the fewest measured.
+    assert not stream_k_shares_thin_round(replace(strided, k=strided.k * 26 // 27,
+                                                  stream_k=False))
+    # Last rounds 88%, 52% and 61% full: plain waves (the 52% ones ran 0.91-1.02x with
+    # stream-K, N=2 100x136x256 0.94x).
+    for layer, tiles in ((_layer(1, 256, 256, 256, 256), 512), (_layer(8, 40, 40, 320, 320), 200),
+                         (_layer(2, 100, 136, 256, 256), 213)):
+        cfg = conv2d_config(layer)
+        assert (cfg.num_tiles, cfg.stream_k) == (tiles, False)
     assert not conv2d_config(_layer(8, 32, 32, 1280, 1280), cluster=1).stream_k
     assert not conv2d_config(_layer(8, 32, 32, 1280, 1280), stream_k=False).stream_k
+    assert not conv2d_config(_layer(2, 200, 272, 256, 256), split_k=1).stream_k
+
+
+def test_whole_rounds_of_192_row_tiles_beat_stream_k_over_a_thin_round():
+    """196 tiles of 128 x 256 (a last round 48% full) that stream-K would share out take
+    264 tiles of 192 x 128 in two whole rounds where the wave model prices those below the
+    plain waves (VGG N=16 28x28x512: 1.12x stream-K, H100); 196 of 128 x 128 at N=2
+    56x56x512 take 132 in one round (1.34x)."""
+    vgg = conv2d_config(_layer(16, 28, 28, 512, 512))
+    assert (vgg.block_m, vgg.block_n, vgg.num_tiles, vgg.stream_k, vgg.schedule) == (
+        192, 128, 264, False, "cooperative")
+    small = conv2d_config(_layer(2, 56, 56, 512, 512))
+    assert (small.block_m, small.block_n, small.num_tiles, small.stream_k) == (
+        192, 128, 132, False)
+    # The caller's 128-row tiles take stream-K over their thin round.
+    kept = conv2d_config(_layer(16, 28, 28, 512, 512), block_m=128)
+    assert (kept.block_n, kept.num_tiles, kept.stream_k) == (256, 196, True)
 
 
 def test_the_width_is_the_cheapest_by_the_wave_model_among_those_filling_the_sms(

@@ -39,6 +39,7 @@ from .tiling import (
     in_one_exact_wave,
     in_ordered_parts,
     in_tail_parts,
+    leaves_thin_round,
     narrow_half_rows,
     on_few_columns,
     stream_k_pays,
@@ -89,6 +90,12 @@ NARROW_PAIRS_BLOCK_K = 32
 NARROW_PAIRS_ROUNDS = 2
 #: Widest tile :func:`_narrow_and_tall` gives 192 rows (the widest measured: 160).
 NARROW_TALL_WIDTH = 160
+#: Fewest K steps a tile needs for the conv layer's stream-K rule
+#: (:func:`stream_k_shares_thin_round`): the fewest it was measured to win with (N=32
+#: 80x80x192 stride 2, 27 K steps of 128 x 192 tiles, 1.09x the plain waves). The GEMM's
+#: bound (:data:`~.tiling.STREAM_K_MIN_STEPS`, 64) was fit on GEMMs whose tiles stream-K
+#: nearly all cuts; a conv layer of several rounds shares out only its last ones.
+STREAM_K_MIN_STEPS = 27
 #: K steps from which a layer of one wave of 128 x 128 tiles takes 64 x 256 ones
 #: (:func:`_wide_half_rows`): 72 steps gained 1.06-1.16x, 36 steps 0.99x.
 WIDE_HALF_ROWS_MIN_STEPS = 64
@@ -447,6 +454,7 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
     chosen = _narrow_wave(geometry, _exact_wave(geometry, chosen, options), options)
     chosen = _narrow_blocks_in_pairs(geometry, _tall_pairs_of_pieces(geometry, chosen,
                                                                      options), options)
+    chosen = _stream_k_last_round(chosen, options)
     best = _epilogue_and_stages(chosen, options)
     best = _stores_overlapped(geometry, best, options)
     best = _padded_k_in_pairs(geometry, best, options)
@@ -690,7 +698,10 @@ def _few_columns(cfg: GemmConfig, options: dict) -> GemmConfig:
     and 2), none slower."""
     if (TILING_CHOICES | C_STAGE_CHOICES | {"swap_ab", "b_resident"}) & set(options):
         return cfg
-    return on_few_columns(cfg)
+    # Against the tiles in plain waves: the swapped ones replace stream-K too (measured
+    # before stream-K took a conv layer of fewer than 64 K steps).
+    swapped = on_few_columns(replace(cfg, stream_k=False))
+    return swapped if swapped.swap_ab else cfg
 
 
 def _alternating_c_stages(cfg: GemmConfig, options: dict) -> GemmConfig:
@@ -1038,14 +1049,45 @@ def _by_width(base: GemmConfig, options: dict, cover: bool = True) -> GemmConfig
             # 128x64x64 K step's bytes): 7x7x512 326-331 against 267-291 TFLOP/s
             # without (H100; 1x4 clusters no faster than 1x2).
             chosen = replace(chosen, cluster_n=2)
-    elif (not caller_chose and "stream_k" not in options and chosen.schedule == "cooperative"
-          and chosen.cluster_size == 1 and stream_k_pays(chosen)):
-        # The GEMM's rule (the wave model, kernels/tiling): a partial last wave of
-        # tiles with many K steps is shared out. UNet-like 8x32x32x1280 (320 tiles of
-        # 128 x 256, 180 K steps): 789.5 TFLOP/s against 716.7 in plain waves, 1.05x and
-        # 0.95x cuDNN (H100, same run).
-        chosen = replace(chosen, stream_k=True)
     return chosen
+
+
+def _stream_k_last_round(chosen: GemmConfig, options: dict) -> GemmConfig:
+    """The tiles the rules above chose, with stream-K where
+    :func:`stream_k_shares_thin_round` takes it: cooperative 128-row tiles of whole K, no
+    cluster, the caller having chosen neither the split, the cluster, the schedule nor
+    stream-K. Last of the tiling rules, so that the 192-row, 64-row and one-wave tilings
+    they measured keep their layers. UNet-like 8x32x32x1280 (320 tiles of 128 x 256, 180 K
+    steps): 789.5 TFLOP/s against 716.7 in plain waves, 1.05x and 0.95x cuDNN (H100, same
+    run)."""
+    if (_SPLIT_CHOICES | {"schedule"}) & set(options):
+        return chosen
+    if (chosen.block_m != 128 or chosen.schedule != "cooperative" or chosen.cluster_size > 1
+            or chosen.tail_split > 1 or not stream_k_shares_thin_round(chosen)):
+        return chosen
+    return replace(chosen, stream_k=True)
+
+
+def stream_k_shares_thin_round(cfg: GemmConfig) -> bool:
+    """Whether a conv layer's tiles take stream-K: at least :data:`STREAM_K_MIN_STEPS` K
+    steps a tile, at least one full round, and a last round at most
+    :data:`~.tiling.THIN_ROUND` full (:func:`~.tiling.leaves_thin_round`). Plain waves
+    leave more than half a round idle there, which stream-K's fix-ups cost less than;
+    where the last round is fuller they cost more. The GEMM's wave model
+    (:func:`~.tiling.stream_k_pays`) priced these the other way round: it took stream-K on
+    every layer of a partial round with 64 K steps or more and on none with fewer.
+
+    H100, same runs, stream-K against the same tiles in plain waves (time ratio; last
+    round's fill): taken, FPN N=2 200x272x256 (850 tiles of 128 x 256, 36 K steps, 0.44
+    full) 1.08x, N=1 136x136x256 (290 of 128 x 128, 0.20) 1.05x, N=4 136x136x320 s2 (290
+    of 128 x 160, 45 steps) 1.04x, N=32 80x80x192 s2 (400 of 128 x 192, 27 steps, 0.03)
+    1.09x, and seven layers of 196 tiles (72-144 K steps, 0.48) 1.04-1.14x; not taken,
+    N=8 40x40x320 (200 tiles, 0.52) 0.99x, N=32 40x40x256 -> 512 s2 1.02x, N=2
+    160x160x192 -> 384 s2 0.91x, N=2 100x136x256 (213, 0.61) 0.94x, N=16 50x50x256 (626,
+    0.74) 0.93x; one missed, N=8 80x80x384 s2 (200 of 128 x 192, 54 steps, 0.52) 1.07x
+    (benchmarks/RESULTS.md 6z20)."""
+    return (cfg.k_steps >= STREAM_K_MIN_STEPS and cfg.work_units > cfg.workers
+            and cfg.split_k == 1 and leaves_thin_round(cfg))
 
 
 def _enough_units(widest: GemmConfig, exact: list[int]) -> GemmConfig:
@@ -1090,7 +1132,13 @@ def _tall_tiles(chosen: GemmConfig, options: dict) -> GemmConfig:
     where they lost: 28x28x512 -> 256 (262 tiles, two rounds against three of 128 x 128:
     0.82 / 0.95), 7x7x512 -> 2048 (144 tiles: 0.65 / 0.96), 14x14x256 3x3 (66 tiles: 0.80 /
     1.01). Only for K blocks of 64 channels and widths of 128 dividing K (what was
-    measured), not where the caller chose the tile, the schedule or the split."""
+    measured), not where the caller chose the tile, the schedule or the split. Before
+    stream-K (:func:`_stream_k_last_round`), whose gain the model prices too high on a conv
+    layer (1.22x estimated, 1.04-1.14x run): 192 x 128 tiles in whole rounds against 196
+    tiles of 128 x 256 or 128 x 128 with stream-K (72 K steps;
+    H100, same runs, time ratio): N=16 28x28x512 1.12x, N=32 14x14x512 -> 1024 1.13x, N=2
+    56x56x512 (132 tiles, one round) 1.34x, N=8 56x56x512 s2 1.29x, N=4 56x56x512 1.14x,
+    N=1 112x112x512 1.17x, N=8 28x28x1024 (144 K steps) 1.00x (RESULTS.md 6z20)."""
     if ({"block_m", "block_n", "schedule"} | _SPLIT_CHOICES) & set(options):
         return chosen
     if _narrow_and_tall(chosen):
@@ -1310,9 +1358,13 @@ def covering_width(base: GemmConfig) -> int | None:
 
 def _wave_cost(cfg: GemmConfig) -> float:
     """The wave model's estimate of ``cfg``'s tiles (kernels/tiling): in plain waves or
-    K parts, or with stream-K where :func:`~.tiling.stream_k_pays` would take it."""
+    K parts, or with stream-K where :func:`stream_k_shares_thin_round` takes it and the
+    GEMM's :func:`~.tiling.stream_k_pays` would too. The model prices stream-K's gain on
+    a conv layer too high (1.16-1.28x estimated where 0.99-1.14x ran, RESULTS.md 6z20),
+    so it widens no choice of width it did not before: N=1 UNet 64x64x320 (45 K steps)
+    keeps 64 tiles of 128 x 160 (1.02x cuDNN) over 160 of 128 x 64 with stream-K."""
     cost = estimate(cfg).cost
-    if cfg.split_k == 1 and stream_k_pays(cfg):
+    if cfg.split_k == 1 and stream_k_pays(cfg) and stream_k_shares_thin_round(cfg):
         cost = min(cost, estimate(replace(cfg, stream_k=True)).cost)
     return cost
 
