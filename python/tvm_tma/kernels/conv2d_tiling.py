@@ -280,8 +280,10 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       the H100 sweeps measured (benchmarks/RESULTS.md section 8): of the widths dividing
       K exactly (multiples of 32 from 256 down to 128) whose tiles give at least half
       the CTAs one, the cheapest by the GEMM's wave model (kernels/tiling), the widest
-      in ordered K parts a candidate too where its tiles are fewer, and stream-K where
-      the model takes it: 14x14x256 128 (98 tiles); UNet 64x64x320 and 32x32x640 160;
+      in ordered K parts a candidate too where its tiles are fewer, and stream-K (last of
+      the tiling rules) where at least 27 K steps a tile end in a round at most half
+      full (:func:`stream_k_shares_thin_round`: FPN N=2 200x272x256 1.08x the plain
+      waves, 11 layers 1.04-1.14x): 14x14x256 128 (98 tiles); UNet 64x64x320 and 32x32x640 160;
       8x16x16x1280 160 (128 tiles in one wave, 1.4x the 80 of 128 x 256); 4x16x16x1280
       40 tiles of 128 x 256 in 3 ordered parts (1.4x the 80 of 128 x 128). No cluster
       (one cost 14x14x256 24% and 7x7x512 20%), but 2x1 clusters for a pointwise layer
