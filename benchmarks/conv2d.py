@@ -26,6 +26,8 @@ ordered split-K, the tiles past the last full wave in ordered K parts);
 ``--problem N,H,W,C,K,R,S,stride,pad`` replaces the default layers (repeatable);
 ``--halo-k folded|padded|both`` times a layer on halo tiles in those K layouts of its
 default tiling, ``--against-im2col`` such a layer on the im2col loads too;
+``--variant 'key=value;...'`` (repeatable) times each layer with those GemmConfig options
+too, after its default in the same run (``stream_k=true``, ``halo=false``, ...);
 ``--dump-cuda DIR`` writes each kernel's CUDA source; ``--json FILE`` the rows.
 
 Correctness bound (``tvm_tma.kernels.conv2d.conv2d_error_bound``, the GEMM's): Y is rounded
@@ -125,9 +127,25 @@ def halo_layouts(geometry: Conv2dGeometry, cfg: GemmConfig, halo_k: str | None
     return [c for c in found if c is not None]
 
 
+def parse_variant(text: str) -> dict:
+    """``--variant``: ``key=value;key=value`` :class:`GemmConfig` options (integers, or
+    ``true`` / ``false``; ``halo`` also ``folded`` / ``padded``), the layer's
+    :func:`conv2d_config` with them timed after the default in the same run."""
+    def value(raw: str):
+        lowered = raw.strip().lower()
+        if lowered in ("true", "false"):
+            return lowered == "true"
+        return int(raw) if raw.strip().lstrip("-").isdigit() else raw.strip()
+    try:
+        return {key.strip(): value(raw) for key, raw in
+                (item.split("=", 1) for item in text.split(";") if item.strip())}
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: key=value;key=value") from None
+
+
 def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
                 halo_k: str | None = None, against_im2col: bool = False,
-                **options) -> list[GemmConfig]:
+                variants: tuple[dict, ...] = (), **options) -> list[GemmConfig]:
     """The default configuration (:func:`conv2d_config`), or (``sweep``) it and the tilings
     of :data:`SWEEP` that fit (no wider than K rounded up to 64: a wider tile only adds
     padding), plus the default with one ring stage fewer, with its C stages doubled on 4
@@ -139,12 +157,22 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
     loads where the default takes halo tiles (``halo=True`` / ``False``), and its halo
     tiles in the other K layout (:func:`halo_layouts`). ``halo_k``: the default in the
     K layouts it names instead (:data:`HALO_K_CHOICES`); ``against_im2col``: where the
-    default takes halo tiles, the im2col loads after it (``halo=False``)."""
+    default takes halo tiles, the im2col loads after it (``halo=False``); ``variants``:
+    the layer with each option set of :func:`parse_variant` after them, those it takes
+    (a refused one is said and skipped)."""
     base = conv2d_config(geometry, dtype, ctas=ctas, **options)
     if not sweep:
         found = halo_layouts(geometry, base, halo_k)
         if against_im2col and base.halo is not None:
             found.append(conv2d_config(geometry, dtype, ctas=ctas, **{**options, "halo": False}))
+        for variant in variants:
+            try:
+                cfg = conv2d_config(geometry, dtype, ctas=ctas, **{**options, **variant})
+            except ValueError as error:
+                print(f"{geometry.describe()}: variant {variant} refused: {error}")
+                continue
+            if cfg not in found:
+                found.append(cfg)
         return found
     found = halo_layouts(geometry, base, halo_k or "both")
     widest = -(-geometry.k // 64) * 64
@@ -288,7 +316,7 @@ def worst_over_bound(torch, y, reference, bound) -> tuple[bool, float]:
 
 def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, runs: int,
             dump: Path | None, halo_k: str | None = None, against_im2col: bool = False,
-            **options) -> list[dict]:
+            variants: tuple[dict, ...] = (), **options) -> list[dict]:
     import torch
     import torch.nn.functional as F
 
@@ -320,7 +348,8 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
         cudnn_ms, cudnn_host_ms, cudnn_median = kernel_times(torch, cudnn, launches,
                                                             repetitions, runs, 5)
         filter_2d = f.reshape(g.filter_shape)
-        for cfg in configs_for(g, dtype, sweep, ctas, halo_k, against_im2col, **options):
+        for cfg in configs_for(g, dtype, sweep, ctas, halo_k, against_im2col, variants,
+                               **options):
             executable = build(name, g, cfg, dump).executable["main"]
             y = torch.full(g.output_shape, float("nan"), device="cuda", dtype=torch_dtype)
             args = [tvm.runtime.from_dlpack(t) for t in (x, filter_2d, y)]
@@ -374,11 +403,12 @@ def measure(problems, dtype: str, sweep: bool, launches: int, repetitions: int, 
 
 
 def compile_only(problems, dtype: str, sweep: bool, dump: Path | None,
-                 halo_k: str | None = None, against_im2col: bool = False, **options) -> int:
+                 halo_k: str | None = None, against_im2col: bool = False,
+                 variants: tuple[dict, ...] = (), **options) -> int:
     count = 0
     for name, g, _ in problems:
         for cfg in configs_for(g, dtype, sweep, halo_k=halo_k, against_im2col=against_im2col,
-                               **{"ctas": 132, **options}):
+                               variants=variants, **{"ctas": 132, **options}):
             cubin = assemble(build(name, g, cfg, dump).cuda_source)
             count += 1
             print(f"{name} ({g.describe()}; GEMM {g.gemm_m}x{g.k}x{g.gemm_k}) {dtype} "
@@ -430,6 +460,11 @@ def main(argv: list[str] | None = None) -> int:
                              "taps, or each tap padded; both: the default's first)")
     parser.add_argument("--against-im2col", action="store_true",
                         help="where the default takes halo tiles, the im2col loads too")
+    parser.add_argument("--variant", action="append", default=[], type=parse_variant,
+                        metavar="KEY=VALUE;...",
+                        help="GemmConfig options the layer is also timed with, after its "
+                             "default in the same run (repeatable; e.g. 'stream_k=true', "
+                             "'block_m=192;block_n=128;stream_k=false', 'halo=true')")
     args = parser.parse_args(argv)
     options = {name: value for name, value in (("block_m", args.block_m),
                                                 ("block_n", args.block_n),
@@ -449,10 +484,11 @@ def main(argv: list[str] | None = None) -> int:
     problems = args.problem or PROBLEMS
     if args.compile_only:
         compile_only(problems, args.dtype, args.sweep, args.dump_cuda, args.halo_k,
-                     args.against_im2col, **options)
+                     args.against_im2col, tuple(args.variant), **options)
         return 0
     rows = measure(problems, args.dtype, args.sweep, args.launches, args.repetitions,
-                   args.runs, args.dump_cuda, args.halo_k, args.against_im2col, **options)
+                   args.runs, args.dump_cuda, args.halo_k, args.against_im2col,
+                   tuple(args.variant), **options)
     # TFLOP/s from graph replays (no host between launches); "host" columns: the same
     # launched back to back from the host (cuDNN's host code can be slower than its kernel).
     print(f"{'layer':27} {'tiling':44} {'ok':5} {'err/bd':>6} {'TFLOP/s':>8} {'host':>7} "

@@ -5,6 +5,7 @@ and (on a Hopper GPU) every output element against numpy and torch within the bo
 
 from __future__ import annotations
 
+import argparse
 import functools
 import math
 import re
@@ -2238,6 +2239,23 @@ def test_benchmark_halo_k_times_the_default_tiling_in_each_k_layout():
     against = BENCHMARK.configs_for(g, "bfloat16", False, 132, against_im2col=True)
     assert against == [default, conv2d_config(g, ctas=132, halo=False)]
     assert against[1].halo is None and against[1].tap_columns == 32
+
+
+def test_benchmark_variants_time_option_sets_after_the_default(capsys):
+    """``--variant 'key=value;...'``: the layer's conv2d_config with those options after
+    its default, in order, a repeat of one already listed dropped and a refused one said
+    and skipped (VGG N=16 28x28x512: the default 192 x 128, then 128 x 256 stream-K)."""
+    assert BENCHMARK.parse_variant("block_m=128; stream_k=true;halo=folded") == {
+        "block_m": 128, "stream_k": True, "halo": "folded"}
+    with pytest.raises(argparse.ArgumentTypeError, match="key=value"):
+        BENCHMARK.parse_variant("block_m")
+    g = _layer(16, 28, 28, 512, 512)
+    variants = ({"block_m": 128}, {"block_m": 128, "stream_k": True}, {"halo": True},
+                {"block_m": 128, "stream_k": False})
+    found = BENCHMARK.configs_for(g, "bfloat16", False, 132, variants=variants)
+    assert [(c.block_m, c.block_n, c.stream_k) for c in found] == [
+        (192, 128, False), (128, 256, True), (128, 256, False)]
+    assert "variant {'halo': True} refused: halo tiles with K=512" in capsys.readouterr().out
 
 
 def test_example_builds_and_assembles(capsys):
