@@ -283,7 +283,8 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       in ordered K parts a candidate too where its tiles are fewer, and stream-K (last of
       the tiling rules) where at least 27 K steps a tile end in a round at most half
       full (:func:`stream_k_shares_thin_round`: FPN N=2 200x272x256 1.08x the plain
-      waves, 11 layers 1.04-1.14x): 14x14x256 128 (98 tiles); UNet 64x64x320 and 32x32x640 160;
+      waves, 11 layers 1.04-1.14x) or the GEMM's rule takes it: 14x14x256 128 (98
+      tiles); UNet 64x64x320 and 32x32x640 160;
       8x16x16x1280 160 (128 tiles in one wave, 1.4x the 80 of 128 x 256); 4x16x16x1280
       40 tiles of 128 x 256 in 3 ordered parts (1.4x the 80 of 128 x 128). No cluster
       (one cost 14x14x256 24% and 7x7x512 20%), but 2x1 clusters for a pointwise layer
@@ -700,9 +701,13 @@ def _few_columns(cfg: GemmConfig, options: dict) -> GemmConfig:
     and 2), none slower."""
     if (TILING_CHOICES | C_STAGE_CHOICES | {"swap_ab", "b_resident"}) & set(options):
         return cfg
-    # Against the tiles in plain waves: the swapped ones replace stream-K too (measured
-    # before stream-K took a conv layer of fewer than 64 K steps).
-    swapped = on_few_columns(replace(cfg, stream_k=False))
+    # Against the tiles in plain waves where stream-K came from the thin-round rule: the
+    # swapped tiles were measured before it took layers of fewer than 64 K steps; the
+    # GEMM's stream-K (64 and more) keeps its layers, as it did.
+    plain = replace(cfg, stream_k=False)
+    if cfg.stream_k and stream_k_pays(plain):
+        return cfg
+    swapped = on_few_columns(plain)
     return swapped if swapped.swap_ab else cfg
 
 
@@ -1055,19 +1060,23 @@ def _by_width(base: GemmConfig, options: dict, cover: bool = True) -> GemmConfig
 
 
 def _stream_k_last_round(chosen: GemmConfig, options: dict) -> GemmConfig:
-    """The tiles the rules above chose, with stream-K where
-    :func:`stream_k_shares_thin_round` takes it: cooperative 128-row tiles of whole K, no
-    cluster, the caller having chosen neither the split, the cluster, the schedule nor
-    stream-K. Last of the tiling rules, so that the 192-row, 64-row and one-wave tilings
-    they measured keep their layers. UNet-like 8x32x32x1280 (320 tiles of 128 x 256, 180 K
-    steps): 789.5 TFLOP/s against 716.7 in plain waves, 1.05x and 0.95x cuDNN (H100, same
-    run)."""
+    """The tiles the rules above chose, with stream-K where the GEMM's rule takes it
+    (:func:`~.tiling.stream_k_pays`: at least 64 K steps, the wave model 5% cheaper; on
+    GEMMs it won up to a last round 52% full) or :func:`stream_k_shares_thin_round` does
+    (27 K steps and more, a last round at most half full): cooperative 128-row tiles of
+    whole K, no cluster, the caller having chosen neither the split, the cluster, the
+    schedule nor stream-K. Last of the tiling rules, so that the 192-row, 64-row, swapped
+    and one-wave tilings they measured keep their layers. UNet-like 8x32x32x1280 (320
+    tiles of 128 x 256, 180 K steps): 789.5 TFLOP/s against 716.7 in plain waves, 1.05x
+    and 0.95x cuDNN (H100, same run)."""
     if (_SPLIT_CHOICES | {"schedule"}) & set(options):
         return chosen
     if (chosen.block_m != 128 or chosen.schedule != "cooperative" or chosen.cluster_size > 1
-            or chosen.tail_split > 1 or not stream_k_shares_thin_round(chosen)):
+            or chosen.tail_split > 1):
         return chosen
-    return replace(chosen, stream_k=True)
+    if stream_k_pays(chosen) or stream_k_shares_thin_round(chosen):
+        return replace(chosen, stream_k=True)
+    return chosen
 
 
 def stream_k_shares_thin_round(cfg: GemmConfig) -> bool:
@@ -1075,9 +1084,9 @@ def stream_k_shares_thin_round(cfg: GemmConfig) -> bool:
     steps a tile, at least one full round, and a last round at most
     :data:`~.tiling.THIN_ROUND` full (:func:`~.tiling.leaves_thin_round`). Plain waves
     leave more than half a round idle there, which stream-K's fix-ups cost less than;
-    where the last round is fuller they cost more. The GEMM's wave model
-    (:func:`~.tiling.stream_k_pays`) priced these the other way round: it took stream-K on
-    every layer of a partial round with 64 K steps or more and on none with fewer.
+    where the last round is fuller they cost more on these layers of 27 to 54 K steps,
+    which the GEMM's rule (:func:`~.tiling.stream_k_pays`, 64 K steps and more) leaves
+    alone, and whose gain its wave model misprices (FPN estimated 3% cheaper, run 8%).
 
     H100, same runs, stream-K against the same tiles in plain waves (time ratio; last
     round's fill): taken, FPN N=2 200x272x256 (850 tiles of 128 x 256, 36 K steps, 0.44
@@ -1360,13 +1369,13 @@ def covering_width(base: GemmConfig) -> int | None:
 
 def _wave_cost(cfg: GemmConfig) -> float:
     """The wave model's estimate of ``cfg``'s tiles (kernels/tiling): in plain waves or
-    K parts, or with stream-K where :func:`stream_k_shares_thin_round` takes it and the
-    GEMM's :func:`~.tiling.stream_k_pays` would too. The model prices stream-K's gain on
-    a conv layer too high (1.16-1.28x estimated where 0.99-1.14x ran, RESULTS.md 6z20),
-    so it widens no choice of width it did not before: N=1 UNet 64x64x320 (45 K steps)
-    keeps 64 tiles of 128 x 160 (1.02x cuDNN) over 160 of 128 x 64 with stream-K."""
+    K parts, or with stream-K where :func:`~.tiling.stream_k_pays` would take it. Not
+    where only :func:`stream_k_shares_thin_round` does: the model prices stream-K's gain
+    on a conv layer too high (1.07-1.24x estimated where 0.91-1.09x ran, RESULTS.md 6z20),
+    and would pick widths for it: N=1 UNet 64x64x320 (45 K steps) keeps 64 tiles of 128 x
+    160 (1.02x cuDNN) over 160 of 128 x 64 with stream-K."""
     cost = estimate(cfg).cost
-    if cfg.split_k == 1 and stream_k_pays(cfg) and stream_k_shares_thin_round(cfg):
+    if cfg.split_k == 1 and stream_k_pays(cfg):
         cost = min(cost, estimate(replace(cfg, stream_k=True)).cost)
     return cost
 
