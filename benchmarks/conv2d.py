@@ -158,22 +158,14 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
     tiles in the other K layout (:func:`halo_layouts`). ``halo_k``: the default in the
     K layouts it names instead (:data:`HALO_K_CHOICES`); ``against_im2col``: where the
     default takes halo tiles, the im2col loads after it (``halo=False``); ``variants``:
-    the layer with each option set of :func:`parse_variant` after them, those it takes
-    (a refused one is said and skipped)."""
+    the layer with each option set of :func:`parse_variant` after them, swept or not
+    (:func:`with_variants`)."""
     base = conv2d_config(geometry, dtype, ctas=ctas, **options)
     if not sweep:
         found = halo_layouts(geometry, base, halo_k)
         if against_im2col and base.halo is not None:
             found.append(conv2d_config(geometry, dtype, ctas=ctas, **{**options, "halo": False}))
-        for variant in variants:
-            try:
-                cfg = conv2d_config(geometry, dtype, ctas=ctas, **{**options, **variant})
-            except ValueError as error:
-                print(f"{geometry.describe()}: variant {variant} refused: {error}")
-                continue
-            if cfg not in found:
-                found.append(cfg)
-        return found
+        return with_variants(found, geometry, dtype, ctas, variants, options)
     found = halo_layouts(geometry, base, halo_k or "both")
     widest = -(-geometry.k // 64) * 64
 
@@ -251,6 +243,21 @@ def configs_for(geometry: Conv2dGeometry, dtype: str, sweep: bool, ctas: int,
         try:
             cfg = conv2d_config(geometry, dtype, ctas=ctas, **{**options, "halo": halo})
         except ValueError:
+            continue
+        if cfg not in found:
+            found.append(cfg)
+    return with_variants(found, geometry, dtype, ctas, variants, options)
+
+
+def with_variants(found: list[GemmConfig], geometry: Conv2dGeometry, dtype: str, ctas: int,
+                  variants: tuple[dict, ...], options: dict) -> list[GemmConfig]:
+    """``found`` and after it the layer's :func:`conv2d_config` with each option set of
+    ``variants`` (:func:`parse_variant`) not already listed; a refused one is said."""
+    for variant in variants:
+        try:
+            cfg = conv2d_config(geometry, dtype, ctas=ctas, **{**options, **variant})
+        except ValueError as error:
+            print(f"{geometry.describe()}: variant {variant} refused: {error}")
             continue
         if cfg not in found:
             found.append(cfg)

@@ -95,7 +95,7 @@ NARROW_TALL_WIDTH = 160
 #: 80x80x192 stride 2, 27 K steps of 128 x 192 tiles, 1.09x the plain waves). The GEMM's
 #: bound (:data:`~.tiling.STREAM_K_MIN_STEPS`, 64) was fit on GEMMs whose tiles stream-K
 #: nearly all cuts; a conv layer of several rounds shares out only its last ones.
-STREAM_K_MIN_STEPS = 27
+THIN_ROUND_MIN_STEPS = 27
 #: K steps from which a layer of one wave of 128 x 128 tiles takes 64 x 256 ones
 #: (:func:`_wide_half_rows`): 72 steps gained 1.06-1.16x, 36 steps 0.99x.
 WIDE_HALF_ROWS_MIN_STEPS = 64
@@ -1064,12 +1064,12 @@ def _stream_k_last_round(chosen: GemmConfig, options: dict) -> GemmConfig:
     (:func:`~.tiling.stream_k_pays`: at least 64 K steps, the wave model 5% cheaper; on
     GEMMs it won up to a last round 52% full) or :func:`stream_k_shares_thin_round` does
     (27 K steps and more, a last round at most half full): cooperative 128-row tiles of
-    whole K, no cluster, the caller having chosen neither the split, the cluster, the
-    schedule nor stream-K. Last of the tiling rules, so that the 192-row, 64-row, swapped
+    whole K, no cluster, the caller having chosen neither the split, the cluster nor
+    stream-K. Last of the tiling rules, so that the 192-row, 64-row, swapped
     and one-wave tilings they measured keep their layers. UNet-like 8x32x32x1280 (320
     tiles of 128 x 256, 180 K steps): 789.5 TFLOP/s against 716.7 in plain waves, 1.05x
     and 0.95x cuDNN (H100, same run)."""
-    if (_SPLIT_CHOICES | {"schedule"}) & set(options):
+    if _SPLIT_CHOICES & set(options):
         return chosen
     if (chosen.block_m != 128 or chosen.schedule != "cooperative" or chosen.cluster_size > 1
             or chosen.tail_split > 1):
@@ -1080,7 +1080,7 @@ def _stream_k_last_round(chosen: GemmConfig, options: dict) -> GemmConfig:
 
 
 def stream_k_shares_thin_round(cfg: GemmConfig) -> bool:
-    """Whether a conv layer's tiles take stream-K: at least :data:`STREAM_K_MIN_STEPS` K
+    """Whether a conv layer's tiles take stream-K: at least :data:`THIN_ROUND_MIN_STEPS` K
     steps a tile, at least one full round, and a last round at most
     :data:`~.tiling.THIN_ROUND` full (:func:`~.tiling.leaves_thin_round`). Plain waves
     leave more than half a round idle there, which stream-K's fix-ups cost less than;
@@ -1095,9 +1095,9 @@ def stream_k_shares_thin_round(cfg: GemmConfig) -> bool:
     1.09x, and seven layers of 196 tiles (72-144 K steps, 0.48) 1.04-1.14x; not taken,
     N=8 40x40x320 (200 tiles, 0.52) 0.99x, N=32 40x40x256 -> 512 s2 1.02x, N=2
     160x160x192 -> 384 s2 0.91x, N=2 100x136x256 (213, 0.61) 0.94x, N=16 50x50x256 (626,
-    0.74) 0.93x; one missed, N=8 80x80x384 s2 (200 of 128 x 192, 54 steps, 0.52) 1.07x
+    0.74) 0.93x; one missed, N=8 80x80x384 s2 (200 of 128 x 192, 54 steps, 0.52) 1.06x
     (benchmarks/RESULTS.md 6z20)."""
-    return (cfg.k_steps >= STREAM_K_MIN_STEPS and cfg.work_units > cfg.workers
+    return (cfg.k_steps >= THIN_ROUND_MIN_STEPS and cfg.work_units > cfg.workers
             and cfg.split_k == 1 and leaves_thin_round(cfg))
 
 
@@ -1371,7 +1371,7 @@ def _wave_cost(cfg: GemmConfig) -> float:
     """The wave model's estimate of ``cfg``'s tiles (kernels/tiling): in plain waves or
     K parts, or with stream-K where :func:`~.tiling.stream_k_pays` would take it. Not
     where only :func:`stream_k_shares_thin_round` does: the model prices stream-K's gain
-    on a conv layer too high (1.07-1.24x estimated where 0.91-1.09x ran, RESULTS.md 6z20),
+    on a conv layer wrongly (1.02-1.24x estimated where 0.91-1.09x ran, RESULTS.md 6z20),
     and would pick widths for it: N=1 UNet 64x64x320 (45 K steps) keeps 64 tiles of 128 x
     160 (1.02x cuDNN) over 160 of 128 x 64 with stream-K."""
     cost = estimate(cfg).cost
