@@ -40,7 +40,6 @@ from tvm_tma.kernels.conv2d_tiling import (
     SHORT_K_STEPS,
     STORE_BOUND_BLOCK_K,
     STORE_BOUND_STAGES,
-    THIN_ROUND_MOST_PEERS,
     WIDE_HALF_ROWS_MIN_STEPS,
     covering_width,
     stream_k_shares_thin_round,
@@ -59,6 +58,7 @@ from tvm_tma.kernels.tiling import (
     NARROW_WAVE_WIDTH_STEP,
     STEP_COST,
     busy_share,
+    estimate,
     fullest_narrow_wave,
     in_fullest_narrow_wave,
     leaves_thin_round,
@@ -517,12 +517,12 @@ def test_batch_one_layers_halve_the_tile_where_the_widest_give_few_ctas_a_unit(
 
 def test_a_thin_last_round_of_tiles_is_shared_out_with_stream_k():
     """Stream-K on a conv layer's tiles where their last round is at most half full, they
-    have at least 27 K steps and the runs leave a tile at most 3 peers: 320 tiles of 128 x
-    256 (2.4 rounds on 132 SMs) with 180 K steps are; FPN's 850 of 128 x 256 (6.44 rounds,
-    36 K steps, runs of 15: 3 peers) and N=32 80x80x192 s2's 400 of 128 x 192 (3.03
-    rounds, 27 steps, the last full round joining: 1 peer) too; a last round 52-88% full,
-    runs so short a tile has 5 to 53 peers, a cluster or split the caller chose are
-    not."""
+    have at least 27 K steps and the wave model prices the fix-ups below the round saved:
+    320 tiles of 128 x 256 (2.4 rounds on 132 SMs) with 180 K steps are; FPN's 850 of 128
+    x 256 (6.44 rounds, 36 K steps, runs of 15: 3 peers) and N=32 80x80x192 s2's 400 of
+    128 x 192 (3.03 rounds, 27 steps, the last full round joining: 1 peer) too; a last
+    round 52-88% full, runs so short a tile has 6 to 53 peers, a cluster or split the
+    caller chose are not."""
     sd = conv2d_config(_layer(8, 32, 32, 1280, 1280))
     assert (sd.block_n, sd.num_tiles, sd.k_steps, sd.stream_k, sd.split_k) == (
         256, 320, 180, True, 1)
@@ -537,16 +537,22 @@ def test_a_thin_last_round_of_tiles_is_shared_out_with_stream_k():
     assert (fpn.stream_k_dp_tiles, fpn.iterations, fpn.stream_k_peers) == (792, 58 * 36, 3)
     assert (strided.stream_k_dp_tiles, strided.iterations // 132,
             strided.stream_k_peers) == (264, 27, 1)
-    # Runs of 1 to 7 K steps: 4 tiles of 54 steps over 132 CTAs (53 peers, held out
-    # 0.90x the plain waves), 8 of 36 (18 peers, 0.90x), 26 of 36 (5 peers, 0.98-1.05x).
-    for layer, want in ((_layer(8, 80, 80, 384, 192), (192, 400, 54, 53)),
-                        (_layer(2, 160, 160, 256, 256), (128, 800, 36, 18)),
-                        (_layer(1, 136, 136, 256, 256), (128, 290, 36, 5))):
+    # Runs of 1 to 5 K steps, whose fix-ups the wave model prices above the round they
+    # save: 4 tiles of 54 steps over 132 CTAs (53 peers, held out 0.90x the plain
+    # waves), 8 of 36 (18 peers, 0.90x), 25 of 27 (6 peers, 0.96x).
+    for layer, want in ((_layer(8, 80, 80, 384, 192), (192, 400, 54, 1, 53)),
+                        (_layer(2, 160, 160, 256, 256), (128, 800, 36, 2, 18)),
+                        (_layer(8, 136, 136, 192, 192, stride=2), (192, 289, 27, 5, 6))):
         cfg = conv2d_config(layer)
-        assert (cfg.block_n, cfg.num_tiles, cfg.k_steps, cfg.stream_k_peers) == want
+        assert (cfg.block_n, cfg.num_tiles, cfg.k_steps, cfg.iterations // cfg.workers,
+                cfg.stream_k_peers) == want
         assert leaves_thin_round(cfg) and not cfg.stream_k
+        assert estimate(replace(cfg, stream_k=True)).cost > estimate(cfg).cost
         assert not stream_k_shares_thin_round(cfg)
-    assert THIN_ROUND_MOST_PEERS == 3
+    # Runs of 7: 26 tiles of 36 steps (5 peers), priced 1.05x cheaper (ran 1.05x).
+    small = conv2d_config(_layer(1, 136, 136, 256, 256))
+    assert (small.block_n, small.num_tiles, small.stream_k, small.stream_k_peers) == (
+        128, 290, True, 5)
     # 26 K steps: under the fewest measured.
     assert not stream_k_shares_thin_round(replace(strided, k=strided.k * 26 // 27,
                                                   stream_k=False))

@@ -96,13 +96,6 @@ NARROW_TALL_WIDTH = 160
 #: bound (:data:`~.tiling.STREAM_K_MIN_STEPS`, 64) was fit on GEMMs whose tiles stream-K
 #: nearly all cuts; a conv layer of several rounds shares out only its last ones.
 THIN_ROUND_MIN_STEPS = 27
-#: Most peers (:attr:`~.gemm_config.GemmConfig.stream_k_peers`: CTAs besides the owner
-#: that compute part of one tile) :func:`stream_k_shares_thin_round` lets a tile have. The
-#: owner gathers its peers' partial tiles one after another, so runs of a few K steps cost
-#: more than the idle SMs they fill: held out, 1-2 steps a run (18-53 peers) ran
-#: 0.90-0.97x the plain waves on five layers, 4-8 steps (5-18 peers) 0.96-1.05x on six,
-#: 13-42 steps (1-3 peers) 1.01-1.09x on seven (H100, RESULTS.md 6z21).
-THIN_ROUND_MOST_PEERS = 3
 #: K steps from which a layer of one wave of 128 x 128 tiles takes 64 x 256 ones
 #: (:func:`_wide_half_rows`): 72 steps gained 1.06-1.16x, 36 steps 0.99x.
 WIDE_HALF_ROWS_MIN_STEPS = 64
@@ -289,8 +282,9 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       the CTAs one, the cheapest by the GEMM's wave model (kernels/tiling), the widest
       in ordered K parts a candidate too where its tiles are fewer, and stream-K (last of
       the tiling rules) where at least 27 K steps a tile end in a round at most half
-      full, in runs that leave a tile at most 3 peers (:func:`stream_k_shares_thin_round`:
-      FPN N=2 200x272x256 1.08x the plain waves, 5 held-out layers 1.01-1.09x) or the
+      full where the wave model prices its fix-ups below the round saved
+      (:func:`stream_k_shares_thin_round`: FPN N=2 200x272x256 1.08x the plain waves,
+      held-out layers 0.98-1.09x, runs of 1-2 K steps 0.90-0.97x) or the
       GEMM's rule takes it: 14x14x256 128 (98
       tiles); UNet 64x64x320 and 32x32x640 160;
       8x16x16x1280 160 (128 tiles in one wave, 1.4x the 80 of 128 x 256); 4x16x16x1280
@@ -1071,7 +1065,7 @@ def _stream_k_last_round(chosen: GemmConfig, options: dict) -> GemmConfig:
     """The tiles the rules above chose, with stream-K where the GEMM's rule takes it
     (:func:`~.tiling.stream_k_pays`: at least 64 K steps, the wave model 5% cheaper; on
     GEMMs it won up to a last round 52% full) or :func:`stream_k_shares_thin_round` does
-    (27 K steps and more, a last round at most half full, at most 3 peers a tile):
+    (27 K steps and more, a last round at most half full, the model's fix-ups cheaper):
     cooperative 128-row tiles of whole K, no cluster, the caller having chosen neither the
     split, the cluster nor stream-K. Last of the tiling rules, so that the 192-row, 64-row,
     swapped and one-wave tilings they measured keep their layers. UNet-like 8x32x32x1280 (320
@@ -1090,29 +1084,33 @@ def _stream_k_last_round(chosen: GemmConfig, options: dict) -> GemmConfig:
 def stream_k_shares_thin_round(cfg: GemmConfig) -> bool:
     """Whether a conv layer's tiles take stream-K: at least :data:`THIN_ROUND_MIN_STEPS` K
     steps a tile, at least one full round, a last round at most
-    :data:`~.tiling.THIN_ROUND` full (:func:`~.tiling.leaves_thin_round`), and runs long
-    enough that a tile has at most :data:`THIN_ROUND_MOST_PEERS` peers. Plain waves leave
-    more than half a round idle there, which stream-K's fix-ups cost less than; where the
-    last round is fuller they cost more on these layers of 27 to 54 K steps, which the
-    GEMM's rule (:func:`~.tiling.stream_k_pays`, 64 K steps and more) leaves alone, and
-    whose gain its wave model misprices (FPN estimated 3% cheaper, run 8%). Where the thin
-    round's K steps, shared out over every CTA, make runs of a few steps (4 tiles of 54
-    steps over 132 CTAs: 1 step a run, 53 peers a tile), the owners' one-by-one gathers
-    cost more than the round they save.
+    :data:`~.tiling.THIN_ROUND` full (:func:`~.tiling.leaves_thin_round`), and the wave
+    model's estimate of stream-K, fix-ups included, below the plain waves'. Plain waves
+    leave more than half a round idle there, which stream-K's fix-ups cost less than
+    unless the thin round's K steps, shared out over every CTA, make runs of a few steps:
+    then each tile's owner waits for and adds many partial tiles one after another (4
+    tiles of 54 steps over 132 CTAs: runs of 1 step, 53 peers a tile). The model's
+    fix-up term (two fp32 partial tiles' bytes a peer, :data:`~.tiling.FIXUP_COST_PER_BYTE`,
+    fit on GEMMs) tells those apart; its gain is overstated where the last round is fuller
+    (N=2 160x160x192 -> 384 s2 estimated 1.07x cheaper, ran 0.91x), so the thin round is
+    asked too. No margin: on these layers of 27 to 63 K steps, which the GEMM's rule
+    (:func:`~.tiling.stream_k_pays`, 64 and more, 5% cheaper) leaves alone, the model
+    understates the gain of a thin round (FPN estimated 3% cheaper, ran 8%).
 
-    H100, same runs, stream-K against the same tiles in plain waves (time ratio; last
-    round's fill; peers): taken, FPN N=2 200x272x256 (850 tiles of 128 x 256, 36 K steps,
-    0.44 full, 3 peers) 1.08x, N=32 80x80x192 s2 and two held-out layers of the same 400
-    tiles of 128 x 192 (27 steps, 0.03, the last full round joining: 1 peer) 1.06-1.09x,
-    N=8 100x100x640 -> 320 (1250 of 128 x 160, 90 steps, 3 peers) 1.09x, two more held
-    out (3 peers) 1.01-1.02x; not taken, 1-2 steps a run (18-53 peers: N=8 80x80x384 ->
-    192, N=2 and N=8 160x160x256, 16x40x40x640 -> 320, 2x160x160x320) 0.90-0.97x, 4-8
-    steps (5-18 peers) 0.96-1.05x (N=1 136x136x256 1.05x, its stride-2 N=4 twin, the same
-    GEMM, 0.98x), a last round 52-74% full 0.91-1.06x (benchmarks/RESULTS.md 6z20,
-    6z21)."""
-    return (cfg.k_steps >= THIN_ROUND_MIN_STEPS and cfg.work_units > cfg.workers
-            and cfg.split_k == 1 and leaves_thin_round(cfg)
-            and cfg.stream_k_peers <= THIN_ROUND_MOST_PEERS)
+    H100, same runs, stream-K against the same tiles in plain waves (time ratio; runs and
+    peers; the model's plain / stream-K): taken, FPN N=2 200x272x256 (850 tiles of 128 x
+    256, 36 K steps, runs of 15, 3 peers; 1.03) 1.08x, N=32 80x80x192 s2 and two held-out
+    layers of the same 400 tiles of 128 x 192 (27 steps, the last full round joining: 1
+    peer; 1.25) 1.06-1.09x, N=8 100x100x640 -> 320 (1250 of 128 x 160, 3 peers; 1.04)
+    1.09x, N=1 136x136x256 (290 of 128 x 128, 5 peers; 1.05) 1.05x, N=4 136x136x320 s2
+    (6 peers; 1.10) 1.04x, three more held out 0.98-1.02x; not taken, the eight whose
+    runs of 1-5 steps the model prices dearer (6-53 peers; 0.66-0.97) 0.90-1.01x, a last
+    round 52-74% full 0.91-1.06x (benchmarks/RESULTS.md 6z20, 6z21)."""
+    if not (cfg.k_steps >= THIN_ROUND_MIN_STEPS and cfg.work_units > cfg.workers
+            and cfg.split_k == 1 and leaves_thin_round(cfg)):
+        return False
+    plain = replace(cfg, stream_k=False)
+    return estimate(replace(plain, stream_k=True)).cost < estimate(plain).cost
 
 
 def _enough_units(widest: GemmConfig, exact: list[int]) -> GemmConfig:
