@@ -35,6 +35,7 @@ from .tiling import (
     estimate,
     few_columns_tiling,
     half_rows_fill,
+    has_partial_wave,
     in_fullest_narrow_wave,
     in_one_exact_wave,
     in_ordered_parts,
@@ -42,6 +43,7 @@ from .tiling import (
     leaves_thin_round,
     narrow_half_rows,
     on_few_columns,
+    stream_k_estimated_cheaper,
     stream_k_pays,
     with_alternating_c_stages,
 )
@@ -284,9 +286,8 @@ def conv2d_config(geometry: Conv2dGeometry, dtype: str = "bfloat16",
       the tiling rules) where at least 27 K steps a tile end in a round at most half
       full where the wave model prices its fix-ups below the round saved
       (:func:`stream_k_shares_thin_round`: FPN N=2 200x272x256 1.08x the plain waves,
-      held-out layers 0.98-1.09x, runs of 1-2 K steps 0.90-0.97x) or the
-      GEMM's rule takes it: 14x14x256 128 (98
-      tiles); UNet 64x64x320 and 32x32x640 160;
+      held-out layers 0.98-1.09x, runs of 1-2 K steps 0.90-0.97x) or the GEMM's rule
+      takes it: 14x14x256 128 (98 tiles); UNet 64x64x320 and 32x32x640 160;
       8x16x16x1280 160 (128 tiles in one wave, 1.4x the 80 of 128 x 256); 4x16x16x1280
       40 tiles of 128 x 256 in 3 ordered parts (1.4x the 80 of 128 x 128). No cluster
       (one cost 14x14x256 24% and 7x7x512 20%), but 2x1 clusters for a pointwise layer
@@ -1106,11 +1107,9 @@ def stream_k_shares_thin_round(cfg: GemmConfig) -> bool:
     (6 peers; 1.10) 1.04x, three more held out 0.98-1.02x; not taken, the eight whose
     runs of 1-5 steps the model prices dearer (6-53 peers; 0.66-0.97) 0.90-1.01x, a last
     round 52-74% full 0.91-1.06x (benchmarks/RESULTS.md 6z20, 6z21)."""
-    if not (cfg.k_steps >= THIN_ROUND_MIN_STEPS and cfg.work_units > cfg.workers
-            and cfg.split_k == 1 and leaves_thin_round(cfg)):
-        return False
-    plain = replace(cfg, stream_k=False)
-    return estimate(replace(plain, stream_k=True)).cost < estimate(plain).cost
+    return (cfg.k_steps >= THIN_ROUND_MIN_STEPS and has_partial_wave(cfg)
+            and cfg.split_k == 1 and leaves_thin_round(cfg)
+            and stream_k_estimated_cheaper(replace(cfg, stream_k=False)))
 
 
 def _enough_units(widest: GemmConfig, exact: list[int]) -> GemmConfig:

@@ -509,8 +509,16 @@ def stream_k_pays(cfg: Tiling) -> bool:
     :data:`STREAM_K_MARGIN` cheaper than the plain waves."""
     if cfg.k_steps < STREAM_K_MIN_STEPS or not has_partial_wave(cfg):
         return False
+    return stream_k_estimated_cheaper(cfg, STREAM_K_MARGIN)
+
+
+def stream_k_estimated_cheaper(cfg: Tiling, margin: float = 0.0) -> bool:
+    """Whether the wave model prices ``cfg``'s tiles with stream-K (its fix-ups included)
+    at least ``margin`` (a share) below ``cfg`` as it is: the GEMM's rule
+    (:func:`stream_k_pays`) asks :data:`STREAM_K_MARGIN`, the conv layer's thin-round rule
+    nothing."""
     streamed = replace(cfg, stream_k=True)
-    return estimate(streamed).cost <= (1 - STREAM_K_MARGIN) * estimate(cfg).cost
+    return estimate(streamed).cost <= (1 - margin) * estimate(cfg).cost
 
 
 def sixteen_bit_nk(cfg: Tiling) -> bool:
